@@ -1,0 +1,38 @@
+"""goodopt: goodput-optimised GPU cluster scheduling.
+
+Models from Pollux (goodput = throughput x statistical efficiency, p-norm
+fitness over job speedups), Gavel and Sia, with exact and heuristic allocation.
+
+Typical use::
+
+    import goodopt
+    scenario = goodopt.load_scenario("pollux-testbed")
+    problem = scenario.problem()
+    ev = problem.evaluator()
+    ev.fitness(problem.current)
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .cluster import Cluster, NodeGroup
+from .errors import (FitError, GoodoptError, ScenarioError, ShapeError, SolverError, TraceError,
+                     ValidationError)
+from .evaluator import Evaluation, Evaluator
+from .fitness import power_mean, realloc_factor
+from .goodput import ThroughputParams
+from .problem import AllocationProblem
+from .profiles import AppProfile, GpuProfile, load_profile, shipped_profile
+from .scenario import Job, Objective, Scenario, load_scenario, scenario_from_dict
+
+__version__ = "0.1.0"
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+__all__ = [
+    "AllocationProblem", "AppProfile", "Cluster", "Evaluation", "Evaluator", "FitError", "GoodoptError",
+    "GpuProfile", "Job", "NodeGroup", "Objective", "Scenario", "ScenarioError", "ShapeError",
+    "SolverError", "ThroughputParams", "TraceError", "ValidationError", "load_profile", "load_scenario",
+    "power_mean", "realloc_factor", "scenario_from_dict", "shipped_profile",
+]

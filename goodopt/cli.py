@@ -1,0 +1,155 @@
+"""Command-line interface: ``goodopt info | evaluate | fit``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from .errors import GoodoptError
+
+log = logging.getLogger("goodopt.cli")
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
+
+
+def _fmt(x, digits=3) -> str:
+    return f"{x:.{digits}f}" if np.isfinite(x) else str(x)
+
+
+# ------------------------------------------------------------------ commands
+def cmd_info(args) -> int:
+    from .scenario import load_scenario
+
+    sc = load_scenario(args.scenario)
+    pr = sc.problem()
+    ev = pr.evaluator()
+    con = _console()
+    con.print(f"[bold]{sc.name}[/bold] {sc.description}".rstrip())
+    con.print(f"cluster: {sc.cluster.describe()} = {sc.cluster.n_gpus} GPUs on {sc.cluster.n_nodes} nodes")
+    o = sc.objective
+    con.print(f"objective: p={o.p:g} eps={o.eps:g} base={o.base} restart_delay_s={o.restart_delay_s:g} "
+              f"interference_avoidance={o.interference_avoidance}")
+    s = ev.speedups(pr.current)
+    t = Table(title=f"{pr.n_jobs} jobs")
+    for col in ("job", "application", "age_s", "reallocs", "GPUs now", "speedup now", "realloc factor",
+                "base", "phi"):
+        t.add_column(col, justify="left" if col in ("job", "application", "base") else "right")
+    for j, job in enumerate(sc.jobs):
+        phi = job.phi if job.phi is not None else float(sc.profiles[job.application].phi_at(job.epoch))
+        t.add_row(job.name, job.application, f"{job.age_s:g}", str(job.n_reallocs), str(int(pr.current[j].sum())),
+                  _fmt(s[j]), _fmt(pr.realloc[j]),
+                  f"{pr.base_gpus[j]} x {pr.type_names[pr.base_type[j]]}", f"{phi:.4g}")
+    con.print(t)
+    con.print(f"fitness of the current allocation: {_fmt(ev.fitness(pr.current), 4)}; "
+              f"feasible: {ev.violation(pr.current) == 0}")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .scenario import load_scenario
+    from .errors import ScenarioError
+
+    sc = load_scenario(args.scenario)
+    pr = sc.problem()
+    try:
+        mapping = yaml.safe_load(Path(args.allocation).read_text()) or {}
+    except FileNotFoundError:
+        raise ScenarioError(args.allocation, "allocation file not found") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(args.allocation, f"not valid YAML/JSON: {exc}") from None
+    alloc = pr.allocation_from_mapping(mapping)
+    ev = pr.evaluator()
+    fit = ev.fitness(alloc)
+    speed = ev.speedups(alloc)
+    problems = ev.violations(alloc)
+    out = {
+        "fitness": fit,
+        "speedups": {name: float(v) for name, v in zip(pr.job_names, speed)},
+        "feasible": not problems,
+        "violations": problems,
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    con = _console()
+    t = Table(title=f"{sc.name}: allocation {args.allocation}")
+    t.add_column("job")
+    t.add_column("GPUs", justify="right")
+    t.add_column("speedup", justify="right")
+    for j, name in enumerate(pr.job_names):
+        t.add_row(name, str(int(alloc[j].sum())), _fmt(speed[j]))
+    con.print(t)
+    con.print(f"fitness (p={pr.p:g}): {_fmt(fit, 4)}")
+    con.print("feasible" if not problems else "INFEASIBLE:\n  " + "\n  ".join(problems))
+    return 0
+
+
+def cmd_fit(args) -> int:
+    from .fitting import fit_application
+    from .traces import POLLUX_APPS, traces_dir
+
+    root = traces_dir(args.traces)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    con = _console()
+    t = Table(title=f"fitted profiles from {root}")
+    for col in ("application", "GPU type", "points", "RMS log step", "RMS log compute", "multi-node data"):
+        t.add_column(col)
+    for app in args.apps or POLLUX_APPS:
+        prof = fit_application(root, app)
+        prof.save(out / f"{app}.yaml")
+        for gpu, g in sorted(prof.gpu_types.items()):
+            t.add_row(app, gpu, str(g.fit["n_points"]), f"{g.fit['rms_log_step_time']:.3f}",
+                      f"{g.fit['rms_log_compute_time']:.3f}", str(g.fit["multi_node_identified"]))
+    con.print(t)
+    con.print(f"wrote {len(args.apps or POLLUX_APPS)} profiles to {out}")
+    return 0
+
+
+# ------------------------------------------------------------------ plumbing
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="goodopt", description=__doc__)
+    ap.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("info", help="summarise a scenario (file or shipped name)")
+    p.add_argument("scenario")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("evaluate", help="score an allocation of a scenario")
+    p.add_argument("scenario")
+    p.add_argument("--allocation", required=True, help="YAML/JSON file: job -> {node: GPUs}")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("fit", help="fit application profiles from the published traces")
+    p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
+    p.add_argument("--out", default="scenarios/profiles", help="output folder for <app>.yaml")
+    p.add_argument("--apps", nargs="*", default=None, help="applications (default: the six Pollux ones)")
+    p.set_defaults(func=cmd_fit)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except GoodoptError as exc:
+        print(f"goodopt: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Fitting application profiles to measured traces.
+
+Throughput parameters are estimated per (application, GPU type) by nonlinear
+least squares on log times (``scipy.optimize.least_squares``): the residuals are
+``log T_c(model) - log (step_time - sync_time)`` and
+``log T_step(model) - log step_time`` over every measured placement and
+scalability row. The multi-node parameters are written as
+``alpha_n = alpha_r + d_alpha``, ``beta_n = beta_r + d_beta`` with ``d >= 0``, so
+a fit can never make inter-node synchronisation cheaper than intra-node; when no
+multi-node row exists they are not identified and equal the intra-node ones
+(reported). All parameters are bounded below by 0; ``gamma`` lies in [1, 10].
+
+The gradient noise scale over training is ``phi = M0 * grad_var / grad_sqr`` per
+epoch from each validation curve, combined across batch sizes by the median.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from . import goodput as gp
+from .errors import FitError
+from .goodput import ThroughputParams
+from .profiles import AppProfile, GpuProfile
+from .traces import POLLUX_APPS, SIA_CLUSTERS, TARGET_EPOCHS, measurements, read_validation, validation_dir
+
+log = logging.getLogger(__name__)
+
+#: Human-readable descriptions of the Pollux applications (from the traces' README).
+APP_DESCRIPTIONS = {
+    "bert": "BERT fine-tuning on SQuAD",
+    "cifar10": "ResNet18 on CIFAR-10",
+    "deepspeech2": "DeepSpeech2 on CMU-ARCTIC",
+    "imagenet": "ResNet50 on ImageNet",
+    "ncf": "NeuMF on MovieLens",
+    "yolov3": "YOLOv3 on PASCAL VOC",
+}
+#: Per-GPU batch caps the Pollux paper imposed on top of the measurements.
+LOCAL_BSZ_CAPS = {("yolov3", "t4"): 8}
+_GAMMA_STARTS = (1.0, 1.5, 3.0, 6.0)
+
+
+@dataclass(frozen=True)
+class ThroughputFit:
+    """Result of fitting one application on one GPU type."""
+
+    params: ThroughputParams
+    rms_log_step_time: float
+    rms_log_compute_time: float
+    n_points: int
+    multi_node_identified: bool
+
+
+def _predict(x, local_bsz, n_gpus, multi):
+    p = dict(zip(("alpha_c", "beta_c", "alpha_r", "beta_r"), x[:4]))
+    p["alpha_n"] = x[2] + x[4]
+    p["beta_n"] = x[3] + x[5]
+    p["gamma"] = x[6]
+    return gp.compute_time(p, local_bsz), gp.step_time(p, local_bsz, n_gpus, multi)
+
+
+def fit_throughput(df: pd.DataFrame) -> ThroughputFit:
+    """Fit the seven throughput parameters to measured step and sync times.
+
+    ``df`` needs columns ``num_nodes``, ``num_replicas``, ``local_bsz``,
+    ``step_time``, ``sync_time`` (as from :func:`goodopt.traces.measurements`).
+    """
+    need = ["num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise FitError(f"measurements lack columns {missing}")
+    d = df[need].astype(float)
+    compute_obs = d["step_time"] - d["sync_time"]
+    keep = (compute_obs > 0) & (d["step_time"] > 0) & (d["num_replicas"] >= 1)
+    d, compute_obs = d[keep], compute_obs[keep]
+    if len(d) < 7:
+        raise FitError(f"need at least 7 usable measurements, got {len(d)}")
+    m = d["local_bsz"].to_numpy()
+    k = d["num_replicas"].to_numpy()
+    multi = d["num_nodes"].to_numpy() > 1
+    log_c, log_s = np.log(compute_obs.to_numpy()), np.log(d["step_time"].to_numpy())
+    if not np.any(k > 1):
+        raise FitError("no multi-GPU measurement: synchronisation parameters are not identified")
+    has_multi = bool(np.any(multi))
+
+    # Starting point: compute line from a linear fit, sync from the smallest multi-GPU rows.
+    beta_c0, alpha_c0 = np.polyfit(m, compute_obs.to_numpy(), 1)
+    alpha_c0, beta_c0 = max(alpha_c0, 1e-4), max(beta_c0, 1e-6)
+    sync = d["sync_time"].to_numpy()
+    alpha_r0 = max(float(np.median(sync[(k > 1) & ~multi])) if np.any((k > 1) & ~multi) else 1e-2, 1e-4)
+    alpha_n0 = max(float(np.median(sync[multi])) if has_multi else alpha_r0, alpha_r0)
+    free = np.array([True, True, True, True, has_multi, has_multi, True])
+
+    def residuals(xf):
+        x = np.zeros(7)
+        x[free] = xf
+        tc, ts = _predict(x, m, k, multi)
+        return np.concatenate([np.log(tc) - log_c, np.log(ts) - log_s])
+
+    lower = np.zeros(7)
+    upper = np.full(7, np.inf)
+    lower[6], upper[6] = 1.0, 10.0
+    best = None
+    for g0 in _GAMMA_STARTS:
+        x0 = np.array([alpha_c0, beta_c0, alpha_r0, 1e-3 * alpha_r0, alpha_n0 - alpha_r0 + 1e-4, 1e-3, g0])
+        res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), x_scale="jac",
+                            method="trf", max_nfev=5000)
+        if best is None or res.cost < best.cost:
+            best = res
+    x = np.zeros(7)
+    x[free] = best.x
+    params = ThroughputParams(alpha_c=x[0], beta_c=x[1], alpha_r=x[2], beta_r=x[3],
+                              alpha_n=x[2] + x[4], beta_n=x[3] + x[5], gamma=float(np.clip(x[6], 1, 10)))
+    tc, ts = _predict(x, m, k, multi)
+    return ThroughputFit(
+        params=params,
+        rms_log_step_time=float(np.sqrt(np.mean((np.log(ts) - log_s) ** 2))),
+        rms_log_compute_time=float(np.sqrt(np.mean((np.log(tc) - log_c) ** 2))),
+        n_points=int(len(d)),
+        multi_node_identified=has_multi,
+    )
+
+
+def phi_curve(curves: dict[int, pd.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient noise scale per epoch from validation curves.
+
+    ``phi_e`` is the median over batch sizes of ``M0 * grad_var / grad_sqr`` in
+    epoch ``e`` (rows with ``grad_sqr <= 0`` are skipped).
+
+    Shapes: -> epochs (E,), phi (E,).
+    """
+    m0 = min(curves)
+    n_epochs = min(len(df) for df in curves.values())
+    stack = []
+    for df in curves.values():
+        sqr = df["grad_sqr"].to_numpy()[:n_epochs]
+        var = df["grad_var"].to_numpy()[:n_epochs]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stack.append(np.where((sqr > 0) & (var > 0), m0 * var / sqr, np.nan))
+    phi = np.nanmedian(np.vstack(stack), axis=0)
+    if np.any(~np.isfinite(phi)):
+        raise FitError("an epoch has no usable gradient statistics")
+    return np.arange(1, n_epochs + 1, dtype=float), phi
+
+
+def fit_application(traces, app: str, gpu_types=None) -> AppProfile:
+    """Fit one application's profile on every GPU type with measurements."""
+    curves = read_validation(validation_dir(traces, app))
+    epochs, phi = phi_curve(curves)
+    gpus = {}
+    for gpu in gpu_types or [g for g, _ in SIA_CLUSTERS.values()]:
+        try:
+            df = measurements(traces, app, gpu)
+        except FileNotFoundError as exc:
+            log.info("skipping %s on %s: %s", app, gpu, exc)
+            continue
+        fit = fit_throughput(df)
+        lo, hi = int(df["local_bsz"].min()), int(df["local_bsz"].max())
+        hi = min(hi, LOCAL_BSZ_CAPS.get((app, gpu), hi), max(curves))
+        gpus[gpu] = GpuProfile(
+            params=fit.params, min_local_bsz=lo, max_local_bsz=hi,
+            fit={
+                "rms_log_step_time": round(fit.rms_log_step_time, 4),
+                "rms_log_compute_time": round(fit.rms_log_compute_time, 4),
+                "n_points": fit.n_points,
+                "multi_node_identified": fit.multi_node_identified,
+                "sources": sorted(df["source"].unique().tolist()),
+            },
+        )
+        log.info("fitted %s on %s: rms log step error %.3f over %d points",
+                 app, gpu, fit.rms_log_step_time, fit.n_points)
+    if not gpus:
+        raise FitError(f"no GPU type has measurements for {app!r}")
+    return AppProfile(
+        name=app, description=APP_DESCRIPTIONS.get(app, ""),
+        init_batch_size=min(curves), max_batch_size=max(curves),
+        target_epochs=float(TARGET_EPOCHS.get(app, len(epochs))),
+        phi_epochs=tuple(epochs), phi_values=tuple(phi), gpu_types=gpus,
+    )
+
+
+def fit_all(traces, apps=POLLUX_APPS) -> dict[str, AppProfile]:
+    """Fit every application in ``apps``."""
+    return {app: fit_application(traces, app) for app in apps}

@@ -1,0 +1,116 @@
+"""Seeded generation of random scenarios (clusters, job mixes, current allocations).
+
+All randomness comes from a ``numpy.random.Generator`` built from the seed, so
+the same seed gives the same scenario.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cluster import Cluster, NodeGroup
+from .errors import ValidationError
+from .profiles import shipped_profile
+from .scenario import Job, Objective, Scenario
+
+#: Application mix of the Pollux evaluation workloads (jobs per 160, workload 6).
+POLLUX_MIX = {"cifar10": 67, "ncf": 54, "deepspeech2": 16, "bert": 15, "yolov3": 5, "imagenet": 3}
+#: GPU counts users request, with Philly-like frequencies.
+_REQUEST_GPUS = np.array([1, 2, 4, 8, 16])
+_REQUEST_P = np.array([0.45, 0.2, 0.2, 0.1, 0.05])
+
+
+def _rng(seed) -> np.random.Generator:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None:
+        raise ValidationError("seed", "a seed is required", "pass an int or a numpy Generator")
+    return np.random.default_rng(seed)
+
+
+def place_packed(cluster: Cluster, free: np.ndarray, k: int, gpu_type: str, multi_used: np.ndarray):
+    """Place ``k`` GPUs on the fewest nodes of ``gpu_type``; ``None`` if impossible.
+
+    A single-node placement takes the fullest node that fits (best fit). A
+    multi-node placement uses only nodes no other multi-node job touches
+    (interference avoidance), largest free first. ``free`` and ``multi_used``
+    are updated in place on success.
+
+    Shapes: free (N,), multi_used (N,) bool -> row (N,) or None.
+    """
+    of_type = np.array([t == gpu_type for t in cluster.node_gpu_types])
+    row = np.zeros(len(free), dtype=np.int64)
+    fits = np.flatnonzero(of_type & (free >= k))
+    if len(fits):
+        n = fits[np.argmin(free[fits])]
+        row[n] = k
+        free[n] -= k
+        return row
+    cand = np.flatnonzero(of_type & ~multi_used & (free > 0))
+    cand = cand[np.argsort(-free[cand], kind="stable")]
+    if free[cand].sum() < k:
+        return None
+    left = k
+    for n in cand:
+        take = min(left, free[n])
+        row[n] = take
+        left -= take
+        if left == 0:
+            break
+    free -= row
+    multi_used |= row > 0
+    return row
+
+
+def random_scenario(seed, cluster: Cluster, n_jobs: int, *, mix=None, running_fraction: float = 0.6,
+                    objective: Objective | None = None, max_gpus: int | None = None,
+                    name: str = "random", profiles=None) -> Scenario:
+    """A random scheduling round on ``cluster`` with ``n_jobs`` jobs.
+
+    Applications are drawn from ``mix`` (default: the Pollux workload mix),
+    ages up to 8 h, re-allocation counts ~ Poisson(age / 1 h), training
+    progress uniform in the first 90% of the target epochs. About
+    ``running_fraction`` of the jobs hold a packed current allocation of a
+    Philly-like requested size where it fits; the rest are queued.
+    """
+    if n_jobs < 1:
+        raise ValidationError("n_jobs", f"must be >= 1, got {n_jobs}")
+    rng = _rng(seed)
+    mix = dict(mix or POLLUX_MIX)
+    apps = sorted(mix)
+    weights = np.array([mix[a] for a in apps], dtype=float)
+    profiles = dict(profiles or {a: shipped_profile(a) for a in apps})
+    app_idx = rng.choice(len(apps), size=n_jobs, p=weights / weights.sum())
+    ages = rng.uniform(0, 8 * 3600, size=n_jobs).round(0)
+    reallocs = rng.poisson(ages / 3600.0)
+    progress = rng.uniform(0, 0.9, size=n_jobs)
+    running = rng.random(n_jobs) < running_fraction
+    requests = rng.choice(_REQUEST_GPUS, size=n_jobs, p=_REQUEST_P)
+    types = cluster.gpu_type_names
+    job_types = rng.choice(len(types), size=n_jobs)
+    free = cluster.node_capacity.copy()
+    multi_used = np.zeros(cluster.n_nodes, dtype=bool)
+    jobs = []
+    for j in range(n_jobs):
+        app = apps[app_idx[j]]
+        prof = profiles[app]
+        gpu_type = types[job_types[j]]
+        alloc = {}
+        if running[j] and gpu_type in prof.gpu_types:
+            k = int(min(requests[j], max_gpus or requests[j]))
+            row = place_packed(cluster, free, k, gpu_type, multi_used)
+            if row is not None:
+                alloc = {cluster.node_names[n]: int(row[n]) for n in np.flatnonzero(row)}
+        jobs.append(Job(
+            name=f"{app}-{j}", application=app, age_s=float(ages[j]),
+            n_reallocs=int(reallocs[j]) if alloc else int(min(reallocs[j], 1)),
+            allocation=alloc, max_gpus=max_gpus,
+            epoch=round(float(progress[j] * prof.target_epochs), 2),
+        ))
+    return Scenario(cluster=cluster, jobs=tuple(jobs), profiles=profiles,
+                    objective=objective or Objective(), name=name)
+
+
+def testbed_cluster(n_nodes: int = 16, gpus_per_node: int = 4, gpu_type: str = "t4") -> Cluster:
+    """The Pollux testbed: 16 nodes x 4 T4 by default."""
+    return Cluster((NodeGroup(gpu_type, gpus_per_node, n_nodes),))

@@ -1,0 +1,215 @@
+"""The Pollux goodput model: throughput x statistical efficiency.
+
+For a job on one GPU type with ``k`` GPUs over ``n`` nodes (``multi = n > 1``),
+a per-GPU micro-batch of ``m`` examples and ``s`` extra gradient-accumulation
+micro-steps:
+
+* compute time of one micro-batch: ``T_c(m) = alpha_c + beta_c * m``;
+* gradient synchronisation: ``T_s = 0`` if ``k == 1``, else
+  ``alpha + beta * max(k - 2, 0)`` with ``(alpha_n, beta_n)`` when ``multi``
+  and ``(alpha_r, beta_r)`` otherwise;
+* step time with overlap ``gamma``: ``T_step = (T_c^gamma + T_s^gamma)^(1/gamma)``;
+* iteration time ``T_iter = s * T_c(m) + T_step``, total batch
+  ``M = k * m * (s + 1)``, throughput ``X = M / T_iter`` (examples/s);
+* statistical efficiency ``E(M) = (phi + M0) / (phi + M)`` with ``phi`` the
+  gradient noise scale in examples;
+* goodput ``G = X * E(M)``.
+
+All functions broadcast over numpy arrays; none loops over jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .errors import ValidationError
+
+#: Number of geometric candidate total batch sizes (as in Pollux).
+N_BATCH_CANDIDATES = 50
+_EPS = 1e-8  # tolerance of the floor/ceil roundings of batch sizes
+
+
+@dataclass(frozen=True)
+class ThroughputParams:
+    """Throughput-model parameters of one application on one GPU type.
+
+    Times are in seconds, batch sizes in examples.
+    """
+
+    alpha_c: float
+    beta_c: float
+    alpha_r: float
+    beta_r: float
+    alpha_n: float
+    beta_n: float
+    gamma: float
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not np.isfinite(value) or value < 0:
+                raise ValidationError(f.name, f"must be a finite number >= 0, got {value!r}")
+        if not 1.0 <= self.gamma <= 10.0:
+            raise ValidationError("gamma", f"must lie in [1, 10], got {self.gamma!r}")
+
+    def as_array(self) -> np.ndarray:
+        """The seven parameters in declaration order. Shapes: () -> (7,)."""
+        return np.array([getattr(self, f.name) for f in fields(self)], dtype=float)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def _param(params, name):
+    """A parameter as an array that broadcasts against the configuration arrays."""
+    if isinstance(params, ThroughputParams):
+        return getattr(params, name)
+    return params[name]
+
+
+def compute_time(params, local_bsz):
+    """Compute time of one micro-batch, ``alpha_c + beta_c * m``.
+
+    Shapes: broadcast(params, local_bsz) -> same.
+    """
+    return _param(params, "alpha_c") + _param(params, "beta_c") * local_bsz
+
+
+def sync_time(params, n_gpus, multi_node):
+    """Gradient synchronisation time (0 on one GPU).
+
+    Shapes: broadcast(params, n_gpus, multi_node) -> same.
+    """
+    n_gpus = np.asarray(n_gpus)
+    multi_node = np.asarray(multi_node, dtype=bool)
+    alpha = np.where(multi_node, _param(params, "alpha_n"), _param(params, "alpha_r"))
+    beta = np.where(multi_node, _param(params, "beta_n"), _param(params, "beta_r"))
+    t = alpha + beta * np.maximum(n_gpus - 2, 0)
+    return np.where(n_gpus > 1, t, 0.0)
+
+
+def step_time(params, local_bsz, n_gpus, multi_node):
+    """Time of the synchronising micro-step, ``(T_c^g + T_s^g)^(1/g)``.
+
+    Shapes: broadcast(params, local_bsz, n_gpus, multi_node) -> same.
+    """
+    gamma = _param(params, "gamma")
+    t_c = compute_time(params, local_bsz)
+    t_s = sync_time(params, n_gpus, multi_node)
+    return (t_c**gamma + t_s**gamma) ** (1.0 / gamma)
+
+
+def iteration_time(params, local_bsz, accum_steps, n_gpus, multi_node):
+    """Time of one optimiser iteration, ``s * T_c(m) + T_step``.
+
+    Shapes: broadcast(all arguments) -> same.
+    """
+    return accum_steps * compute_time(params, local_bsz) + step_time(
+        params, local_bsz, n_gpus, multi_node
+    )
+
+
+def throughput(params, local_bsz, accum_steps, n_gpus, multi_node):
+    """Examples per second, ``k * m * (s + 1) / T_iter``.
+
+    Shapes: broadcast(all arguments) -> same.
+    """
+    total = n_gpus * local_bsz * (accum_steps + 1)
+    return total / iteration_time(params, local_bsz, accum_steps, n_gpus, multi_node)
+
+
+def efficiency(batch_size, phi, init_batch_size):
+    """Statistical efficiency ``(phi + M0) / (phi + M)``; ``phi = inf`` gives 1.
+
+    Shapes: broadcast(batch_size, phi, init_batch_size) -> same.
+    """
+    batch_size = np.asarray(batch_size, dtype=float)
+    phi = np.asarray(phi, dtype=float)
+    with np.errstate(invalid="ignore"):
+        e = (phi + init_batch_size) / (phi + batch_size)
+    return np.where(np.isinf(phi), 1.0, e)
+
+
+def phi_from_gradients(grad_sqr, grad_var, init_batch_size):
+    """Gradient noise scale ``phi = M0 * grad_var / grad_sqr`` (examples).
+
+    Shapes: broadcast(grad_sqr, grad_var, init_batch_size) -> same.
+    """
+    grad_sqr = np.asarray(grad_sqr, dtype=float)
+    grad_var = np.asarray(grad_var, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(grad_sqr > 0, init_batch_size * grad_var / grad_sqr, np.inf)
+
+
+def goodput(params, local_bsz, accum_steps, n_gpus, multi_node, phi, init_batch_size):
+    """Goodput ``X * E(M)`` of explicit configurations (examples/s at M0 efficiency).
+
+    Shapes: broadcast(all arguments) -> same.
+    """
+    total = n_gpus * local_bsz * (accum_steps + 1)
+    x = throughput(params, local_bsz, accum_steps, n_gpus, multi_node)
+    return x * efficiency(total, phi, init_batch_size)
+
+
+def candidate_batches(n_gpus, init_batch_size, max_batch_size, min_local_bsz, max_local_bsz,
+                      n_candidates=N_BATCH_CANDIDATES):
+    """Pollux's candidate configurations for ``k`` GPUs.
+
+    ``n_candidates`` geometric total batch sizes from ``max(M0, k*m_min)`` to
+    ``M_max``; per-GPU batch ``ceil(M/k)`` split into ``s = ceil(local/m_max) - 1``
+    accumulation steps (at least 1 when ``k == 1`` and ``local > M0``) and a
+    micro-batch ``ceil(local/(s+1))``. Candidates whose micro-batch falls outside
+    ``[m_min, m_max]`` or whose lower end exceeds ``M_max`` are flagged invalid.
+
+    Shapes: broadcast(n_gpus, limits) = B -> local_bsz, accum_steps (int), valid
+    (bool), each ``(n_candidates,) + B``.
+    """
+    k = np.asarray(n_gpus, dtype=float)
+    m0 = np.asarray(init_batch_size, dtype=float)
+    m_max_total = np.asarray(max_batch_size, dtype=float)
+    lo = np.maximum(m0, np.maximum(k, 1) * min_local_bsz)
+    hi = np.broadcast_to(m_max_total, np.broadcast(lo, m_max_total).shape)
+    lo_b = np.broadcast_to(lo, hi.shape)
+    reachable = lo_b <= hi + _EPS
+    # geomspace with per-element endpoints; unreachable ranges collapse onto lo.
+    frac = np.linspace(0.0, 1.0, n_candidates).reshape((n_candidates,) + (1,) * hi.ndim)
+    safe_hi = np.where(reachable, hi, lo_b)
+    batch = np.exp(np.log(lo_b) + frac * (np.log(safe_hi) - np.log(lo_b)))
+    kk = np.maximum(k, 1)
+    local = batch / kk
+    accum = np.ceil(local / max_local_bsz - _EPS) - 1
+    accum = np.where((k == 1) & (local > m0 + _EPS), np.maximum(accum, 1), accum)
+    accum = np.maximum(accum, 0)
+    micro = np.ceil(local / (accum + 1) - _EPS)
+    valid = (micro >= min_local_bsz) & (micro <= max_local_bsz) & reachable & (k >= 1)
+    return micro.astype(np.int64), accum.astype(np.int64), valid
+
+
+def best_config(params, n_gpus, multi_node, phi, init_batch_size, max_batch_size,
+                min_local_bsz, max_local_bsz, *, n_candidates=N_BATCH_CANDIDATES):
+    """Goodput-maximising batch configuration for each (k, multi).
+
+    Scores Pollux's geometric candidates (:func:`candidate_batches`); the default
+    50 matches Pollux so results compare, a larger ``n_candidates`` is the finer
+    search. Configurations with no valid candidate get goodput 0 and batch 0.
+
+    Returns ``(goodput, local_bsz, accum_steps)``.
+
+    Shapes: broadcast(all arguments) = B -> three arrays of shape B.
+    """
+    if int(n_candidates) < 2:
+        raise ValidationError("n_candidates", f"must be >= 2, got {n_candidates!r}")
+    micro, accum, valid = candidate_batches(
+        n_gpus, init_batch_size, max_batch_size, min_local_bsz, max_local_bsz, int(n_candidates)
+    )
+    g = goodput(params, micro, accum, np.asarray(n_gpus), multi_node, phi, init_batch_size)
+    g = np.where(valid, g, 0.0)
+    best = np.argmax(g, axis=0)[None]
+    gbest = np.take_along_axis(g, best, axis=0)[0]
+    ok = gbest > 0
+    micro_best = np.take_along_axis(np.broadcast_to(micro, g.shape), best, axis=0)[0]
+    accum_best = np.take_along_axis(np.broadcast_to(accum, g.shape), best, axis=0)[0]
+    return gbest, np.where(ok, micro_best, 0), np.where(ok, accum_best, 0)

@@ -1,0 +1,322 @@
+"""Scenarios: a cluster, application profiles, jobs and the objective.
+
+A scenario file is YAML::
+
+    name: small-2node
+    cluster:
+      node_groups:
+        - {gpu_type: t4, gpus_per_node: 4, n_nodes: 2}
+    profiles:                     # optional: application -> profile file
+      myapp: profiles/myapp.yaml  # (relative to the scenario file)
+    objective:                    # every field optional
+      p: -1                       # fairness knob (number, or '-inf')
+      eps: 0.001
+      base: fair-share            # or one-gpu
+      base_gpu_type: t4           # default: the most numerous GPU type
+      restart_delay_s: 30
+      interference_avoidance: true
+      n_batch_candidates: 50
+    jobs:
+      - name: job-0
+        application: cifar10      # a shipped or listed profile
+        age_s: 600                # seconds since submission
+        n_reallocs: 1             # re-allocations so far
+        allocation: {t4-0: 2}     # current GPUs per node
+        weight: 1
+        min_gpus: 1               # if running, at least this many GPUs
+        max_gpus: 8               # default: no limit
+        epoch: 3.5                # completed epochs (sets phi) ...
+        # phi: 1200               # ... or the gradient noise scale directly
+
+Applications not listed under ``profiles`` are looked up among the shipped
+profiles (``scenarios/profiles``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+import yaml
+
+from .cluster import Cluster, NodeGroup
+from .errors import ScenarioError
+from .fitness import check_p
+from .profiles import AppProfile, load_profile, shipped_profile
+from .validation import Reader, check_number
+
+BASES = ("fair-share", "one-gpu")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """How allocations are scored (see :mod:`goodopt.fitness`)."""
+
+    p: float = -1.0
+    eps: float = 1e-3
+    base: str = "fair-share"
+    base_gpu_type: str | None = None
+    restart_delay_s: float = 30.0
+    interference_avoidance: bool = True
+    n_batch_candidates: int = 50
+
+    def __post_init__(self):
+        object.__setattr__(self, "p", check_p(self.p))
+        check_number("objective.eps", self.eps, minimum=0, strict=True)
+        check_number("objective.restart_delay_s", self.restart_delay_s, minimum=0)
+        if self.base not in BASES:
+            raise ScenarioError("objective.base", f"unknown base {self.base!r}", f"choose one of {list(BASES)}")
+        if int(self.n_batch_candidates) < 2:
+            raise ScenarioError("objective.n_batch_candidates", "must be >= 2")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job as the scheduler sees it in a round."""
+
+    name: str
+    application: str
+    age_s: float = 0.0
+    n_reallocs: int = 0
+    allocation: Mapping[str, int] = field(default_factory=dict)
+    weight: float = 1.0
+    min_gpus: int = 1
+    max_gpus: int | None = None
+    epoch: float = 0.0
+    phi: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "allocation", MappingProxyType(dict(self.allocation)))
+        if self.age_s < 0 or not math.isfinite(self.age_s):
+            raise ScenarioError("age_s", f"must be a finite number >= 0, got {self.age_s}")
+        if self.n_reallocs < 0:
+            raise ScenarioError("n_reallocs", f"must be >= 0, got {self.n_reallocs}")
+        if not (self.weight > 0 and math.isfinite(self.weight)):
+            raise ScenarioError("weight", f"must be a finite number > 0, got {self.weight}")
+        if self.min_gpus < 1:
+            raise ScenarioError("min_gpus", f"must be >= 1, got {self.min_gpus}")
+        if self.max_gpus is not None and self.max_gpus < self.min_gpus:
+            raise ScenarioError("max_gpus", f"must be >= min_gpus ({self.min_gpus}), got {self.max_gpus}")
+        if self.phi is not None and not self.phi > 0:
+            raise ScenarioError("phi", f"must be > 0, got {self.phi}")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scheduling scenario. :meth:`problem` turns it into arrays."""
+
+    cluster: Cluster
+    jobs: tuple[Job, ...]
+    profiles: Mapping[str, AppProfile]
+    objective: Objective = Objective()
+    name: str = "scenario"
+    description: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "jobs", tuple(self.jobs))
+        object.__setattr__(self, "profiles", MappingProxyType(dict(self.profiles)))
+        _check_jobs(self)
+
+    def problem(self):
+        """The allocation problem (validated arrays and speedup tables)."""
+        from .problem import AllocationProblem
+
+        return AllocationProblem.from_scenario(self)
+
+    def with_jobs(self, jobs) -> "Scenario":
+        return replace(self, jobs=tuple(jobs))
+
+    def with_objective(self, **changes) -> "Scenario":
+        return replace(self, objective=replace(self.objective, **changes))
+
+
+def _check_jobs(s: Scenario) -> None:
+    names = set(s.cluster.node_names)
+    cap = dict(zip(s.cluster.node_names, s.cluster.node_capacity.tolist()))
+    seen = set()
+    if not s.jobs:
+        raise ScenarioError("jobs", "must list at least one job")
+    for i, job in enumerate(s.jobs):
+        where = f"jobs[{i}]"
+        if job.name in seen:
+            raise ScenarioError(f"{where}.name", f"duplicate job name {job.name!r}", "job names must be unique")
+        seen.add(job.name)
+        if job.application not in s.profiles:
+            raise ScenarioError(f"{where}.application", f"no profile for {job.application!r}",
+                                f"known: {sorted(s.profiles)}")
+        prof = s.profiles[job.application]
+        usable = [t for t in s.cluster.gpu_type_names if t in prof.gpu_types]
+        if not usable:
+            raise ScenarioError(f"{where}.application",
+                                f"profile {job.application!r} covers none of the cluster's GPU types "
+                                f"{list(s.cluster.gpu_type_names)}", "fit it on one of them")
+        types = set()
+        for node, gpus in job.allocation.items():
+            if node not in names:
+                raise ScenarioError(f"{where}.allocation.{node}", "unknown node",
+                                    f"nodes are named like {s.cluster.node_names[0]!r}")
+            if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0 or gpus > cap[node]:
+                raise ScenarioError(f"{where}.allocation.{node}",
+                                    f"must be a whole number of GPUs in [0, {cap[node]}], got {gpus!r}")
+            if gpus:
+                types.add(s.cluster.node_gpu_types[s.cluster.node_names.index(node)])
+        if len(types) > 1:
+            raise ScenarioError(f"{where}.allocation", f"spans GPU types {sorted(types)}",
+                                "a job runs on one GPU type only")
+        if s.objective.base_gpu_type is not None and s.objective.base_gpu_type not in s.cluster.gpu_type_names:
+            raise ScenarioError("objective.base_gpu_type", f"{s.objective.base_gpu_type!r} is not in the cluster",
+                                f"choose one of {list(s.cluster.gpu_type_names)}")
+
+
+# --------------------------------------------------------------------- loading
+def scenario_from_dict(data, base_dir: Path | str = ".") -> Scenario:
+    """Build and validate a :class:`Scenario` from a parsed YAML mapping."""
+    base_dir = Path(base_dir)
+    r = Reader(data, "")
+    c = r.sub("cluster")
+    groups = []
+    for i, g in enumerate(c.items("node_groups")):
+        gr = Reader(g, f"cluster.node_groups[{i}]")
+        try:
+            groups.append(NodeGroup(
+                gpu_type=gr.string("gpu_type"),
+                gpus_per_node=gr.integer("gpus_per_node", minimum=1),
+                n_nodes=gr.integer("n_nodes", minimum=1),
+                prefix=gr.optional("name", None),
+            ))
+        except ScenarioError as exc:
+            if exc.field.startswith("cluster."):
+                raise
+            raise ScenarioError(gr.path(exc.field), exc.problem, exc.fix) from None
+        gr.done()
+    c.done()
+    cluster = Cluster(tuple(groups))
+
+    profiles = {}
+    if r.has("profiles"):
+        pr = r.sub("profiles")
+        for app in pr.keys():
+            rel = pr.string(app)
+            path = (base_dir / rel).resolve()
+            if not path.is_file():
+                raise ScenarioError(pr.path(app), f"profile file {str(path)!r} not found",
+                                    "paths are relative to the scenario file")
+            profiles[app] = load_profile(path)
+        pr.done()
+
+    o = r.sub("objective") if r.has("objective") else Reader({}, "objective")
+    objective = Objective(
+        p=o.number("p", -1.0, allow_inf=True),
+        eps=o.number("eps", 1e-3, minimum=0, strict=True),
+        base=o.string("base", "fair-share", choices=BASES),
+        base_gpu_type=o.optional("base_gpu_type", None),
+        restart_delay_s=o.number("restart_delay_s", 30.0, minimum=0),
+        interference_avoidance=o.boolean("interference_avoidance", True),
+        n_batch_candidates=o.integer("n_batch_candidates", 50, minimum=2),
+    )
+    o.done()
+
+    jobs = []
+    for i, j in enumerate(r.items("jobs")):
+        jr = Reader(j, f"jobs[{i}]")
+        app = jr.string("application")
+        if app not in profiles:
+            try:
+                profiles[app] = shipped_profile(app)
+            except ScenarioError as exc:
+                raise ScenarioError(jr.path("application"), exc.problem, exc.fix) from None
+        alloc = jr.optional("allocation", {}) or {}
+        if not isinstance(alloc, dict):
+            raise ScenarioError(jr.path("allocation"), "must map node name -> GPUs", "e.g. {t4-0: 2}")
+        if jr.has("phi") and jr.has("epoch"):
+            raise ScenarioError(jr.path("phi"), "give either phi or epoch, not both")
+        try:
+            jobs.append(Job(
+                name=str(jr.raw("name")),
+                application=app,
+                age_s=jr.number("age_s", 0.0, minimum=0),
+                n_reallocs=jr.integer("n_reallocs", 0, minimum=0),
+                allocation=alloc,
+                weight=jr.number("weight", 1.0, minimum=0, strict=True),
+                min_gpus=jr.integer("min_gpus", 1, minimum=1),
+                max_gpus=jr.integer("max_gpus", None, minimum=1),
+                epoch=jr.number("epoch", 0.0, minimum=0),
+                phi=jr.number("phi", minimum=0, strict=True) if jr.has("phi") else None,
+            ))
+        except ScenarioError as exc:
+            if exc.field.startswith("jobs["):
+                raise
+            raise ScenarioError(jr.path(exc.field), exc.problem, exc.fix) from None
+        jr.done()
+    name = str(r.optional("name", "scenario"))
+    description = str(r.optional("description", ""))
+    r.done()
+    return Scenario(cluster=cluster, jobs=tuple(jobs), profiles=profiles, objective=objective,
+                    name=name, description=description)
+
+
+def shipped_scenario_names() -> list[str]:
+    root = resources.files("goodopt.scenarios")
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_scenario(path) -> Scenario:
+    """Load a scenario from a YAML file, or a shipped scenario by name (``pollux-testbed``)."""
+    p = Path(path)
+    if not p.is_file() and p.suffix == "" and str(path) in shipped_scenario_names():
+        with resources.as_file(resources.files("goodopt.scenarios") / f"{path}.yaml") as f:
+            return load_scenario(f)
+    if not p.is_file():
+        raise ScenarioError(str(path), "scenario file not found",
+                            f"give a path or a shipped name: {shipped_scenario_names()}")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ScenarioError(str(path), f"not valid YAML: {exc}") from None
+    return scenario_from_dict(data, base_dir=p.parent)
+
+
+def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None) -> dict:
+    """The YAML-ready mapping of a scenario (shipped profiles are referenced by name)."""
+    o = s.objective
+    out = {
+        "name": s.name,
+        "description": s.description,
+        "cluster": {"node_groups": [
+            {"gpu_type": g.gpu_type, "gpus_per_node": g.gpus_per_node, "n_nodes": g.n_nodes,
+             **({"name": g.prefix} if g.prefix else {})} for g in s.cluster.groups]},
+        "objective": {"p": o.p if math.isfinite(o.p) else str(o.p), "eps": o.eps, "base": o.base,
+                      **({"base_gpu_type": o.base_gpu_type} if o.base_gpu_type else {}),
+                      "restart_delay_s": o.restart_delay_s,
+                      "interference_avoidance": o.interference_avoidance,
+                      "n_batch_candidates": o.n_batch_candidates},
+        "jobs": [],
+    }
+    if profile_paths:
+        out["profiles"] = dict(profile_paths)
+    for job in s.jobs:
+        d = {"name": job.name, "application": job.application, "age_s": job.age_s,
+             "n_reallocs": job.n_reallocs}
+        if job.allocation:
+            d["allocation"] = {k: int(v) for k, v in job.allocation.items() if v}
+        if job.weight != 1.0:
+            d["weight"] = job.weight
+        d["min_gpus"] = job.min_gpus
+        if job.max_gpus is not None:
+            d["max_gpus"] = job.max_gpus
+        if job.phi is not None:
+            d["phi"] = job.phi
+        else:
+            d["epoch"] = job.epoch
+        out["jobs"].append(d)
+    return out
+
+
+def save_scenario(s: Scenario, path, profile_paths: Mapping[str, str] | None = None) -> None:
+    """Write a scenario as YAML (readable back with :func:`load_scenario`)."""
+    Path(path).write_text(yaml.safe_dump(scenario_to_dict(s, profile_paths), sort_keys=False,
+                                         default_flow_style=None, width=100))

@@ -1,0 +1,124 @@
+"""The vectorised evaluator against an independent reference, and its invariants."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import goodopt
+from goodopt import ShapeError
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.generate import random_scenario
+
+from .conftest import random_population
+from .reference import ref_fitness_and_speedups, ref_violation
+
+
+@pytest.mark.parametrize("which", ["testbed", "hetero_scenario"])
+@pytest.mark.parametrize("p", [-np.inf, -1.0, 0.0, 0.5, 1.0])
+def test_matches_slow_reference(which, p, request):
+    sc = request.getfixturevalue(which).with_objective(p=p)
+    pr = sc.problem()
+    ev = pr.evaluator()
+    rng = np.random.default_rng(3)
+    pop = random_population(rng, pr, 12)
+    pop[0] = pr.current
+    fit = ev.fitness(pop)
+    speed = ev.speedups(pop)
+    viol = ev.violation(pop)
+    for i in range(len(pop)):
+        rf, rs = ref_fitness_and_speedups(sc, pr, pop[i].tolist())
+        np.testing.assert_allclose(speed[i], rs, rtol=1e-9, atol=1e-12)
+        assert fit[i] == pytest.approx(rf, rel=1e-9)
+        assert (viol[i] == 0) == ref_violation(pr, pop[i].tolist())
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_population_equals_member_by_member(seed):
+    cluster = Cluster((NodeGroup("t4", 4, 3), NodeGroup("v100", 8, 1)))
+    sc = random_scenario(seed, cluster, 5)
+    pr = sc.problem()
+    ev = pr.evaluator()
+    pop = random_population(np.random.default_rng(seed), pr, 6)
+    whole = ev.evaluate(pop)
+    for i in range(len(pop)):
+        assert ev.fitness(pop[i]) == whole.fitness[i]
+        np.testing.assert_array_equal(ev.speedups(pop[i]), whole.speedups[i])
+        assert ev.violation(pop[i]) == whole.violation[i]
+        assert (ev.violation(pop[i]) == 0) == (not ev.violations(pop[i]))
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_permuting_identical_nodes_leaves_fitness_unchanged(seed):
+    sc = random_scenario(seed, Cluster((NodeGroup("t4", 4, 5),)), 6, running_fraction=0.0)
+    pr = sc.problem()  # nobody holds GPUs, so the current allocation is permutation-invariant
+    ev = pr.evaluator()
+    rng = np.random.default_rng(seed)
+    pop = random_population(rng, pr, 8)
+    perm = rng.permutation(pr.n_nodes)
+    np.testing.assert_array_equal(ev.fitness(pop), ev.fitness(pop[:, :, perm]))
+    np.testing.assert_array_equal(ev.violation(pop), ev.violation(pop[:, :, perm]))
+
+
+def test_realloc_factor_touches_only_changed_rows():
+    sc = goodopt.scenario_from_dict({
+        "cluster": {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": 3}]},
+        "jobs": [
+            {"name": "a", "application": "cifar10", "age_s": 900, "n_reallocs": 2, "allocation": {"t4-0": 2}},
+            {"name": "b", "application": "bert", "age_s": 300, "allocation": {"t4-1": 1}},
+            {"name": "c", "application": "ncf", "age_s": 60},
+        ],
+    })
+    pr = sc.problem()
+    ev = pr.evaluator()
+    base = ev.speedups(pr.current)
+    moved = pr.current.copy()
+    moved[0] = [0, 0, 2]  # same (k = 2, single node) configuration on another node
+    s = ev.speedups(moved)
+    np.testing.assert_array_equal(s[1:], base[1:])
+    assert pr.realloc[0] == pytest.approx((900 - 2 * 30) / (900 + 30))
+    assert s[0] == pytest.approx(base[0] * pr.realloc[0])
+    # growing the queued job c changes only c's row, scaled by its own factor
+    grown = pr.current.copy()
+    grown[2] = [0, 0, 1]
+    s = ev.speedups(grown)
+    np.testing.assert_array_equal(s[:2], base[:2])
+    assert s[2] == pytest.approx(pr.speedup_table[2, 0, 1, 0] * 60 / 90)
+
+
+def test_violation_terms_by_hand():
+    cluster = Cluster((NodeGroup("t4", 4, 2), NodeGroup("a100", 8, 1)))
+    sc = random_scenario(1, cluster, 3, running_fraction=0.0, max_gpus=6)
+    ev = sc.problem().evaluator()
+    a = np.zeros((3, 3), dtype=int)
+    a[0] = [4, 1, 0]   # node t4-0 full, plus one on t4-1: multi-node
+    a[1] = [1, 1, 0]   # another multi-node job sharing both nodes -> interference on 2 nodes, t4-0 over by 1
+    a[2] = [0, 0, 7]   # 7 > max_gpus 6
+    t = {k: int(v[0]) for k, v in ev.violation_terms(a).items()}
+    assert t == {"node_capacity": 1, "negative": 0, "mixed_gpu_types": 0, "min_gpus": 0, "max_gpus": 1,
+                 "interference": 2}
+    a[2] = [0, 2, 3]   # spans t4 and a100 -> 2 GPUs off the majority type
+    a[1] = 0
+    t = ev.violation_terms(a)
+    assert int(t["mixed_gpu_types"][0]) == 2
+    assert any("spans GPU types" in v for v in ev.violations(a))
+
+
+def test_shape_and_dtype_errors(testbed):
+    ev = testbed.problem().evaluator()
+    with pytest.raises(ShapeError, match="shape"):
+        ev.fitness(np.zeros((3, 3), dtype=int))
+    with pytest.raises(ShapeError, match="whole numbers"):
+        ev.fitness(np.full((30, 16), 0.5))
+    assert isinstance(ShapeError("x"), ValueError)
+    # float arrays holding integers are accepted
+    pr = testbed.problem()
+    assert ev.fitness(pr.current.astype(float)) == ev.fitness(pr.current)
+
+
+def test_mapping_round_trip(testbed):
+    pr = testbed.problem()
+    m = pr.allocation_to_mapping(pr.current)
+    np.testing.assert_array_equal(pr.allocation_from_mapping(m), pr.current)
+    with pytest.raises(goodopt.ScenarioError, match="unknown node"):
+        pr.allocation_from_mapping({pr.job_names[0]: {"nope-3": 1}})

@@ -1,0 +1,122 @@
+"""The goodput model: efficiency, throughput, batch choice and speedups."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from goodopt import ThroughputParams, ValidationError, shipped_profile
+from goodopt import goodput as gp
+
+from .reference import ref_goodput
+
+APPS = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
+TYPES = ["t4", "v100", "a100", "rtx6000", "rtx2080ti"]
+
+
+@given(st.floats(1, 1e6), st.integers(1, 10_000), st.floats(0, 1e5))
+def test_efficiency_properties(phi, m0, extra):
+    m = m0 + extra
+    e0 = gp.efficiency(m0, phi, m0)
+    e = gp.efficiency(m, phi, m0)
+    assert e0 == pytest.approx(1.0)
+    assert 0 < e <= 1.0 + 1e-12
+    assert gp.efficiency(m + 1, phi, m0) < e
+    assert gp.efficiency(m, np.inf, m0) == 1.0
+
+
+def test_phi_from_gradients_matches_definition():
+    assert gp.phi_from_gradients(2.0, 6.0, 128) == pytest.approx(128 * 3.0)
+    # Pollux's gain/scale form equals (phi + M0) / (phi + M)
+    sqr, var, m0, m = 0.5, 2.0, 100, 800
+    scale = m / m0
+    gain = (var + sqr) / (var / scale + sqr)
+    assert gp.efficiency(m, gp.phi_from_gradients(sqr, var, m0), m0) == pytest.approx(gain / scale)
+
+
+def test_throughput_model_by_hand():
+    p = ThroughputParams(alpha_c=0.1, beta_c=0.01, alpha_r=0.2, beta_r=0.05, alpha_n=0.4, beta_n=0.1, gamma=2.0)
+    # one GPU: no sync; step = compute = 0.1 + 0.01 * 30 = 0.4
+    assert gp.step_time(p, 30, 1, False) == pytest.approx(0.4)
+    # 4 GPUs on one node: T_s = 0.2 + 0.05 * 2 = 0.3; step = sqrt(0.4^2 + 0.3^2) = 0.5
+    assert gp.step_time(p, 30, 4, False) == pytest.approx(0.5)
+    # 4 GPUs over nodes: T_s = 0.4 + 0.1 * 2 = 0.6
+    assert gp.step_time(p, 30, 4, True) == pytest.approx(math.hypot(0.4, 0.6))
+    # 2 accumulation steps: T_iter = 2 * 0.4 + 0.5; M = 4 * 30 * 3
+    assert gp.throughput(p, 30, 2, 4, False) == pytest.approx(360 / 1.3)
+
+
+def test_bad_params():
+    with pytest.raises(ValidationError, match="gamma"):
+        ThroughputParams(0.1, 0.01, 0.2, 0.05, 0.4, 0.1, gamma=0.5)
+    with pytest.raises(ValueError, match="beta_c"):
+        ThroughputParams(0.1, -0.01, 0.2, 0.05, 0.4, 0.1, gamma=1.0)
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_best_config_matches_scalar_reference(app):
+    prof = shipped_profile(app)
+    for t in TYPES:
+        g = prof.gpu_types[t]
+        params = {n: v for n, v in zip(ThroughputParams.names(), g.params.as_array())}
+        phi = float(prof.phi_at(prof.target_epochs / 3))
+        ks = np.arange(0, 33)
+        good, local, accum = gp.best_config(params, ks[:, None], np.array([False, True]), phi,
+                                            prof.init_batch_size, prof.max_batch_size,
+                                            g.min_local_bsz, g.max_local_bsz)
+        for k in ks:
+            for multi in (0, 1):
+                assert good[k, multi] == pytest.approx(ref_goodput(prof, t, int(k), bool(multi), phi), rel=1e-9)
+            if good[k, 0] > 0:
+                assert g.min_local_bsz <= local[k, 0] <= g.max_local_bsz
+                assert local[k, 0] * k * (accum[k, 0] + 1) >= prof.init_batch_size
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_chosen_batch_no_worse_than_any_candidate(app):
+    prof = shipped_profile(app)
+    g = prof.gpu_types["t4"]
+    phi = float(prof.phi_at(1.0))
+    k = np.arange(1, 17)
+    micro, accum, valid = gp.candidate_batches(k, prof.init_batch_size, prof.max_batch_size,
+                                               g.min_local_bsz, g.max_local_bsz)
+    all_g = np.where(valid, gp.goodput(g.params, micro, accum, k, k > 4, phi, prof.init_batch_size), 0)
+    best, _, _ = gp.best_config(g.params, k, k > 4, phi, prof.init_batch_size, prof.max_batch_size,
+                                g.min_local_bsz, g.max_local_bsz)
+    assert np.all(best >= all_g.max(axis=0) - 1e-12)
+    # the finer search is never worse than Pollux's 50 candidates by more than rounding
+    fine, _, _ = gp.best_config(g.params, k, k > 4, phi, prof.init_batch_size, prof.max_batch_size,
+                                g.min_local_bsz, g.max_local_bsz, n_candidates=400)
+    assert np.all(fine >= best * (1 - 0.02))
+
+
+@pytest.mark.parametrize("app", APPS)
+@pytest.mark.parametrize("gpu", TYPES)
+def test_multi_node_never_faster_than_single_node(app, gpu):
+    prof = shipped_profile(app)
+    g = prof.gpu_types[gpu]
+    assert g.params.alpha_n >= g.params.alpha_r and g.params.beta_n >= g.params.beta_r
+    k = np.arange(2, 65)
+    phi = float(prof.phi_at(2.0))
+    args = (phi, prof.init_batch_size, prof.max_batch_size, g.min_local_bsz, g.max_local_bsz)
+    single, _, _ = gp.best_config(g.params, k, False, *args)
+    multi, _, _ = gp.best_config(g.params, k, True, *args)
+    assert np.all(multi <= single * (1 + 1e-12))
+
+
+def test_speedup_table_basics(testbed):
+    pr = testbed.problem()
+    t = pr.speedup_table
+    assert np.all(t >= 0)
+    assert np.all(t[:, :, 0, :] == 0)  # S(0) = 0
+    J = pr.n_jobs
+    multi = (-(-pr.base_gpus // 4) > 1).astype(int)
+    np.testing.assert_allclose(t[np.arange(J), pr.base_type, pr.base_gpus, multi], 1.0)  # S(base) = 1
+    assert np.all(pr.base_gpus == -(-64 // J))  # fair share of 64 GPUs among the jobs
+
+
+def test_one_gpu_base(testbed):
+    pr = testbed.with_objective(base="one-gpu").problem()
+    np.testing.assert_allclose(pr.speedup_table[:, 0, 1, 0], 1.0)

@@ -1,0 +1,121 @@
+"""Scenario files: shipped ones load, round-trip, and malformed ones fail clearly."""
+
+import copy
+
+import numpy as np
+import pytest
+import yaml
+
+import goodopt
+from goodopt import ScenarioError
+from goodopt.scenario import save_scenario, scenario_from_dict, shipped_scenario_names
+
+GOOD = {
+    "name": "t",
+    "cluster": {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": 2}]},
+    "jobs": [
+        {"name": "a", "application": "cifar10", "age_s": 100, "allocation": {"t4-0": 2}},
+        {"name": "b", "application": "bert", "epoch": 1.0},
+    ],
+}
+
+
+def _with(path, value):
+    d = copy.deepcopy(GOOD)
+    keys = path.split(".")
+    cur = d
+    for k in keys[:-1]:
+        cur = cur[int(k)] if isinstance(cur, list) else cur[k]
+    last = keys[-1]
+    if value is _DELETE:
+        del cur[last]
+    elif isinstance(cur, list):
+        cur[int(last)] = value
+    else:
+        cur[last] = value
+    return d
+
+
+_DELETE = object()
+
+MALFORMED = [
+    ("cluster", _DELETE, "cluster"),
+    ("cluster.node_groups", [], "cluster.node_groups"),
+    ("cluster.node_groups.0.gpus_per_node", 0, "cluster.node_groups[0].gpus_per_node"),
+    ("cluster.node_groups.0.gpus_per_node", 2.5, "cluster.node_groups[0].gpus_per_node"),
+    ("cluster.node_groups.0.n_nodes", "two", "cluster.node_groups[0].n_nodes"),
+    ("cluster.node_groups.0.gpu_typ", "t4", "cluster.node_groups[0].gpu_typ"),
+    ("jobs", [], "jobs"),
+    ("jobs.0.application", "resnet9000", "jobs[0].application"),
+    ("jobs.0.age_s", -5, "jobs[0].age_s"),
+    ("jobs.0.weight", 0, "jobs[0].weight"),
+    ("jobs.0.allocation", {"t4-9": 1}, "jobs[0].allocation.t4-9"),
+    ("jobs.0.allocation", {"t4-0": 5}, "jobs[0].allocation.t4-0"),
+    ("jobs.0.allocation", [1, 2], "jobs[0].allocation"),
+    ("jobs.0.max_gpus", 0, "jobs[0].max_gpus"),
+    ("jobs.0.min_gpus", 0, "jobs[0].min_gpus"),
+    ("jobs.0.phi", -3, "jobs[0].phi"),
+    ("jobs.1.name", "a", "jobs[1].name"),
+    ("jobs.1.n_reallocs", -1, "jobs[1].n_reallocs"),
+    ("jobs.1.epochs", 3, "jobs[1].epochs"),
+    ("objective", {"p": "fair"}, "objective.p"),
+    ("objective", {"eps": 0}, "objective.eps"),
+    ("objective", {"base": "half"}, "objective.base"),
+    ("objective", {"restart_delay_s": -1}, "objective.restart_delay_s"),
+    ("objective", {"interference_avoidance": "yes"}, "objective.interference_avoidance"),
+    ("objective", {"base_gpu_type": "h100"}, "objective.base_gpu_type"),
+    ("profiles", {"cifar10": "missing.yaml"}, "profiles.cifar10"),
+]
+
+
+@pytest.mark.parametrize("path, value, field", MALFORMED, ids=[m[2] + "=" + repr(m[1])[:12] for m in MALFORMED])
+def test_malformed_scenarios_name_the_field(path, value, field):
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_dict(_with(path, value))
+    assert e.value.field == field, str(e.value)
+    assert isinstance(e.value, ValueError)
+    assert field in str(e.value)
+
+
+def test_mixed_type_allocation_rejected():
+    d = copy.deepcopy(GOOD)
+    d["cluster"]["node_groups"].append({"gpu_type": "a100", "gpus_per_node": 8, "n_nodes": 1})
+    d["jobs"][0]["allocation"] = {"t4-0": 1, "a100-0": 1}
+    with pytest.raises(ScenarioError, match="spans GPU types"):
+        scenario_from_dict(d)
+
+
+def test_good_scenario_and_defaults():
+    sc = scenario_from_dict(GOOD)
+    assert sc.objective.p == -1 and sc.objective.eps == 1e-3 and sc.objective.restart_delay_s == 30
+    pr = sc.problem()
+    assert pr.node_names == ("t4-0", "t4-1") and pr.gpu_types == ("t4", "t4")
+    assert pr.n_jobs == 2 and pr.n_nodes == 2
+    assert pr.current.tolist() == [[2, 0], [0, 0]]
+    assert pr.realloc[0] == pytest.approx(100 / 130)
+
+
+@pytest.mark.parametrize("name", shipped_scenario_names())
+def test_shipped_scenarios_load_and_round_trip(name, tmp_path):
+    sc = goodopt.load_scenario(name)
+    pr = sc.problem()
+    ev = pr.evaluator()
+    assert ev.violation(pr.current) == 0
+    out = tmp_path / "s.yaml"
+    save_scenario(sc, out)
+    again = goodopt.load_scenario(out)
+    assert again.jobs == sc.jobs and again.cluster == sc.cluster and again.objective == sc.objective
+    assert ev.fitness(pr.current) == again.problem().evaluator().fitness(pr.current)
+
+
+def test_p_infinity_in_yaml(tmp_path):
+    d = copy.deepcopy(GOOD)
+    d["objective"] = {"p": "-inf"}
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(d))
+    assert goodopt.load_scenario(f).objective.p == -np.inf
+
+
+def test_missing_file():
+    with pytest.raises(ScenarioError, match="not found"):
+        goodopt.load_scenario("no/such/file.yaml")
