@@ -66,9 +66,10 @@ class Evaluator:
         return (a[None], True) if a.ndim == 2 else (a, False)
 
     def _counts(self, pop):
-        k = pop.sum(axis=2)
+        # einsum reduces the short node axis about twice as fast as ndarray.sum here.
+        k = np.einsum("pjn->pj", pop, dtype=np.int64)
         used = pop > 0
-        nodes = used.sum(axis=2)
+        nodes = np.einsum("pjn->pj", used, dtype=np.int64)
         if self._G == 1:
             gtype = np.zeros_like(k)
             per_type = None
@@ -83,7 +84,7 @@ class Evaluator:
         s = self._table[idx]
         if np.any(k > self._K):
             s = np.where(k > self._K, 0.0, s)
-        changed = np.any(pop != self._current, axis=2)
+        changed = np.einsum("pjn->pj", pop != self._current, dtype=np.int64) > 0
         return np.where(changed, s * self._realloc, s)
 
     def _fitness(self, s):

@@ -138,7 +138,7 @@ class AllocationProblem:
                 f"allocation must have shape (J, N) = ({self.n_jobs}, {self.n_nodes}) or (P, J, N), got {a.shape}"
             )
         if a.dtype.kind in "iu":
-            return a.astype(np.int64, copy=False)
+            return a  # any integer dtype is used as is (no copy in the hot path)
         if a.dtype.kind == "b" or a.dtype.kind not in "f":
             raise ShapeError(f"allocation must hold whole numbers of GPUs, got dtype {a.dtype}")
         if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
