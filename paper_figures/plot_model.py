@@ -1,0 +1,137 @@
+"""Model figures (Pollux paper §2-3 style). Reads only the tables in ``out/tables``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter  # noqa: E402
+
+APPS = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
+PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
+
+
+def save(fig, out: Path, name: str) -> list[Path]:
+    """PNG + byte-stable PDF."""
+    out.mkdir(parents=True, exist_ok=True)
+    png, pdf = out / f"{name}.png", out / f"{name}.pdf"
+    fig.savefig(png, dpi=130, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(pdf, bbox_inches="tight", metadata=PDF_META)
+    plt.close(fig)
+    return [png, pdf]
+
+
+def _plain_log(ax, axis="both"):
+    """Log axis with plain major labels and unlabeled minor ticks (no overlapping text)."""
+    for a in ([ax.xaxis, ax.yaxis] if axis == "both" else [getattr(ax, f"{axis}axis")]):
+        lo, hi = a.get_view_interval()
+        wide = hi / max(lo, 1e-12) > 300  # more than ~2.5 decades: label only powers of ten
+        a.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
+        a.set_major_formatter(ScalarFormatter())
+        a.set_minor_formatter(NullFormatter())
+
+
+COLORS = dict(zip(APPS, plt.get_cmap("tab10").colors))
+
+
+def _grid(title):
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.8))
+    fig.suptitle(title)
+    return fig, axes.ravel()
+
+
+def plot_throughput(tables: Path, out: Path):
+    df = pd.read_csv(tables / "throughput.csv")
+    measured_f = tables / "throughput_measured.csv"
+    meas = pd.read_csv(measured_f) if measured_f.exists() else None
+    fig, axes = _grid("Throughput vs per-GPU batch size (T4; lines: fitted model, dots: measured)")
+    for ax, app in zip(axes, APPS):
+        for (k, n), grp in df[df.application == app].groupby(["n_gpus", "n_nodes"]):
+            line, = ax.plot(grp.local_bsz, grp.throughput, label=f"{k} GPU{'s' if k > 1 else ''} / {n} node{'s' if n > 1 else ''}")
+            if meas is not None:
+                m = meas[(meas.application == app) & (meas.n_gpus == k) & (meas.n_nodes == n)]
+                ax.plot(m.local_bsz, m.throughput, "o", ms=3, color=line.get_color())
+        ax.set_title(app)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log(ax, "x")
+        ax.set_xlabel("per-GPU batch size (examples)")
+        ax.set_ylabel("throughput (examples/s)")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return save(fig, out, "model_throughput")
+
+
+def plot_efficiency(tables: Path, out: Path):
+    df = pd.read_csv(tables / "efficiency.csv")
+    fig, axes = _grid("Statistical efficiency vs total batch size over training")
+    for ax, app in zip(axes, APPS):
+        for frac, grp in df[df.application == app].groupby("training_fraction"):
+            ax.plot(grp.batch_size, grp.efficiency, label=f"{frac:.0%} trained")
+        ax.set_title(app)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.05)
+        _plain_log(ax, "x")
+        ax.set_xlabel("total batch size M (examples)")
+        ax.set_ylabel("efficiency E(M)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return save(fig, out, "model_efficiency")
+
+
+def plot_goodput(tables: Path, out: Path):
+    df = pd.read_csv(tables / "goodput.csv")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig.suptitle("Goodput-optimal batch size and speedup vs GPUs (T4, 4 GPUs/node)")
+    for app in APPS:
+        for frac, style in ((0.1, "--"), (0.8, "-")):
+            grp = df[(df.application == app) & (df.training_fraction == frac)]
+            label = app if frac == 0.8 else None
+            axes[0].plot(grp.n_gpus, grp.best_batch_size, style, color=COLORS[app], label=label)
+            axes[1].plot(grp.n_gpus, grp.speedup_vs_1gpu, style, color=COLORS[app], label=label)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("goodput-optimal total batch (examples)")
+    axes[1].set_ylabel("speedup over 1 GPU")
+    axes[1].plot([1, 64], [1, 64], ":", color="grey", label="linear")
+    for ax in axes:
+        ax.set_xlabel("GPUs")
+        ax.grid(alpha=0.3)
+    axes[1].set_yscale("log")
+    axes[1].set_xscale("log")
+    _plain_log(axes[1])
+    axes[1].legend(fontsize=8, title="solid: 80% trained\ndashed: 10% trained", title_fontsize=8)
+    fig.tight_layout()
+    return save(fig, out, "model_goodput")
+
+
+def plot_speedup_types(tables: Path, out: Path):
+    df = pd.read_csv(tables / "speedup_types.csv")
+    fig, axes = _grid("Speedup over one GPU of the same type vs GPUs (half-way through training)")
+    for ax, app in zip(axes, APPS):
+        for gpu, grp in df[df.application == app].groupby("gpu_type"):
+            ax.plot(grp.n_gpus, grp.speedup_vs_1gpu, label=gpu)
+        ax.plot([1, 64], [1, 64], ":", color="grey")
+        ax.set_title(app)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log(ax)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("speedup")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return save(fig, out, "model_speedup_types")
+
+
+FIGURES = {
+    "model_throughput": (plot_throughput, "Throughput vs per-GPU batch size per application on T4, fitted model and measured points (yolov3 capped at 8 per GPU as in the Pollux paper)"),
+    "model_efficiency": (plot_efficiency, "Statistical efficiency vs batch size over training"),
+    "model_goodput": (plot_goodput, "Goodput-optimal batch size and speedup vs GPUs"),
+    "model_speedup_types": (plot_speedup_types, "Speedup curves per application and GPU type"),
+}
