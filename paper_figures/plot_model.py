@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 APPS = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
 PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
@@ -31,11 +31,29 @@ def _plain_log(ax, axis="both"):
         lo, hi = a.get_view_interval()
         wide = hi / max(lo, 1e-12) > 300  # more than ~2.5 decades: label only powers of ten
         a.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
-        a.set_major_formatter(ScalarFormatter())
+        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         a.set_minor_formatter(NullFormatter())
 
 
 COLORS = dict(zip(APPS, plt.get_cmap("tab10").colors))
+
+
+def _panel(ax, title, xlabel, ylabel, logy=True):
+    """Common styling of one facet: log x (and y), plain tick labels, grid."""
+    ax.set_title(title)
+    ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    _plain_log(ax, "both" if logy else "x")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, which="both")
+
+
+def _finish(fig, axes, out, name):
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return save(fig, out, name)
 
 
 def _grid(title):
@@ -55,16 +73,8 @@ def plot_throughput(tables: Path, out: Path):
             if meas is not None:
                 m = meas[(meas.application == app) & (meas.n_gpus == k) & (meas.n_nodes == n)]
                 ax.plot(m.local_bsz, m.throughput, "o", ms=3, color=line.get_color())
-        ax.set_title(app)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _plain_log(ax, "x")
-        ax.set_xlabel("per-GPU batch size (examples)")
-        ax.set_ylabel("throughput (examples/s)")
-        ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return save(fig, out, "model_throughput")
+        _panel(ax, app, "per-GPU batch size (examples)", "throughput (examples/s)")
+    return _finish(fig, axes, out, "model_throughput")
 
 
 def plot_efficiency(tables: Path, out: Path):
@@ -73,16 +83,9 @@ def plot_efficiency(tables: Path, out: Path):
     for ax, app in zip(axes, APPS):
         for frac, grp in df[df.application == app].groupby("training_fraction"):
             ax.plot(grp.batch_size, grp.efficiency, label=f"{frac:.0%} trained")
-        ax.set_title(app)
-        ax.set_xscale("log")
+        _panel(ax, app, "total batch size M (examples)", "efficiency E(M)", logy=False)
         ax.set_ylim(0, 1.05)
-        _plain_log(ax, "x")
-        ax.set_xlabel("total batch size M (examples)")
-        ax.set_ylabel("efficiency E(M)")
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return save(fig, out, "model_efficiency")
+    return _finish(fig, axes, out, "model_efficiency")
 
 
 def plot_goodput(tables: Path, out: Path):
@@ -117,16 +120,8 @@ def plot_speedup_types(tables: Path, out: Path):
         for gpu, grp in df[df.application == app].groupby("gpu_type"):
             ax.plot(grp.n_gpus, grp.speedup_vs_1gpu, label=gpu)
         ax.plot([1, 64], [1, 64], ":", color="grey")
-        ax.set_title(app)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _plain_log(ax)
-        ax.set_xlabel("GPUs")
-        ax.set_ylabel("speedup")
-        ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return save(fig, out, "model_speedup_types")
+        _panel(ax, app, "GPUs", "speedup")
+    return _finish(fig, axes, out, "model_speedup_types")
 
 
 FIGURES = {
