@@ -155,8 +155,6 @@ class Evaluator:
         """Each constraint's violation. Shapes: (P, J, N) or (J, N) -> {name: (P,)}."""
         a, _ = self._coerce(pop)
         k, used, nodes, _, per_type = self._counts(a)
-        if per_type is None and self._G > 1:
-            per_type = a @ self._onehot
         return self._violation_terms(a, k, used, nodes, per_type)
 
     def violations(self, alloc) -> list[str]:

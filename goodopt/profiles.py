@@ -101,8 +101,6 @@ class AppProfile:
             t = g.sub("throughput")
             try:
                 params = ThroughputParams(**{n: t.number(n, minimum=0) for n in ThroughputParams.names()})
-            except ScenarioError:
-                raise
             except ValueError as exc:  # ThroughputParams range checks
                 raise ScenarioError(t.path(getattr(exc, "field", "")), str(exc)) from None
             t.done()
