@@ -101,6 +101,8 @@ class AppProfile:
             t = g.sub("throughput")
             try:
                 params = ThroughputParams(**{n: t.number(n, minimum=0) for n in ThroughputParams.names()})
+            except ScenarioError:  # already carries its full path
+                raise
             except ValueError as exc:  # ThroughputParams range checks
                 raise ScenarioError(t.path(getattr(exc, "field", "")), str(exc)) from None
             t.done()
