@@ -10,6 +10,7 @@ Typical use::
     problem = scenario.problem()
     ev = problem.evaluator()
     ev.fitness(problem.current)
+    result = goodopt.solve(problem, method="milp")
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from .goodput import ThroughputParams
 from .problem import AllocationProblem
 from .profiles import AppProfile, GpuProfile, load_profile, shipped_profile
 from .scenario import Job, Objective, Scenario, load_scenario, scenario_from_dict
+from .solvers import METHODS, SolveResult, Termination, solve
 
 __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
-    "AllocationProblem", "AppProfile", "Cluster", "Evaluation", "Evaluator", "FitError", "GoodoptError",
+    "AllocationProblem", "AppProfile", "METHODS", "SolveResult", "Termination", "solve", "Cluster", "Evaluation", "Evaluator", "FitError", "GoodoptError",
     "GpuProfile", "Job", "NodeGroup", "Objective", "Scenario", "ScenarioError", "ShapeError",
     "SolverError", "ThroughputParams", "TraceError", "ValidationError", "load_profile", "load_scenario",
     "power_mean", "realloc_factor", "scenario_from_dict", "shipped_profile",

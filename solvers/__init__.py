@@ -1,4 +1,11 @@
-"""Solvers behind ``goodopt.solve`` (``goodopt.solvers``): run a formulation,
-report the solution apart from why the solver stopped, and re-score every
-allocation with the true evaluator.
+"""Allocation methods behind one entry point, :func:`solve`.
+
+``milp`` (exact, certified), ``milp-pwl`` (piecewise-linear, scalable),
+``ga`` and ``nsga2`` (pymoo), ``greedy``, ``equal-share`` and ``brute-force``
+all return a :class:`SolveResult` re-scored by the evaluator.
 """
+
+from .api import METHOD_OPTIONS, METHODS, solve
+from .result import CERTIFIED_GAP, SolveResult, SolverStats, Termination
+
+__all__ = ["CERTIFIED_GAP", "METHODS", "METHOD_OPTIONS", "SolveResult", "SolverStats", "Termination", "solve"]

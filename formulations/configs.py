@@ -1,0 +1,190 @@
+"""Job configurations: the building blocks of every configuration-level model.
+
+A *configuration* of job ``j`` is a triple (GPU type ``g``, GPU count ``k``,
+``multi`` = spread over more than one node) together with its speedup. Two
+kinds exist:
+
+* a **move** configuration: any placement with that shape that differs from
+  the job's current allocation; its speedup carries the re-allocation factor,
+  ``S = table[j, g, k, multi] * realloc[j]``;
+* the **keep** configuration of a running job: exactly its current placement,
+  speedup ``table[j, g_cur, k_cur, multi_cur]`` without the factor.
+
+A job with no configuration chosen holds no GPUs and has speedup 0; in the
+fitness it contributes ``(0 + eps)^p`` (``log eps`` for ``p = 0``), the same
+value the evaluator gives it.
+
+Move configurations are pruned to each (job, type, multi) class's *frontier*:
+a configuration is kept only when its speedup is strictly larger than that of
+every smaller GPU count in the class (and > 0). The pruning is exact: any
+placement of a dominated configuration can give up GPUs (staying on one node,
+or on at least two nodes) to become the dominating one, which frees capacity
+and never lowers the speedup. A move placement that happens to equal the
+current one is scored by the evaluator at least as high (no factor), so
+optimality is preserved as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigSet:
+    """All candidate configurations of a problem, sorted by job.
+
+    Shapes (C configurations): ``job``, ``gpu_type``, ``n_gpus`` (C,) int;
+    ``multi``, ``keep`` (C,) bool; ``speedup`` (C,) float; ``job_start``
+    (J + 1,) so that job ``j`` owns ``[job_start[j], job_start[j+1])``;
+    ``keep_of_job`` (J,) index of the job's keep configuration or -1.
+    """
+
+    job: np.ndarray
+    gpu_type: np.ndarray
+    n_gpus: np.ndarray
+    multi: np.ndarray
+    keep: np.ndarray
+    speedup: np.ndarray
+    job_start: np.ndarray
+    keep_of_job: np.ndarray
+
+    @property
+    def n_configs(self) -> int:
+        return len(self.job)
+
+    def of_job(self, j: int) -> slice:
+        return slice(int(self.job_start[j]), int(self.job_start[j + 1]))
+
+
+def current_shape(problem):
+    """GPU count, node count and majority type of every current row.
+
+    Shapes: -> (J,), (J,), (J,).
+    """
+    cur = problem.current
+    k = cur.sum(axis=1)
+    nodes = (cur > 0).sum(axis=1)
+    onehot = problem.node_type[:, None] == np.arange(problem.n_gpu_types)[None, :]
+    gtype = (cur @ onehot.astype(np.int64)).argmax(axis=1)
+    return k, nodes, gtype
+
+
+def type_layout(problem):
+    """Per GPU type: total GPUs, node count, largest node. Shapes: -> (G,) x 3."""
+    G = problem.n_gpu_types
+    total = np.bincount(problem.node_type, weights=problem.node_capacity, minlength=G).astype(np.int64)
+    n_nodes = np.bincount(problem.node_type, minlength=G).astype(np.int64)
+    largest = np.zeros(G, dtype=np.int64)
+    np.maximum.at(largest, problem.node_type, problem.node_capacity)
+    return total, n_nodes, largest
+
+
+def enumerate_configs(problem, *, prune: bool = True) -> ConfigSet:
+    """Every feasible-in-isolation configuration of every job.
+
+    A move configuration (g, k, multi) is listed when ``min_gpus <= k <=
+    max_gpus``, ``k`` fits the type (one node's capacity when single-node; at
+    least 2 GPUs on at least 2 nodes of the type when multi-node) and its
+    speedup is > 0. ``prune`` keeps each class's frontier only (exact, see the
+    module docstring). The keep configuration is listed for every running job
+    whose current row is feasible on its own.
+    """
+    pr = problem
+    J, G, K = pr.n_jobs, pr.n_gpu_types, pr.max_k
+    total, n_nodes, largest = type_layout(pr)
+    kk = np.arange(K + 1)
+    lo = np.maximum(pr.min_gpus, 1)[:, None, None, None]
+    hi = np.minimum(pr.max_gpus, K)[:, None, None, None]
+    k4 = kk[None, None, :, None]
+    m4 = np.array([False, True])[None, None, None, :]
+    fits = np.where(m4, (k4 >= 2) & (n_nodes[None, :, None, None] >= 2) & (k4 <= total[None, :, None, None]),
+                    k4 <= largest[None, :, None, None])
+    s = pr.speedup_table * pr.realloc[:, None, None, None]
+    ok = (k4 >= lo) & (k4 <= hi) & fits & (s > 0)
+    if prune:
+        # frontier: strictly above the running max of all smaller counts in the class
+        masked = np.where(ok, s, 0.0)
+        prev = np.maximum.accumulate(masked, axis=2)
+        prev = np.concatenate([np.zeros_like(prev[:, :, :1]), prev[:, :, :-1]], axis=2)
+        ok &= masked > prev
+    j_idx, g_idx, k_idx, m_idx = np.nonzero(ok)
+    move_s = s[j_idx, g_idx, k_idx, m_idx]
+
+    # keep configurations
+    k_cur, nodes_cur, g_cur = current_shape(pr)
+    ev = pr.evaluator()
+    feasible_row = np.array([_row_ok(ev, pr, j) for j in range(J)]) if J else np.zeros(0, bool)
+    running = (k_cur > 0) & feasible_row
+    keep_j = np.flatnonzero(running)
+    m_cur = (nodes_cur > 1).astype(np.int64)
+    kc = np.minimum(k_cur, K)
+    keep_s = np.where(k_cur <= K, pr.speedup_table[np.arange(J), g_cur, kc, m_cur], 0.0)[keep_j]
+    good_keep = keep_s > 0
+    keep_j = keep_j[good_keep]
+    keep_s = keep_s[good_keep]
+
+    job = np.concatenate([j_idx, keep_j])
+    order = np.lexsort((np.concatenate([np.zeros(len(j_idx)), np.ones(len(keep_j))]), job))
+    job = job[order]
+    cs = ConfigSet(
+        job=job,
+        gpu_type=np.concatenate([g_idx, g_cur[keep_j]])[order],
+        n_gpus=np.concatenate([k_idx, k_cur[keep_j]])[order],
+        multi=np.concatenate([m_idx.astype(bool), nodes_cur[keep_j] > 1])[order],
+        keep=np.concatenate([np.zeros(len(j_idx), bool), np.ones(len(keep_j), bool)])[order],
+        speedup=np.concatenate([move_s, keep_s])[order],
+        job_start=np.searchsorted(job, np.arange(J + 1)),
+        keep_of_job=np.full(J, -1, dtype=np.int64),
+    )
+    keep_pos = np.flatnonzero(cs.keep)
+    cs.keep_of_job[cs.job[keep_pos]] = keep_pos
+    return cs
+
+
+def _row_ok(ev, pr, j) -> bool:
+    """Whether job j's current row is feasible on its own (capacity aside)."""
+    row = pr.current[j]
+    if row.sum() == 0:
+        return False
+    single = np.zeros_like(pr.current)
+    single[j] = row
+    terms = ev.violation_terms(single)
+    return all(float(v[0]) == 0 for v in terms.values())
+
+
+# ------------------------------------------------------------ objective terms
+def objective_transform(p: float):
+    """``h`` with fitness ``F = M_h^{-1}(sum w h(S + eps) / sum w)`` and its sense.
+
+    Returns ``(h, h_inverse, sense)`` where ``sense`` is ``"min"`` when the
+    weighted sum of ``h`` is to be minimised (p < 0) and ``"max"`` otherwise.
+    Only for finite ``p``.
+    """
+    if not np.isfinite(p):
+        raise ValidationError("p", "objective_transform needs a finite p", "handle +-inf with an epigraph")
+    if p == 0:
+        return np.log, np.exp, "max"
+    return (lambda t: np.power(t, p)), (lambda y: np.power(y, 1.0 / p)), ("min" if p < 0 else "max")
+
+
+def rank_utility(problem, speedup, job):
+    """Per-job objective term, larger is better, for ranking moves by their gain.
+
+    ``± w_j h(S + eps)`` with the sign making larger better; ``p = ±inf`` is
+    ranked as ``p = ±8``. Shapes: speedup, job (...) -> (...).
+    """
+    p = float(np.clip(problem.p, -8.0, 8.0)) if not np.isfinite(problem.p) else problem.p
+    h, _, sense = objective_transform(p)
+    sign = -1.0 if sense == "min" else 1.0
+    return sign * problem.weights[job] * h(np.asarray(speedup) + problem.eps)
+
+
+def fitness_from_sum(total: float, weight_sum: float, p: float) -> float:
+    """Fitness ``F`` from the objective ``sum w h(S + eps)`` (finite ``p``)."""
+    _, inv, _ = objective_transform(p)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return float(inv(total / weight_sum))

@@ -1,0 +1,231 @@
+"""Genetic operators on allocation matrices, vectorised over the population.
+
+Individuals are flat (J * N,) integer vectors of a (J, N) allocation. Every
+operator receives pymoo's ``random_state`` (a ``numpy.random.Generator``
+derived from the run's seed) and uses no other randomness.
+
+* :class:`AllocationSampling` — a feasible start: the current allocation and
+  any warm starts, then mutated copies of them, all repaired.
+* :class:`RowCrossover` — two parents exchange whole job rows.
+* :class:`AllocationMutation` — per job row: reset it to the current
+  allocation, zero some of its entries, or grow it on a random node.
+* :class:`AllocationRepair` — enforces the evaluator's rules (see
+  :func:`repair`) and then refills GPUs left idle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pymoo.core.crossover import Crossover
+from pymoo.core.mutation import Mutation
+from pymoo.core.repair import Repair
+from pymoo.core.sampling import Sampling
+
+from .configs import rank_utility
+
+
+class RepairData:
+    """Arrays the repair needs, computed once per problem."""
+
+    def __init__(self, problem):
+        pr = problem
+        self.pr = pr
+        self.J, self.N, self.G, self.K = pr.n_jobs, pr.n_nodes, pr.n_gpu_types, pr.max_k
+        self.onehot = (pr.node_type[:, None] == np.arange(self.G)[None, :]).astype(np.int64)
+        self.limit = np.minimum(pr.max_gpus, self.K)  # (J,)
+        self.need = np.maximum(pr.min_gpus, 1)  # (J,)
+        self.table = pr.speedup_table  # (J, G, K+1, 2)
+        self.type_ok = self.table.max(axis=(2, 3)) > 0  # (J, G)
+        self.util_zero = rank_utility(pr, np.zeros(self.J), np.arange(self.J))  # (J,)
+        # utility of every (j, g, k) single-node entry with the re-allocation factor (a changed row)
+        s = self.table[..., 0] * pr.realloc[:, None, None]
+        self.util_single = rank_utility(pr, s, np.arange(self.J)[:, None, None])  # (J, G, K+1)
+        self.single_ok = self.table[..., 0] > 0
+        self.max_passes = int(pr.node_capacity.max(initial=0)) + 1
+        self.need_clip = np.minimum(self.need, self.K)
+        ntype = pr.node_type[None, :]
+        jj = np.arange(self.J)[:, None]
+        nc = self.need_clip[:, None]
+        ok = self.single_ok[jj, ntype, nc] & (self.need <= self.K)[:, None]
+        # gain of starting job j on node n with its minimum GPUs. Shapes: (J, N)
+        self.gain_start = np.where(ok, self.util_single[jj, ntype, nc] - self.util_zero[:, None], -np.inf)
+
+
+def repair(pop, data: RepairData, rng: np.random.Generator) -> np.ndarray:
+    """Make every member feasible, then hand idle GPUs out.
+
+    In order: negatives to 0; each job keeps only the nodes of its majority
+    GPU type (types its profile cannot use are dropped); at most
+    ``min(max_gpus, K)`` GPUs per job; over-full nodes drop jobs' GPUs in a
+    random order that keeps unchanged rows first; each node keeps at most one
+    multi-node job (interference avoidance); rows below ``min_gpus`` or with
+    no valid batch are emptied. Then :func:`refill` gives idle GPUs to the
+    jobs whose objective term gains most.
+
+    Shapes: pop (P, J, N) int -> (P, J, N) int64 (a new array).
+    """
+    d, pr = data, data.pr
+    a = np.maximum(np.asarray(pop, dtype=np.int64), 0)
+    P, J, N = a.shape
+    if d.G > 1:
+        per_type = a @ d.onehot
+        gt = per_type.argmax(axis=2)
+        ok = d.type_ok[np.arange(J)[None, :], gt]
+        a *= ((pr.node_type[None, None, :] == gt[:, :, None]) & ok[:, :, None])
+    cs = np.cumsum(a, axis=2)
+    a = np.clip(d.limit[None, :, None] - (cs - a), 0, a)
+    # node capacity: random priority, unchanged rows first
+    unchanged = np.all(a == pr.current[None], axis=2)
+    key = rng.random((P, J)) - unchanged
+    order = np.argsort(key, axis=1)
+    a_sorted = np.take_along_axis(a, order[:, :, None], axis=1)
+    cs = np.cumsum(a_sorted, axis=1)
+    allowed = np.clip(pr.node_capacity[None, None, :] - (cs - a_sorted), 0, a_sorted)
+    np.put_along_axis(a, order[:, :, None], allowed, axis=1)
+    used = a > 0
+    if pr.interference_avoidance:
+        multi = used.sum(axis=2) > 1
+        on = multi[:, :, None] & used
+        keeper = np.where(on, key[:, :, None], np.inf).argmin(axis=1)  # (P, N)
+        a[on & (np.arange(J)[None, :, None] != keeper[:, None, :])] = 0
+        used = a > 0
+    k = a.sum(axis=2)
+    nodes = used.sum(axis=2)
+    gt = (a @ d.onehot).argmax(axis=2) if d.G > 1 else np.zeros_like(k)
+    s = d.table[np.arange(J)[None, :], gt, np.minimum(k, d.K), (nodes > 1).astype(np.int64)]
+    bad = (k > 0) & ((k < pr.min_gpus[None, :]) | (s <= 0))
+    a[bad] = 0
+    return refill(a, d, rng)
+
+
+def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
+    """Hand idle GPUs to jobs, node by node, in passes.
+
+    In each pass every node with idle GPUs gives, to the job with the largest
+    gain of its objective term, either a first placement of ``max(min_gpus,
+    1)`` GPUs (a job holding nothing; each such job starts on one node per
+    pass) or one more GPU (a job running on this node only). Gains count the
+    re-allocation factor. Feasible members stay feasible. Only members with
+    idle GPUs are touched.
+
+    Shapes: a (P, J, N) int64 -> same (modified in place and returned).
+    """
+    d, pr = data, data.pr
+    J, N = d.J, d.N
+    rows = np.arange(J)[None, :]
+    for _ in range(d.max_passes):
+        free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N)
+        members = np.flatnonzero((free_all > 0).any(axis=1))
+        if not len(members):
+            break
+        sub = a[members]
+        free = free_all[members]
+        P = len(members)
+        k = sub.sum(axis=2)  # (P, J)
+        nodes = (sub > 0).sum(axis=2)
+        # first placement of an idle job on node n (static gains per job and node)
+        start_ok = (k == 0)[:, :, None] & (free[:, None, :] >= d.need_clip[None, :, None])
+        gain = np.where(start_ok, d.gain_start[None], -np.inf)  # (P, J, N)
+        # grow a single-node job on its node by one GPU
+        node_of = sub.argmax(axis=2)  # (P, J)
+        t = pr.node_type[node_of]
+        kc = np.minimum(k, d.K)
+        kn = np.minimum(k + 1, d.K)
+        grow = ((nodes == 1) & (k < d.limit[None, :]) & d.single_ok[rows, t, kn]
+                & (np.take_along_axis(free, node_of, axis=1) >= 1))
+        gg = d.util_single[rows, t, kn] - d.util_single[rows, t, kc]
+        pp, jj = np.nonzero(grow)
+        gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
+        gain[~(gain > 0)] = -np.inf
+        noise = rng.random(gain.shape)
+        best = np.argmax(np.where(np.isfinite(gain), gain * (1 + 1e-9 * noise), -np.inf), axis=1)  # (P, N)
+        best_gain = np.take_along_axis(gain, best[:, None, :], axis=1)[:, 0, :]
+        pn, nn = np.nonzero(np.isfinite(best_gain))
+        if not len(pn):
+            break
+        pick = np.zeros(sub.shape, dtype=bool)
+        pick[pn, best[pn, nn], nn] = True
+        starting = pick & (k == 0)[:, :, None]
+        pick &= ~starting | (np.cumsum(starting, axis=2) == 1)  # an idle job starts on one node per pass
+        sub += np.where(pick, np.where((k == 0)[:, :, None], d.need_clip[None, :, None], 1), 0)
+        a[members] = sub
+    return a
+
+
+class AllocationRepair(Repair):
+    def __init__(self, data: RepairData):
+        super().__init__()
+        self.data = data
+
+    def _do(self, problem, X, random_state=None, **kwargs):
+        d = self.data
+        pop = np.asarray(X).reshape(len(X), d.J, d.N)
+        return repair(pop, d, random_state).reshape(len(X), -1)
+
+
+class AllocationSampling(Sampling):
+    """Current allocation, warm starts, then mutated copies of them."""
+
+    def __init__(self, data: RepairData, seeds=(), mutation_rate: float = 0.3):
+        super().__init__()
+        self.data = data
+        self.seeds = [np.asarray(s, dtype=np.int64) for s in seeds]
+        self.mutation_rate = mutation_rate
+
+    def _do(self, problem, n_samples, random_state=None, **kwargs):
+        d = self.data
+        base = np.stack([d.pr.current] + self.seeds)  # (S, J, N)
+        idx = np.arange(n_samples) % len(base)
+        pop = base[idx].copy()
+        fresh = np.arange(n_samples) >= len(base)
+        pop[fresh] = mutate(pop[fresh], d, random_state, self.mutation_rate)
+        return repair(pop, d, random_state).reshape(n_samples, -1)
+
+
+def mutate(pop, data: RepairData, rng, rate: float):
+    """Row-wise mutation. Shapes: (P, J, N) -> (P, J, N) (new array)."""
+    d, pr = data, data.pr
+    a = pop.copy()
+    P, J, N = a.shape
+    hit = rng.random((P, J)) < rate
+    op = rng.integers(0, 3, size=(P, J))
+    reset = hit & (op == 0)
+    a = np.where(reset[:, :, None], pr.current[None], a)
+    zero = (hit & (op == 1))[:, :, None] & (rng.random((P, J, N)) < 0.5)
+    a[zero] = 0
+    grow = hit & (op == 2)
+    node = rng.integers(0, N, size=(P, J))
+    amount = rng.integers(1, pr.node_capacity[node] + 1)
+    pp, jj = np.nonzero(grow)
+    a[pp, jj, node[pp, jj]] += amount[pp, jj]
+    return a
+
+
+class AllocationMutation(Mutation):
+    def __init__(self, data: RepairData, rate: float | None = None):
+        super().__init__()
+        self.data = data
+        self.rate = rate if rate is not None else min(1.0, 2.0 / max(data.J, 1))
+
+    def _do(self, problem, X, random_state=None, **kwargs):
+        d = self.data
+        pop = np.asarray(X).reshape(len(X), d.J, d.N).astype(np.int64)
+        return mutate(pop, d, random_state, self.rate).reshape(len(X), -1)
+
+
+class RowCrossover(Crossover):
+    """Children take each job's whole row from one parent or the other."""
+
+    def __init__(self, data: RepairData, prob: float = 0.9):
+        super().__init__(2, 2, prob=prob)
+        self.data = data
+
+    def _do(self, problem, X, random_state=None, **kwargs):
+        d = self.data
+        _, n_matings, _ = X.shape
+        A = X[0].reshape(n_matings, d.J, d.N)
+        B = X[1].reshape(n_matings, d.J, d.N)
+        mask = (random_state.random((n_matings, d.J)) < 0.5)[:, :, None]
+        c1 = np.where(mask, A, B)
+        c2 = np.where(mask, B, A)
+        return np.stack([c1, c2]).reshape(2, n_matings, -1)

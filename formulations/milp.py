@@ -1,0 +1,307 @@
+r"""Exact goodput allocation as a mixed-integer linear program (pyomo).
+
+Data: jobs ``j``, nodes ``n`` with GPU type ``g(n)`` and capacity ``cap_n``,
+the configurations ``c ∈ C_j`` of :mod:`goodopt.formulations.configs` (type
+``g_c``, GPU count ``k_c``, multi-node flag ``m_c``, keep flag, speedup
+``S_c``), weights ``w_j``, ``eps``, fairness exponent ``p``. ``C_j^multi`` are
+the multi-node configurations, ``N_j`` the nodes of the types in ``C_j``,
+``cur`` the current allocation and ``keep_j`` the keep configuration.
+
+Variables::
+
+    z_c  ∈ {0, 1}            configuration c is chosen
+    x_jn ∈ {0, ..., cap_n}   GPUs of job j on node n ∈ N_j        (placement level)
+    u_jn ∈ {0, 1}            job j uses node n                    (placement level)
+    v_jn ∈ [0, 1]            job j is multi-node and uses node n  (placement level,
+                                                                   interference avoidance)
+
+Objective (linear in z; ``h(t) = t^p`` for p ≠ 0, ``log t`` for p = 0)::
+
+    p < 0:    minimise  Σ_j w_j h(eps) + Σ_c w_j (h(S_c + eps) - h(eps)) z_c
+    p > 0, 0: maximise  the same expression
+    p = -inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c            ∀ j   (0a)
+    p = +inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c
+                                        + S_max (1 - y_j)                ∀ j   (0b)
+                                  Σ_j y_j = 1,  y_j ∈ {0, 1}
+
+A job with no configuration chosen holds no GPUs and contributes ``w_j h(eps)``
+(p finite) or ``eps`` to the minimum (p = -inf) — exactly the evaluator's
+``(0 + eps)^p``. The fitness is ``F = h^{-1}(objective / Σ_j w_j)``.
+
+Constraints, placement level::
+
+    (1)  Σ_{c ∈ C_j} z_c <= 1                                   ∀ j
+    (2)  Σ_{n ∈ N_j, g(n) = g} x_jn = Σ_{c ∈ C_j, g_c = g} k_c z_c  ∀ j, g
+    (3)  x_jn <= cap_n u_jn                                      ∀ j, n ∈ N_j
+    (4)  u_jn <= x_jn                                            ∀ j, n ∈ N_j
+    (5)  Σ_n u_jn <= 1 + (|N_j| - 1) Σ_{c ∈ C_j^multi} z_c       ∀ j
+    (6)  Σ_n u_jn >= 2 Σ_{c ∈ C_j^multi} z_c                     ∀ j
+    (7)  Σ_j x_jn <= cap_n                                       ∀ n
+    (8)  x_jn >= cur_jn z_{keep_j}                               ∀ j with a keep config, n
+    (9)  v_jn >= u_jn + Σ_{c ∈ C_j^multi} z_c - 1,  Σ_j v_jn <= 1   ∀ n  (interference avoidance)
+    (10) Σ_j x_jn >= Σ_j x_jn'   for consecutive interchangeable nodes n, n'
+         (same type, capacity and current column; symmetry breaking, optional)
+
+(2) with (1) makes a job's GPUs sum to its configuration's count on that type
+and nothing elsewhere; (3)-(6) make the node count match single/multi; (8)
+with (2) pins a kept job to its current row exactly. Within the GPU limits
+and batch validity encoded in ``C_j`` these are exactly the evaluator's
+feasibility rules.
+
+Constraints, configuration level (the relaxation; no x, u, v)::
+
+    (1)  as above
+    (R2) Σ_{c: g_c = g} k_c z_c <= Σ_{n: g(n) = g} cap_n         ∀ g
+    (R3) Σ_{c multi, g_c = g} max(2, ceil(k_c / cap_g^max)) z_c <= |{n: g(n) = g}|  ∀ g
+         (only with interference avoidance: each node hosts at most one multi-node job)
+
+Every placement-level solution maps to a configuration-level one with the same
+objective, so the configuration level's optimum (and bound) bounds the
+placement level's from the right side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.common.collections import ComponentMap
+
+from goodopt.errors import ValidationError
+
+from .configs import ConfigSet, objective_transform, type_layout
+
+LEVELS = ("placement", "config")
+SYMMETRY = ("order", "none")
+
+
+@dataclass(frozen=True)
+class ObjectiveCoefficients:
+    """Linear objective ``offset + Σ coef_c z_c`` and its sense (finite p).
+
+    Shapes: coef (C,).
+    """
+
+    coef: np.ndarray
+    offset: float
+    sense: str
+
+
+def objective_coefficients(problem, configs: ConfigSet) -> ObjectiveCoefficients:
+    """Coefficients of the finite-p objective. Shapes: -> coef (C,)."""
+    h, _, sense = objective_transform(problem.p)
+    w = problem.weights
+    base = h(problem.eps)
+    coef = w[configs.job] * (h(configs.speedup + problem.eps) - base)
+    return ObjectiveCoefficients(coef=coef, offset=float(w.sum() * base), sense=sense)
+
+
+def constraint(relation):
+    """``relation`` or ``Constraint.Skip`` when it holds no variables (e.g. an empty sum)."""
+    return pyo.Constraint.Skip if isinstance(relation, bool) else relation
+
+
+def build_model(problem, configs: ConfigSet, *, level: str = "placement", symmetry: str = "order",
+                fixed_choice=None) -> pyo.ConcreteModel:
+    """The MILP of the module docstring as a pyomo model (a pure function).
+
+    ``fixed_choice`` (J,) of config indices (-1 = none) fixes z, turning the
+    placement level into a feasibility check of that choice.
+
+    The model carries ``_goodopt`` metadata used by :func:`decode`.
+    """
+    if level not in LEVELS:
+        raise ValidationError("level", f"must be one of {LEVELS}, got {level!r}")
+    if symmetry not in SYMMETRY:
+        raise ValidationError("symmetry", f"must be one of {SYMMETRY}, got {symmetry!r}")
+    pr, cs = problem, configs
+    J, C = pr.n_jobs, cs.n_configs
+    m = pyo.ConcreteModel(name=f"goodput-{level}")
+    m.z = pyo.Var(range(C), domain=pyo.Binary)
+    z = m.z
+    by_job = [range(int(cs.job_start[j]), int(cs.job_start[j + 1])) for j in range(J)]
+    m.one_config = pyo.Constraint(
+        [j for j in range(J) if len(by_job[j]) > 1],
+        rule=lambda m, j: sum(z[c] for c in by_job[j]) <= 1)  # (1)
+
+    _objective(m, pr, cs, by_job)
+
+    if fixed_choice is not None:
+        fixed_choice = np.asarray(fixed_choice)
+        for c in range(C):
+            z[c].fix(1 if fixed_choice[cs.job[c]] == c else 0)
+
+    if level == "config":
+        _config_constraints(m, pr, cs)
+    else:
+        _placement_constraints(m, pr, cs, by_job, symmetry)
+    m._goodopt = {"level": level, "n_jobs": J, "n_configs": C}
+    return m
+
+
+def _objective(m, pr, cs, by_job):
+    z = m.z
+    p = pr.p
+    if np.isfinite(p):
+        oc = objective_coefficients(pr, cs)
+        coef = oc.coef.tolist()
+        expr = oc.offset + sum(coef[c] * z[c] for c in range(cs.n_configs))
+        m.obj = pyo.Objective(expr=expr, sense=pyo.minimize if oc.sense == "min" else pyo.maximize)
+        return
+    s = cs.speedup.tolist()
+    m.t = pyo.Var(domain=pyo.Reals, bounds=(pr.eps, pr.eps + max(s, default=0.0)))
+    if p < 0:  # (0a)
+        m.epigraph = pyo.Constraint(range(pr.n_jobs), rule=lambda m, j: m.t <= pr.eps + sum(s[c] * z[c] for c in by_job[j]))
+    else:  # (0b)
+        big = max(s, default=0.0)
+        m.y = pyo.Var(range(pr.n_jobs), domain=pyo.Binary)
+        m.pick_one = pyo.Constraint(expr=sum(m.y[j] for j in range(pr.n_jobs)) == 1)
+        m.epigraph = pyo.Constraint(
+            range(pr.n_jobs),
+            rule=lambda m, j: m.t <= pr.eps + sum(s[c] * z[c] for c in by_job[j]) + big * (1 - m.y[j]))
+    m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
+
+
+def _config_constraints(m, pr, cs):
+    total, n_nodes, largest = type_layout(pr)
+    z = m.z
+    G = pr.n_gpu_types
+    k = cs.n_gpus.tolist()
+    of_type = [np.flatnonzero(cs.gpu_type == g).tolist() for g in range(G)]
+    m.type_capacity = pyo.Constraint(
+        [g for g in range(G) if of_type[g]],
+        rule=lambda m, g: sum(k[c] * z[c] for c in of_type[g]) <= int(total[g]))  # (R2)
+    if pr.interference_avoidance:
+        need = np.maximum(2, -(-cs.n_gpus // np.maximum(largest[cs.gpu_type], 1))).tolist()
+        multi = [[c for c in of_type[g] if cs.multi[c]] for g in range(G)]
+        m.multi_nodes = pyo.Constraint(
+            [g for g in range(G) if multi[g]],
+            rule=lambda m, g: sum(need[c] * z[c] for c in multi[g]) <= int(n_nodes[g]))  # (R3)
+
+
+def _placement_constraints(m, pr, cs, by_job, symmetry):
+    z = m.z
+    J = pr.n_jobs
+    cap = pr.node_capacity.tolist()
+    k = cs.n_gpus.tolist()
+    # nodes a job may use: those of the types of its configurations
+    job_types = [sorted({int(cs.gpu_type[c]) for c in by_job[j]}) for j in range(J)]
+    nodes_of_type = [np.flatnonzero(pr.node_type == g).tolist() for g in range(pr.n_gpu_types)]
+    pairs = [(j, n) for j in range(J) for g in job_types[j] for n in nodes_of_type[g]]
+    nodes_of_job = [[n for g in job_types[j] for n in nodes_of_type[g]] for j in range(J)]
+    jobs_on_node = [[] for _ in range(pr.n_nodes)]
+    for j, n in pairs:
+        jobs_on_node[n].append(j)
+    m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, j, n: (0, cap[n]))
+    m.u = pyo.Var(pairs, domain=pyo.Binary)
+    x, u = m.x, m.u
+    multi_of = [[c for c in by_job[j] if cs.multi[c]] for j in range(J)]
+
+    def multi_sum(j):
+        return sum(z[c] for c in multi_of[j])
+
+    jg = [(j, g) for j in range(J) for g in job_types[j]]
+    m.link = pyo.Constraint(jg, rule=lambda m, j, g: sum(x[j, n] for n in nodes_of_type[g])
+                            == sum(k[c] * z[c] for c in by_job[j] if cs.gpu_type[c] == g))  # (2)
+    m.use_upper = pyo.Constraint(pairs, rule=lambda m, j, n: x[j, n] <= cap[n] * u[j, n])  # (3)
+    m.use_lower = pyo.Constraint(pairs, rule=lambda m, j, n: u[j, n] <= x[j, n])  # (4)
+    active = [j for j in range(J) if nodes_of_job[j]]
+    m.single_node = pyo.Constraint(
+        active, rule=lambda m, j: sum(u[j, n] for n in nodes_of_job[j])
+        <= 1 + (len(nodes_of_job[j]) - 1) * multi_sum(j))  # (5)
+    with_multi = [j for j in active if multi_of[j]]
+    m.multi_node = pyo.Constraint(
+        with_multi, rule=lambda m, j: sum(u[j, n] for n in nodes_of_job[j]) >= 2 * multi_sum(j))  # (6)
+    m.capacity = pyo.Constraint(
+        [n for n in range(pr.n_nodes) if jobs_on_node[n]],
+        rule=lambda m, n: sum(x[j, n] for j in jobs_on_node[n]) <= cap[n])  # (7)
+    keep_pairs = [(j, n) for j in range(J) if cs.keep_of_job[j] >= 0
+                  for n in np.flatnonzero(pr.current[j]).tolist()]
+    m.keep = pyo.Constraint(keep_pairs, rule=lambda m, j, n: x[j, n]
+                            >= int(pr.current[j, n]) * z[int(cs.keep_of_job[j])])  # (8)
+    if pr.interference_avoidance and with_multi:
+        vpairs = [(j, n) for j in with_multi for n in nodes_of_job[j]]
+        m.v = pyo.Var(vpairs, bounds=(0, 1))
+        m.multi_use = pyo.Constraint(vpairs, rule=lambda m, j, n: m.v[j, n] >= u[j, n] + multi_sum(j) - 1)  # (9)
+        multi_on_node = [[] for _ in range(pr.n_nodes)]
+        for j, n in vpairs:
+            multi_on_node[n].append(j)
+        m.one_multi = pyo.Constraint(
+            [n for n in range(pr.n_nodes) if len(multi_on_node[n]) > 1],
+            rule=lambda m, n: sum(m.v[j, n] for j in multi_on_node[n]) <= 1)  # (9)
+    if symmetry == "order":
+        chains = interchangeable_nodes(pr)
+        ordered = [(a, b) for chain in chains for a, b in zip(chain[:-1], chain[1:])
+                   if jobs_on_node[a] and jobs_on_node[a] == jobs_on_node[b]]
+        m.symmetry = pyo.Constraint(
+            ordered, rule=lambda m, a, b: sum(x[j, a] for j in jobs_on_node[a])
+            >= sum(x[j, b] for j in jobs_on_node[b]))  # (10)
+
+
+def interchangeable_nodes(problem) -> list[list[int]]:
+    """Classes (size >= 2) of nodes with equal type, capacity and current column."""
+    pr = problem
+    key = np.concatenate([pr.node_type[None, :], pr.node_capacity[None, :], pr.current], axis=0).T
+    _, inverse = np.unique(key, axis=0, return_inverse=True)
+    classes = [np.flatnonzero(inverse == i).tolist() for i in range(inverse.max() + 1)] if len(key) else []
+    return [c for c in classes if len(c) > 1]
+
+
+# ------------------------------------------------------------------ decoding
+def chosen_configs(model, configs: ConfigSet, n_jobs: int) -> np.ndarray:
+    """Config index chosen per job (-1 = none) from solved z. Shapes: -> (J,)."""
+    z = np.array([model.z[c].value or 0.0 for c in range(configs.n_configs)])
+    chosen = np.full(n_jobs, -1, dtype=np.int64)
+    on = np.flatnonzero(z > 0.5)
+    chosen[configs.job[on]] = on
+    return chosen
+
+
+def placement_allocation(model, problem) -> np.ndarray:
+    """The (J, N) allocation of a solved placement-level model."""
+    alloc = np.zeros((problem.n_jobs, problem.n_nodes), dtype=np.int64)
+    for (j, n), var in model.x.items():
+        if var.value is not None:
+            alloc[j, n] = int(round(var.value))
+    return alloc
+
+
+def warm_start_values(model, problem, configs: ConfigSet, alloc) -> ComponentMap:
+    """Variable values (a pyomo ``ComponentMap`` var -> value) encoding ``alloc`` for a warm start.
+
+    Rows that match no configuration (e.g. infeasible ones) are left at zero.
+    """
+    pr, cs = problem, configs
+    alloc = np.asarray(alloc)
+    k = alloc.sum(axis=1)
+    nodes = (alloc > 0).sum(axis=1)
+    onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
+    g = (alloc @ onehot).argmax(axis=1)
+    values = ComponentMap((model.z[c], 0) for c in range(cs.n_configs))
+    placed = np.zeros(pr.n_jobs, bool)
+    for j in range(pr.n_jobs):
+        if k[j] == 0:
+            continue
+        sl = cs.of_job(j)
+        idx = np.arange(sl.start, sl.stop)
+        if cs.keep_of_job[j] >= 0 and np.array_equal(alloc[j], pr.current[j]):
+            values[model.z[int(cs.keep_of_job[j])]] = 1
+            placed[j] = True
+            continue
+        match = idx[(cs.gpu_type[idx] == g[j]) & (cs.n_gpus[idx] == k[j]) & (cs.multi[idx] == (nodes[j] > 1))
+                    & ~cs.keep[idx]]
+        if len(match):
+            values[model.z[int(match[0])]] = 1
+            placed[j] = True
+    if hasattr(model, "x"):
+        mult = {}
+        for (j, n), var in model.x.items():
+            val = int(alloc[j, n]) if placed[j] else 0
+            values[var] = val
+            values[model.u[j, n]] = int(val > 0)
+            mult[j] = mult.get(j, 0) + int(val > 0)
+        if hasattr(model, "v"):
+            for (j, n), var in model.v.items():
+                values[var] = int(placed[j] and alloc[j, n] > 0 and mult.get(j, 0) > 1)
+    return values

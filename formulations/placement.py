@@ -1,0 +1,97 @@
+"""Placing chosen configurations onto nodes.
+
+Given one configuration per job (or none), :func:`place_configs` builds a
+(J, N) allocation that realises exactly those configurations, or reports
+failure. Keep configurations take their current rows; multi-node jobs then
+take whole-node-first sets of nodes no other multi-node job uses (when
+interference avoidance is on), largest first; single-node jobs are packed
+best-fit decreasing. It is a heuristic: a failure does not prove that no
+placement exists (the placement-level MILP decides that).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def place_configs(problem, configs, chosen, *, base=None):
+    """Allocation realising ``chosen[j]`` (index into ``configs`` or -1) for every job.
+
+    ``base`` (J, N), if given, is an allocation of jobs whose ``chosen`` is -2:
+    those rows are copied unchanged and their GPUs are unavailable.
+
+    Returns ``(alloc, failed)`` where ``failed`` lists the jobs that could not
+    be placed (their rows are 0). Shapes: chosen (J,) -> (J, N), list.
+    """
+    pr = problem
+    J, N = pr.n_jobs, pr.n_nodes
+    alloc = np.zeros((J, N), dtype=np.int64)
+    chosen = np.asarray(chosen)
+    if base is not None:
+        fixed = chosen == -2
+        alloc[fixed] = base[fixed]
+    free = pr.node_capacity - alloc.sum(axis=0)
+    blocked = _multi_nodes(alloc) if pr.interference_avoidance else np.zeros(N, bool)
+    failed = []
+    active = np.flatnonzero(chosen >= 0)
+    c = chosen[active]
+    keep = configs.keep[c]
+    # 1. keep configurations (their rows are mutually consistent when the current allocation is)
+    for j in active[keep]:
+        row = pr.current[j]
+        if np.any(row > free) or (pr.interference_avoidance and (row > 0).sum() > 1 and np.any(blocked[row > 0])):
+            failed.append(int(j))
+            continue
+        alloc[j] = row
+        free -= row
+        if (row > 0).sum() > 1 and pr.interference_avoidance:
+            blocked |= row > 0
+    # 2. multi-node, then 3. single-node moves, largest first
+    moves = active[~keep]
+    cm = chosen[moves]
+    order = np.lexsort((-configs.n_gpus[cm], ~configs.multi[cm]))
+    for j, ci in zip(moves[order], cm[order]):
+        g, k, multi = int(configs.gpu_type[ci]), int(configs.n_gpus[ci]), bool(configs.multi[ci])
+        row = _place_one(pr, free, blocked, g, k, multi)
+        if row is None:
+            failed.append(int(j))
+            continue
+        alloc[j] = row
+        free -= row
+        if multi and pr.interference_avoidance:
+            blocked |= row > 0
+    return alloc, failed
+
+
+def _multi_nodes(alloc):
+    multi = (alloc > 0).sum(axis=1) > 1
+    return (alloc[multi] > 0).any(axis=0)
+
+
+def _place_one(pr, free, blocked, g, k, multi):
+    """One job's row: k GPUs of type g on one node (best fit) or on >= 2 nodes.
+
+    Shapes: free (N,), blocked (N,) -> (N,) or None.
+    """
+    of_type = pr.node_type == g
+    row = np.zeros(pr.n_nodes, dtype=np.int64)
+    if not multi:
+        fits = np.flatnonzero(of_type & (free >= k))
+        if not len(fits):
+            return None
+        # best fit; among equals prefer nodes already hosting a multi-node job
+        n = fits[np.lexsort((~blocked[fits], free[fits]))[0]]
+        row[n] = k
+        return row
+    cand = np.flatnonzero(of_type & ~blocked & (free > 0))
+    if len(cand) < 2 or free[cand].sum() < k:
+        return None
+    cand = cand[np.argsort(-free[cand], kind="stable")]
+    take = np.minimum(free[cand], np.maximum(k - (np.cumsum(free[cand]) - free[cand]), 0))
+    used = take > 0
+    if used.sum() < 2:
+        # the whole job fits one node; split it over the two freest nodes
+        take[:] = 0
+        take[0], take[1] = k - 1, 1
+    row[cand] = take
+    return row

@@ -1,0 +1,206 @@
+"""Running a pyomo MILP on a solver and reporting exactly how it ended.
+
+``solver="highs"`` (the default) compiles the pyomo model to matrix form with
+pyomo's standard-form compiler and hands it to HiGHS (highspy). That path
+supports warm starts, native HiGHS options, and reports the node count, the
+dual bound and the raw model status. Any other name is looked up with
+``pyomo.environ.SolverFactory`` (e.g. ``"appsi_highs"``, ``"cbc"``,
+``"gurobi"``) and must be installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+
+from goodopt.errors import SolverError, ValidationError
+
+from .result import CERTIFIED_GAP, Termination
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MilpOutcome:
+    """How one MILP solve ended (objective in the model's own sense and units)."""
+
+    termination: Termination
+    has_solution: bool
+    objective: float
+    bound: float
+    mip_gap: float
+    nodes: int | None
+    solve_s: float
+    compile_s: float
+    raw_status: str
+    solver: str
+    solver_version: str
+    n_variables: int
+    n_constraints: int
+
+
+def solve_model(model, *, solver: str = "highs", time_limit_s=None, mip_rel_gap=None, threads=None,
+                highs_options=None, warm_start: dict | None = None) -> MilpOutcome:
+    """Solve ``model`` and load the solution into its variables (when one exists)."""
+    if solver == "highs":
+        return _solve_highs(model, time_limit_s, mip_rel_gap, threads, highs_options or {}, warm_start)
+    return _solve_factory(model, solver, time_limit_s, mip_rel_gap, threads, highs_options or {}, warm_start)
+
+
+def _objective_sense(model) -> int:
+    obj = next(model.component_data_objects(pyo.Objective, active=True))
+    return 1 if obj.sense == pyo.minimize else -1
+
+
+def _solve_highs(model, time_limit_s, mip_rel_gap, threads, options, warm_start):
+    import highspy
+    from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
+
+    t0 = time.perf_counter()
+    sf = LinearStandardFormCompiler().write(model)  # min c x + offset, A x <= b
+    sense = _objective_sense(model)
+    cols = sf.columns
+    n, m = len(cols), sf.A.shape[0]
+    lower = np.array([-highspy.kHighsInf if v.lb is None else v.lb for v in cols], dtype=float)
+    upper = np.array([highspy.kHighsInf if v.ub is None else v.ub for v in cols], dtype=float)
+    integer = np.array([v.is_integer() or v.is_binary() for v in cols], dtype=bool)
+    A = sf.A.tocsc()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, m
+    lp.col_cost_ = np.asarray(sf.c[[0], :].todense()).ravel() if n else np.zeros(0)
+    lp.offset_ = float(sf.c_offset[0]) if len(sf.c_offset) else 0.0
+    lp.col_lower_, lp.col_upper_ = lower, upper
+    lp.row_lower_ = np.full(m, -highspy.kHighsInf)
+    lp.row_upper_ = np.asarray(sf.rhs, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr
+    lp.a_matrix_.index_ = A.indices
+    lp.a_matrix_.value_ = A.data
+    if integer.any():
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in integer]
+    h.passModel(lp)
+    if time_limit_s is not None:
+        h.setOptionValue("time_limit", float(time_limit_s))
+    if mip_rel_gap is not None:
+        h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
+    if threads is not None:
+        h.setOptionValue("threads", int(threads))
+    for key, value in options.items():
+        status = h.setOptionValue(str(key), value)
+        if status != highspy.HighsStatus.kOk:
+            raise ValidationError(f"highs_options.{key}", f"HiGHS rejected the value {value!r}",
+                                  "see the HiGHS option list (e.g. presolve='off', mip_heuristic_effort=0.1)")
+    if warm_start:
+        pos = {id(v): i for i, v in enumerate(cols)}
+        x0 = np.clip(np.zeros(n), lower, upper)
+        for var, val in warm_start.items():
+            i = pos.get(id(var))
+            if i is not None:
+                x0[i] = val
+        sol = highspy.HighsSolution()
+        sol.col_value = x0.tolist()
+        sol.value_valid = True
+        h.setSolution(sol)
+    compile_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    h.run()
+    solve_s = time.perf_counter() - t1
+    status = h.getModelStatus()
+    info = h.getInfo()
+    raw = h.modelStatusToString(status)
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    objective = sense * info.objective_function_value if has_solution else float("nan")
+    nodes = int(info.mip_node_count) if info.mip_node_count >= 0 else None
+    if integer.any():
+        bound = sense * info.mip_dual_bound
+        gap = float(info.mip_gap) if has_solution else float("inf")
+    else:
+        bound = objective if status == highspy.HighsModelStatus.kOptimal else float("nan")
+        gap = 0.0 if status == highspy.HighsModelStatus.kOptimal else float("inf")
+    if not np.isfinite(bound):
+        bound = float("nan")
+    term = _highs_termination(highspy, status, gap)
+    if has_solution:
+        values = h.getSolution().col_value
+        for v, val in zip(cols, values):
+            v.set_value(round(val) if (v.is_integer() or v.is_binary()) else val, skip_validation=True)
+    version = f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
+    return MilpOutcome(term, has_solution, objective, bound, gap, nodes, solve_s, compile_s, raw, "highs",
+                       version, n, m)
+
+
+def _highs_termination(highspy, status, gap) -> Termination:
+    S = highspy.HighsModelStatus
+    if status == S.kOptimal:
+        return Termination.OPTIMAL if gap <= CERTIFIED_GAP else Termination.GAP_LIMIT
+    if status == S.kTimeLimit:
+        return Termination.TIME_LIMIT
+    if status in (S.kIterationLimit, getattr(S, "kSolutionLimit", S.kIterationLimit)):
+        return Termination.ITERATION_LIMIT
+    if status == S.kInfeasible:
+        return Termination.INFEASIBLE
+    if status in (S.kUnbounded, S.kUnboundedOrInfeasible):
+        return Termination.UNBOUNDED
+    return Termination.ERROR
+
+
+def _solve_factory(model, name, time_limit_s, mip_rel_gap, threads, options, warm_start):
+    from pyomo.opt import SolverStatus, TerminationCondition as TC
+
+    try:
+        opt = pyo.SolverFactory(name)
+        available = opt is not None and opt.available(exception_flag=False)
+    except Exception as exc:  # pyomo raises various errors for unknown plugins
+        raise SolverError(f"solver {name!r} could not be created: {exc}") from exc
+    if not available:
+        raise ValidationError("solver", f"MILP solver {name!r} is not installed or not known to pyomo",
+                              "use solver='highs' (bundled) or install the solver")
+    if warm_start:
+        for var, val in warm_start.items():
+            var.set_value(val, skip_validation=True)
+    opts = dict(options)
+    if time_limit_s is not None:
+        opts.setdefault("time_limit", time_limit_s)
+    if mip_rel_gap is not None:
+        opts.setdefault("mip_rel_gap", mip_rel_gap)
+    if threads is not None:
+        opts.setdefault("threads", threads)
+    t1 = time.perf_counter()
+    kwargs = {"options": opts, "load_solutions": False}
+    if warm_start and getattr(opt, "warm_start_capable", lambda: False)():
+        kwargs["warmstart"] = True
+    res = opt.solve(model, **kwargs)
+    solve_s = time.perf_counter() - t1
+    tc = res.solver.termination_condition
+    has_solution = len(res.solution) > 0 and tc not in (TC.infeasible, TC.infeasibleOrUnbounded)
+    if has_solution:
+        model.solutions.load_from(res)
+    sense = _objective_sense(model)
+    obj = next(model.component_data_objects(pyo.Objective, active=True))
+    objective = float(pyo.value(obj)) if has_solution else float("nan")
+    bnd = res.problem.lower_bound if sense == 1 else res.problem.upper_bound
+    bound = float(bnd) if bnd is not None and np.isfinite(float(bnd)) else float("nan")
+    gap = abs(objective - bound) / max(abs(objective), 1e-12) if has_solution and np.isfinite(bound) else float("inf")
+    if tc == TC.optimal:
+        term = Termination.OPTIMAL if not np.isfinite(gap) or gap <= CERTIFIED_GAP else Termination.GAP_LIMIT
+        if not np.isfinite(bound):
+            bound, gap = objective, 0.0
+    elif tc == TC.maxTimeLimit:
+        term = Termination.TIME_LIMIT
+    elif tc in (TC.infeasible, TC.infeasibleOrUnbounded):
+        term = Termination.INFEASIBLE
+    elif tc == TC.unbounded:
+        term = Termination.UNBOUNDED
+    elif res.solver.status == SolverStatus.ok:
+        term = Termination.ITERATION_LIMIT
+    else:
+        term = Termination.ERROR
+    return MilpOutcome(term, has_solution, objective, bound, gap, None, solve_s, 0.0, str(tc), name,
+                       str(getattr(opt, "version", lambda: "")() or ""), model.nvariables(), model.nconstraints())

@@ -1,0 +1,185 @@
+"""Constructive baselines: marginal-gain greedy and equal share.
+
+Both work on the job configurations of :mod:`goodopt.formulations.configs`
+and place them with the same rules as everything else (one GPU type per job,
+single-node best fit, multi-node on nodes no other multi-node job uses when
+interference avoidance is on).
+
+**Greedy** repeatedly applies the configuration change with the largest gain
+of the objective per extra GPU, ``(u(S_new) - u(S_old)) / max(k_new - k_old,
+1/2)``, where ``u(S) = ± w h(S + eps)`` is the job's term of the p-norm
+objective oriented so that larger is better (for ``p = ±inf`` the ranking
+uses ``p = ∓8``). A change is applied only if the new configuration can be
+placed in the free capacity plus the job's own GPUs; a change that cannot be
+placed is not retried. It stops when no change gains.
+
+**Equal share** gives every job, in job order, the largest configuration not
+above ``floor(total GPUs / n_jobs)`` (at least one GPU) that it can be placed
+with, preferring its current placement and single-node configurations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from goodopt.formulations.configs import ConfigSet, rank_utility
+from goodopt.formulations.placement import _place_one
+
+_MAX_TRIES_PER_STEP = 64
+
+
+class _State:
+    """Allocation under construction with incremental free capacity."""
+
+    def __init__(self, problem, configs: ConfigSet, alloc=None, chosen=None):
+        self.pr, self.cs = problem, configs
+        J, N = problem.n_jobs, problem.n_nodes
+        self.alloc = np.zeros((J, N), np.int64) if alloc is None else np.array(alloc, dtype=np.int64)
+        self.chosen = np.full(J, -1, np.int64) if chosen is None else np.array(chosen, dtype=np.int64)
+        self.free = problem.node_capacity - self.alloc.sum(axis=0)
+        multi = (self.alloc > 0).sum(axis=1) > 1
+        self.multi_count = (self.alloc[multi] > 0).sum(axis=0)
+
+    def try_set(self, j: int, c: int) -> bool:
+        """Move job j to config c if it can be placed; return success."""
+        pr, cs = self.pr, self.cs
+        old = self.alloc[j].copy()
+        old_multi = (old > 0).sum() > 1
+        free = self.free + old
+        mc = self.multi_count - ((old > 0) if old_multi else 0)
+        blocked = (mc > 0) if pr.interference_avoidance else np.zeros(pr.n_nodes, bool)
+        if cs.keep[c]:
+            row = pr.current[j]
+            multi = (row > 0).sum() > 1
+            if np.any(row > free) or (multi and pr.interference_avoidance and np.any(blocked[row > 0])):
+                return False
+        else:
+            multi = bool(cs.multi[c])
+            row = _place_one(pr, free, blocked, int(cs.gpu_type[c]), int(cs.n_gpus[c]), multi)
+            if row is None:
+                return False
+        self.alloc[j] = row
+        self.free = free - row
+        self.multi_count = mc + ((row > 0) if multi else 0)
+        self.chosen[j] = c
+        return True
+
+
+def greedy(problem, configs: ConfigSet, *, start=None, start_chosen=None):
+    """Marginal-gain greedy from ``start`` (default: nothing allocated).
+
+    Returns ``(alloc, chosen, n_steps)``. Shapes: start (J, N) -> (J, N), (J,).
+    """
+    pr, cs = problem, configs
+    st = _State(pr, cs, start, start_chosen)
+    if start is not None and start_chosen is None:
+        st.chosen = match_configs(pr, cs, st.alloc)
+    u_cfg = rank_utility(pr, cs.speedup, cs.job)
+    u_zero = rank_utility(pr, np.zeros(pr.n_jobs), np.arange(pr.n_jobs))
+    dead = np.zeros(cs.n_configs, bool)
+    steps = 0
+    while True:
+        cur = st.chosen[cs.job]
+        u_cur = np.where(cur >= 0, u_cfg[np.maximum(cur, 0)], u_zero[cs.job])
+        k_cur = np.where(cur >= 0, cs.n_gpus[np.maximum(cur, 0)], 0)
+        gain = u_cfg - u_cur
+        cand = np.flatnonzero((gain > 1e-12 * np.maximum(np.abs(u_cur), 1.0)) & ~dead)
+        if not len(cand):
+            break
+        ratio = gain[cand] / np.maximum(cs.n_gpus[cand] - k_cur[cand], 0.5)
+        order = cand[np.argsort(-ratio, kind="stable")]
+        moved = False
+        for c in order[:_MAX_TRIES_PER_STEP]:
+            if st.try_set(int(cs.job[c]), int(c)):
+                moved = True
+                break
+            dead[c] = True
+        steps += 1
+        if not moved and len(order) <= _MAX_TRIES_PER_STEP:
+            break
+    return st.alloc, st.chosen, steps
+
+
+def equal_share(problem, configs: ConfigSet):
+    """Equal GPU count per job, packed. Returns ``(alloc, chosen)``."""
+    pr, cs = problem, configs
+    st = _State(pr, cs)
+    share = max(1, pr.n_gpus // max(pr.n_jobs, 1))
+    for j in range(pr.n_jobs):
+        idx = np.arange(cs.job_start[j], cs.job_start[j + 1])
+        idx = idx[cs.n_gpus[idx] <= share]
+        if not len(idx):
+            continue
+        order = idx[np.lexsort((cs.multi[idx], ~cs.keep[idx], -cs.n_gpus[idx]))]
+        for c in order:
+            if st.try_set(j, int(c)):
+                break
+    return st.alloc, st.chosen
+
+
+def match_configs(problem, configs: ConfigSet, alloc) -> np.ndarray:
+    """Config index realised by each row of ``alloc`` (-1 when none matches). Shapes: (J, N) -> (J,)."""
+    pr, cs = problem, configs
+    alloc = np.asarray(alloc)
+    k = alloc.sum(axis=1)
+    nodes = (alloc > 0).sum(axis=1)
+    onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
+    g = (alloc @ onehot).argmax(axis=1)
+    out = np.full(pr.n_jobs, -1, np.int64)
+    for j in np.flatnonzero(k > 0):
+        if cs.keep_of_job[j] >= 0 and np.array_equal(alloc[j], pr.current[j]):
+            out[j] = cs.keep_of_job[j]
+            continue
+        sl = np.arange(cs.job_start[j], cs.job_start[j + 1])
+        hit = sl[(cs.gpu_type[sl] == g[j]) & (cs.n_gpus[sl] == k[j]) & (cs.multi[sl] == (nodes[j] > 1))
+                 & ~cs.keep[sl]]
+        if len(hit):
+            out[j] = hit[0]
+    return out
+
+
+def canonicalize(problem, configs: ConfigSet, alloc):
+    """Shrink each row to the best configuration of its class it dominates.
+
+    A row whose (type, count, spread) was pruned as dominated gives up GPUs to
+    become the frontier configuration with the best speedup at no more GPUs
+    (never lowering the job's speedup); a row with no valid configuration at
+    all is emptied. Feasible allocations stay feasible.
+
+    Shapes: (J, N) -> (J, N), chosen (J,).
+    """
+    pr, cs = problem, configs
+    a = np.array(alloc, dtype=np.int64)
+    chosen = match_configs(pr, cs, a)
+    k = a.sum(axis=1)
+    nodes = (a > 0).sum(axis=1)
+    onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
+    g = (a @ onehot).argmax(axis=1)
+    for j in np.flatnonzero((chosen < 0) & (k > 0)):
+        sl = np.arange(cs.job_start[j], cs.job_start[j + 1])
+        multi = nodes[j] > 1
+        ok = sl[(cs.gpu_type[sl] == g[j]) & (cs.n_gpus[sl] <= k[j]) & ~cs.keep[sl]
+                & ((cs.multi[sl] == multi) | ~cs.multi[sl] & (nodes[j] == 1))]
+        if not len(ok) or multi and not cs.multi[ok].any():
+            a[j] = 0
+            continue
+        if multi:
+            ok = ok[cs.multi[ok]]
+        c = int(ok[np.argmax(cs.speedup[ok])])
+        a[j] = _shrink(a[j], int(cs.n_gpus[c]), bool(cs.multi[c]))
+        chosen[j] = c
+    return a, chosen
+
+
+def _shrink(row, k, multi):
+    """Remove GPUs from ``row`` down to ``k``, keeping >= 2 nodes when ``multi``."""
+    row = row.copy()
+    excess = int(row.sum()) - k
+    for n in np.argsort(row, kind="stable"):  # smallest entries first
+        if excess <= 0:
+            break
+        keep_min = 1 if (multi and (row > 0).sum() <= 2) else 0
+        take = min(excess, row[n] - keep_min) if row[n] > 0 else 0
+        row[n] -= take
+        excess -= take
+    return row

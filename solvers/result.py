@@ -1,0 +1,136 @@
+"""The result of every solver: what came back, and why the solver stopped.
+
+The two are kept apart: :attr:`SolveResult.status` says why the method
+stopped (a :class:`Termination`), :attr:`SolveResult.has_solution` whether an
+allocation came back. ``fitness`` is always the evaluator's re-score of the
+returned allocation, whatever the method believed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+import numpy as np
+
+
+class Termination(str, Enum):
+    """Why a method stopped."""
+
+    OPTIMAL = "optimal"            # proven optimal (within the certification tolerance)
+    GAP_LIMIT = "gap_limit"        # stopped at the requested relative gap
+    TIME_LIMIT = "time_limit"
+    ITERATION_LIMIT = "iteration_limit"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    COMPLETED = "completed"        # a heuristic ran to its end; no optimality proof
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Relative gap below which a solver's "optimal" is reported as OPTIMAL.
+CERTIFIED_GAP = 1e-6
+
+
+@dataclass
+class SolverStats:
+    """Cost and internals of one solve."""
+
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    total_s: float = 0.0
+    n_evaluations: int = 0
+    nodes: int | None = None
+    solver: str = ""
+    solver_version: str = ""
+    raw_status: str = ""
+    n_variables: int | None = None
+    n_constraints: int | None = None
+    n_configs: int | None = None
+
+
+@dataclass
+class SolveResult:
+    """Allocation, fitness, bound and gap of one method on one problem.
+
+    Guaranteed fields: ``x`` (J, N) allocation (zeros when ``has_solution`` is
+    false), ``fun`` = ``fitness`` (the evaluator's re-score; NaN without a
+    solution), ``status`` (:class:`Termination`), ``message``, ``bound`` (an
+    upper bound on the optimal fitness, NaN when unknown), ``gap`` (relative,
+    ``(bound - fitness) / bound``, NaN when unknown), ``stats``.
+    """
+
+    method: str
+    x: np.ndarray
+    fitness: float
+    status: Termination
+    has_solution: bool
+    message: str = ""
+    bound: float = float("nan")
+    objective: float = float("nan")
+    objective_bound: float = float("nan")
+    feasible: bool = True
+    violations: list[str] = field(default_factory=list)
+    speedups: np.ndarray | None = None
+    stats: SolverStats = field(default_factory=SolverStats)
+    options: dict = field(default_factory=dict)
+    seed: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def fun(self) -> float:
+        return self.fitness
+
+    @property
+    def allocation(self) -> np.ndarray:
+        return self.x
+
+    @property
+    def success(self) -> bool:
+        return self.has_solution and self.feasible
+
+    @property
+    def gap(self) -> float:
+        if not (self.has_solution and np.isfinite(self.bound) and np.isfinite(self.fitness)):
+            return float("nan")
+        if self.bound == 0:
+            return 0.0 if self.fitness == 0 else float("inf")
+        return max(0.0, (self.bound - self.fitness) / abs(self.bound))
+
+    def to_dict(self, problem=None) -> dict:
+        """JSON-ready summary; ``allocation`` as job -> {node: GPUs} when ``problem`` is given."""
+        out = {
+            "method": self.method,
+            "status": str(self.status),
+            "has_solution": self.has_solution,
+            "fitness": _num(self.fitness),
+            "bound": _num(self.bound),
+            "gap": _num(self.gap),
+            "seconds": self.stats.total_s,
+            "feasible": self.feasible,
+            "violations": self.violations,
+            "message": self.message,
+            "seed": self.seed,
+            "options": _jsonable(self.options),
+            "stats": asdict(self.stats),
+            "extra": _jsonable(self.extra),
+        }
+        if problem is not None and self.has_solution:
+            out["allocation"] = problem.allocation_to_mapping(self.x)
+            out["speedups"] = {n: float(s) for n, s in zip(problem.job_names, self.speedups)}
+        return out
+
+    def __repr__(self) -> str:
+        return (f"SolveResult(method={self.method!r}, status={self.status.value}, fitness={self.fitness:.6g}, "
+                f"bound={self.bound:.6g}, gap={self.gap:.3g}, seconds={self.stats.total_s:.3g})")
+
+
+def _num(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _jsonable(obj):
+    return json.loads(json.dumps(obj, default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)))
