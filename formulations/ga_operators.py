@@ -101,8 +101,9 @@ def repair(pop, data: RepairData, rng: np.random.Generator) -> np.ndarray:
 def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     """Hand idle GPUs to jobs, node by node, in passes.
 
-    In each pass every node with idle GPUs gives, to the job with the largest
-    gain of its objective term, either a first placement of ``max(min_gpus,
+    In each pass every node with idle GPUs gives, to one of the jobs with the
+    largest gain of its objective term (the r-th node with idle GPUs takes its
+    r-th best candidate), either a first placement of ``max(min_gpus,
     1)`` GPUs (a job holding nothing; each such job starts on one node per
     pass) or one more GPU (a job running on this node only). Gains count the
     re-allocation factor. Feasible members stay feasible. Only members with
@@ -138,7 +139,13 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
         gain[~(gain > 0)] = -np.inf
         noise = rng.random(gain.shape)
-        best = np.argmax(np.where(np.isfinite(gain), gain * (1 + 1e-9 * noise), -np.inf), axis=1)  # (P, N)
+        order = np.argsort(-np.where(np.isfinite(gain), gain * (1 + 1e-9 * noise), -np.inf), axis=1)
+        # the r-th node with idle GPUs takes its r-th best candidate, so nodes of one type spread
+        # over different idle jobs instead of all picking the same one
+        n_cand = np.isfinite(gain).sum(axis=1)  # (P, N)
+        rank = np.cumsum(free > 0, axis=1) - 1
+        r = np.where(n_cand > 0, rank % np.maximum(n_cand, 1), 0)
+        best = np.take_along_axis(order, r[:, None, :], axis=1)[:, 0, :]  # (P, N)
         best_gain = np.take_along_axis(gain, best[:, None, :], axis=1)[:, 0, :]
         pn, nn = np.nonzero(np.isfinite(best_gain))
         if not len(pn):

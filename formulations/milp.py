@@ -258,6 +258,18 @@ def chosen_configs(model, configs: ConfigSet, n_jobs: int) -> np.ndarray:
     return chosen
 
 
+def rounded_choice(model, configs: ConfigSet, n_jobs: int) -> np.ndarray:
+    """Per job the configuration with the largest LP value (-1 if all are ~0). Shapes: -> (J,)."""
+    z = np.array([model.z[c].value or 0.0 for c in range(configs.n_configs)])
+    chosen = np.full(n_jobs, -1, dtype=np.int64)
+    order = np.lexsort((configs.n_gpus, -z))  # largest value first, fewer GPUs on ties
+    jobs, first = np.unique(configs.job[order], return_index=True)
+    top = order[first]
+    ok = z[top] > 1e-6
+    chosen[jobs[ok]] = top[ok]
+    return chosen
+
+
 def placement_allocation(model, problem) -> np.ndarray:
     """The (J, N) allocation of a solved placement-level model."""
     alloc = np.zeros((problem.n_jobs, problem.n_nodes), dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Command-line interface: ``goodopt info | evaluate | fit``."""
+"""Command-line interface: ``goodopt info | evaluate | solve | compare | fit``."""
 
 from __future__ import annotations
 
@@ -94,6 +94,84 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def _method_options(args, method):
+    from .solvers import METHOD_OPTIONS
+
+    opts = {}
+    allowed = METHOD_OPTIONS[method] if method in METHOD_OPTIONS else {}
+    if args.time_limit is not None:
+        opts["time_limit_s"] = args.time_limit
+    if getattr(args, "seed", None) is not None and "seed" in allowed:
+        opts["seed"] = args.seed
+    for item in getattr(args, "option", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            from .errors import ValidationError
+
+            raise ValidationError("--option", f"expected KEY=VALUE, got {item!r}", "e.g. --option breakpoints=12")
+        opts[key] = yaml.safe_load(value)
+    return opts
+
+
+def cmd_solve(args) -> int:
+    from .scenario import load_scenario
+    from .solvers import METHODS, solve
+
+    sc = load_scenario(args.scenario)
+    if args.method not in METHODS:
+        from .errors import ValidationError
+
+        raise ValidationError("--method", f"unknown method {args.method!r}", f"choose one of {', '.join(METHODS)}")
+    pr = sc.problem()
+    opts = _method_options(args, args.method)
+    if args.method in ("ga", "nsga2") and "seed" not in opts:
+        opts["seed"] = 0
+    res = solve(pr, args.method, opts)
+    out = res.to_dict(pr)
+    out["scenario"] = sc.name
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0 if res.has_solution else 1
+    con = _console()
+    con.print(f"[bold]{sc.name}[/bold]: {args.method} -> {res.status} in {res.stats.total_s:.3f} s")
+    con.print(f"fitness {_fmt(res.fitness, 6)}  bound {_fmt(res.bound, 6)}  gap {_fmt(res.gap, 6)}")
+    if res.message:
+        con.print(res.message)
+    if res.has_solution:
+        t = Table(title="allocation")
+        for col in ("job", "GPUs", "nodes", "speedup"):
+            t.add_column(col, justify="left" if col in ("job", "nodes") else "right")
+        for j, name in enumerate(pr.job_names):
+            row = out["allocation"][name]
+            t.add_row(name, str(int(res.x[j].sum())), ", ".join(f"{n}:{g}" for n, g in row.items()),
+                      _fmt(res.speedups[j]))
+        con.print(t)
+    return 0 if res.has_solution else 1
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare, summary
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    table = compare(args.scenarios, methods, n_seeds=args.seeds, time_limit_s=args.time_limit,
+                    progress=not args.quiet)
+    path = Path(args.out)
+    from .compare import write_table
+
+    write_table(table, path, scenarios=args.scenarios, methods=methods, n_seeds=args.seeds,
+                time_limit_s=args.time_limit)
+    con = _console()
+    t = Table(title="comparison (fitness per method; gap to the best proven bound)")
+    summ = summary(table)
+    for col in summ.columns:
+        t.add_column(str(col), justify="left" if col in ("scenario", "method", "status") else "right")
+    for row in summ.itertuples(index=False):
+        t.add_row(*[v if isinstance(v, str) else _fmt(v, 4) for v in row])
+    con.print(t)
+    con.print(f"wrote {path} (+ .json metadata)")
+    return 0
+
+
 def cmd_fit(args) -> int:
     from .fitting import fit_application
     from .traces import POLLUX_APPS, traces_dir
@@ -131,6 +209,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allocation", required=True, help="YAML/JSON file: job -> {node: GPUs}")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("solve", help="solve a scenario's allocation problem with one method")
+    p.add_argument("scenario", help="scenario file, shipped name, or family:NAME:SEED")
+    p.add_argument("--method", default="milp", help="milp, milp-pwl, ga, nsga2, greedy, equal-share, brute-force")
+    p.add_argument("--time-limit", type=float, default=None, help="time limit in seconds")
+    p.add_argument("--seed", type=int, default=None, help="seed of randomised methods (default 0)")
+    p.add_argument("--option", action="append", help="method option KEY=VALUE (repeatable)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("compare", help="compare methods on scenarios; writes a tidy CSV")
+    p.add_argument("scenarios", nargs="+", help="scenario files, shipped names, or family:NAME:SEED")
+    p.add_argument("--methods", default="milp,milp-pwl,ga,greedy", help="comma-separated methods")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per randomised method")
+    p.add_argument("--time-limit", type=float, default=None, help="time limit per solve in seconds")
+    p.add_argument("--out", default="compare.csv", help="output CSV (a .json with metadata is written next to it)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("fit", help="fit application profiles from the published traces")
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")

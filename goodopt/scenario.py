@@ -265,7 +265,12 @@ def shipped_scenario_names() -> list[str]:
 
 
 def load_scenario(path) -> Scenario:
-    """Load a scenario from a YAML file, or a shipped scenario by name (``pollux-testbed``)."""
+    """Load a scenario from a YAML file, a shipped scenario by name (``pollux-testbed``),
+    or a generated family member (``family:testbed-over:3``, see :mod:`goodopt.families`)."""
+    if str(path).startswith("family:"):
+        from .families import family_scenario
+
+        return family_scenario(str(path))
     p = Path(path)
     if not p.is_file() and p.suffix == "" and str(path) in shipped_scenario_names():
         with resources.as_file(resources.files("goodopt.scenarios") / f"{path}.yaml") as f:

@@ -44,10 +44,15 @@ class MilpOutcome:
 
 
 def solve_model(model, *, solver: str = "highs", time_limit_s=None, mip_rel_gap=None, threads=None,
-                highs_options=None, warm_start: dict | None = None) -> MilpOutcome:
-    """Solve ``model`` and load the solution into its variables (when one exists)."""
+                highs_options=None, warm_start=None, relax: bool = False) -> MilpOutcome:
+    """Solve ``model`` and load the solution into its variables (when one exists).
+
+    ``relax`` solves the LP relaxation (HiGHS only).
+    """
     if solver == "highs":
-        return _solve_highs(model, time_limit_s, mip_rel_gap, threads, highs_options or {}, warm_start)
+        return _solve_highs(model, time_limit_s, mip_rel_gap, threads, highs_options or {}, warm_start, relax)
+    if relax:
+        raise ValidationError("solver", "LP relaxations are solved with HiGHS only", "use solver='highs'")
     return _solve_factory(model, solver, time_limit_s, mip_rel_gap, threads, highs_options or {}, warm_start)
 
 
@@ -56,7 +61,7 @@ def _objective_sense(model) -> int:
     return 1 if obj.sense == pyo.minimize else -1
 
 
-def _solve_highs(model, time_limit_s, mip_rel_gap, threads, options, warm_start):
+def _solve_highs(model, time_limit_s, mip_rel_gap, threads, options, warm_start, relax=False):
     import highspy
     from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
@@ -68,6 +73,8 @@ def _solve_highs(model, time_limit_s, mip_rel_gap, threads, options, warm_start)
     lower = np.array([-highspy.kHighsInf if v.lb is None else v.lb for v in cols], dtype=float)
     upper = np.array([highspy.kHighsInf if v.ub is None else v.ub for v in cols], dtype=float)
     integer = np.array([v.is_integer() or v.is_binary() for v in cols], dtype=bool)
+    if relax:
+        integer[:] = False
     A = sf.A.tocsc()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
@@ -130,7 +137,8 @@ def _solve_highs(model, time_limit_s, mip_rel_gap, threads, options, warm_start)
     if has_solution:
         values = h.getSolution().col_value
         for v, val in zip(cols, values):
-            v.set_value(round(val) if (v.is_integer() or v.is_binary()) else val, skip_validation=True)
+            v.set_value(round(val) if (not relax and (v.is_integer() or v.is_binary())) else val,
+                        skip_validation=True)
     version = f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
     return MilpOutcome(term, has_solution, objective, bound, gap, nodes, solve_s, compile_s, raw, "highs",
                        version, n, m)

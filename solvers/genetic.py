@@ -59,14 +59,15 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
     t1 = time.perf_counter()
     res = minimize(gaprob, algorithm, termination, seed=opts["seed"], verbose=False, save_history=False)
     solve_s = time.perf_counter() - t1
-    n_gen = res.algorithm.n_gen
+    n_gen = res.algorithm.n_gen - 1  # pymoo counts the initial population as generation 1
     status = Termination.COMPLETED if n_gen >= opts["n_gen"] else Termination.TIME_LIMIT
     final = res.pop.get("X").reshape(-1, problem.n_jobs, problem.n_nodes).astype(np.int64)
     ev = evaluator.evaluate(final)
     fit = np.where(ev.violation == 0, ev.fitness, -np.inf)
     best = int(np.argmax(fit))
     alloc = final[best] if np.isfinite(fit[best]) else None
-    extra = {"generations": int(n_gen), "final_population": final}
+    extra = {"generations": int(n_gen), "evaluations": int(res.algorithm.evaluator.n_eval),
+             "final_population": final}
     if two_objectives:
         front = res.X.reshape(-1, problem.n_jobs, problem.n_nodes).astype(np.int64)
         fe = evaluator.evaluate(front)

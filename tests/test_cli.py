@@ -45,3 +45,38 @@ def test_bad_input_exit_code(tmp_path, capsys):
     f.write_text("nobody: {t4-0: 1}\n")
     assert main(["evaluate", "small-2node", "--allocation", str(f)]) == 2
     assert "allocation.nobody" in capsys.readouterr().err
+
+
+def test_solve_json_and_compare_table(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "goodopt.cli", "solve", "small-2node", "--method", "milp", "--json"],
+                         capture_output=True, text=True, check=True)
+    d = json.loads(out.stdout)
+    assert d["status"] == "optimal" and d["gap"] == 0.0
+    assert set(d["allocation"]) and all(isinstance(v, dict) for v in d["allocation"].values())
+    assert {"fitness", "bound", "seconds"} <= set(d)
+    csv = tmp_path / "cmp.csv"
+    subprocess.run([sys.executable, "-m", "goodopt.cli", "compare", "small-2node", "family:tiny:35",
+                    "--methods", "milp,greedy,ga", "--seeds", "2", "--out", str(csv), "--quiet"],
+                   capture_output=True, text=True, check=True)
+    import pandas as pd
+
+    t = pd.read_csv(csv)
+    assert len(t) == 2 * (1 + 1 + 2)
+    assert {"scenario", "method", "seed", "fitness", "gap_to_bound", "seconds", "status"} <= set(t.columns)
+    tiny = t[t.scenario == "family:tiny:35"].set_index("method")
+    assert tiny.loc["greedy", "gap_to_bound"] > 0.01  # greedy is 5.6% below the optimum there
+    assert tiny.loc["milp", "gap_to_bound"] == 0
+    assert (tmp_path / "cmp.json").is_file()
+
+
+def test_solve_rejects_unknown_method():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "goodopt.cli", "solve", "small-2node", "--method", "nope"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "--method" in out.stderr

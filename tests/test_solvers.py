@@ -1,0 +1,279 @@
+"""Solvers against ground truth: brute force, hand-derived optima, their own claims."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import goodopt
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.errors import ValidationError
+from goodopt.families import FAMILIES, GREEDY_SUBOPTIMAL
+from goodopt.generate import random_scenario
+from goodopt.scenario import Objective
+from goodopt.solvers import Termination
+from goodopt.solvers.exact import objective_to_fitness
+
+from .synthetic import make_problem
+
+P_VALUES = [-np.inf, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0]
+TOL = 1e-6
+
+
+def tiny_problem(seed, n_nodes, cap, n_jobs, p, two_types, interference):
+    if two_types and n_nodes > 1:
+        groups = (NodeGroup("t4", cap, n_nodes - 1), NodeGroup("a100", cap, 1))
+    else:
+        groups = (NodeGroup("t4", cap, n_nodes),)
+    sc = random_scenario(seed, Cluster(groups), n_jobs, running_fraction=0.7,
+                         objective=Objective(p=p, interference_avoidance=interference))
+    return sc.problem()
+
+
+tiny = st.builds(
+    tiny_problem, seed=st.integers(0, 10_000), n_nodes=st.integers(1, 3), cap=st.integers(1, 4),
+    n_jobs=st.integers(1, 4), p=st.sampled_from(P_VALUES), two_types=st.booleans(), interference=st.booleans(),
+)
+
+
+def close(a, b, tol=TOL):
+    return abs(a - b) <= tol * max(1.0, abs(b))
+
+
+@settings(max_examples=40)
+@given(tiny)
+def test_milp_equals_brute_force(pr):
+    bf = goodopt.solve(pr, "brute-force")
+    assert bf.status == Termination.OPTIMAL
+    for formulation in ("auto", "placement"):
+        res = goodopt.solve(pr, "milp", {"formulation": formulation})
+        assert res.status == Termination.OPTIMAL, res.extra
+        assert res.feasible
+        assert close(res.fitness, bf.fitness), (formulation, res.fitness, bf.fitness)
+        assert res.bound >= bf.fitness * (1 - TOL) - 1e-12
+
+
+@settings(max_examples=25)
+@given(tiny)
+def test_heuristics_feasible_and_never_above_optimum(pr):
+    opt = goodopt.solve(pr, "brute-force").fitness
+    for method, opts in [("greedy", {}), ("equal-share", {}), ("milp-pwl", {"breakpoints": 3}),
+                         ("ga", {"seed": 1, "pop_size": 20, "n_gen": 10})]:
+        res = goodopt.solve(pr, method, opts)
+        assert res.has_solution and res.feasible, (method, res.violations)
+        assert res.fitness <= opt * (1 + TOL) + 1e-12, method
+        if np.isfinite(res.bound):  # a stated bound must be valid
+            assert res.bound >= opt * (1 - TOL) - 1e-12, method
+
+
+def test_hand_derived_two_jobs_one_node():
+    # One node with 4 GPUs, two new jobs (re-allocation factor 1), eps = 1e-3.
+    # Job 0 scales well: S = 1.0, 1.8, 2.4, 2.8 at k = 1..4; job 1 poorly: 1.0, 1.2, 1.3, 1.35.
+    # Feasible splits (k0, k1) using all GPUs: (4,0) (3,1) (2,2) (1,3) (0,4).
+    # p = 1 (mean of S + eps): (3,1) gives (2.4 + 1.0)/2 = 1.70, better than (2,2) 1.50 and (4,0) 1.40.
+    # p = -1 (harmonic mean): (2,2) gives 2/(1/1.8 + 1/1.2) = 1.44, better than (3,1) 1.4118;
+    #   any split leaving a job at 0 scores about 2 eps. Fairness moves one GPU to job 1.
+    single = [[1.0, 1.8, 2.4, 2.8], [1.0, 1.2, 1.3, 1.35]]
+    eps = 1e-3
+    pr = make_problem(single, capacity=[4], p=1.0, eps=eps)
+    res = goodopt.solve(pr, "milp")
+    assert res.status == Termination.OPTIMAL
+    assert res.x[:, 0].tolist() == [3, 1]
+    assert close(res.fitness, (2.4 + 1.0 + 2 * eps) / 2, 1e-12)
+    pr = make_problem(single, capacity=[4], p=-1.0, eps=eps)
+    res = goodopt.solve(pr, "milp")
+    assert res.x[:, 0].tolist() == [2, 2]
+    assert close(res.fitness, 2 / (1 / (1.8 + eps) + 1 / (1.2 + eps)), 1e-12)
+
+
+def test_greedy_not_optimal_on_superlinear_job():
+    # Job 0 jumps at 4 GPUs (S = 1, 1.05, 1.1, 3.0); job 1 saturates (1, 1.1, 1.15). p = 1, one node of 4.
+    # Optimum: job 0 takes all 4 GPUs, mean = (3.0 + 0)/2 + eps. Greedy buys the first GPUs at the best
+    # ratio (1 per GPU each), after which job 0's jump no longer fits: (1, 3) or (2, 2) -> 2.15 / 2.
+    pr = make_problem([[1.0, 1.05, 1.1, 3.0], [1.0, 1.1, 1.15]], capacity=[4], p=1.0)
+    opt = goodopt.solve(pr, "milp")
+    gr = goodopt.solve(pr, "greedy")
+    assert opt.x[:, 0].tolist() == [4, 0]
+    assert gr.fitness < opt.fitness - 0.3
+
+
+@pytest.mark.parametrize("seed", GREEDY_SUBOPTIMAL["tiny"])
+def test_family_keeps_greedy_suboptimal_instances(seed):
+    pr = FAMILIES["tiny"].scenario(seed).problem()
+    opt = goodopt.solve(pr, "milp")
+    assert opt.status == Termination.OPTIMAL
+    assert goodopt.solve(pr, "greedy").fitness < opt.fitness * (1 - 1e-6)
+
+
+def test_job_without_gpus_contributes_eps_power():
+    # 1 GPU, 2 identical jobs, p = -1: one job must stay at 0 and contributes (0 + eps)^-1.
+    eps = 1e-3
+    pr = make_problem([[2.0], [2.0]], capacity=[1], p=-1.0, eps=eps)
+    res = goodopt.solve(pr, "milp")
+    assert res.x.sum() == 1
+    assert close(res.fitness, 2 / (1 / (2.0 + eps) + 1 / eps), 1e-12)
+    assert close(objective_to_fitness(pr, res.objective), res.fitness, 1e-9)
+
+
+@pytest.mark.parametrize("name,p", [("small-2node", p) for p in P_VALUES + [np.inf]]
+                         + [("family:testbed-under:0", -1.0), ("family:testbed-over:0", -1.0)])
+def test_milp_objective_agrees_with_evaluator(name, p):
+    pr = goodopt.load_scenario(name).with_objective(p=p).problem()
+    res = goodopt.solve(pr, "milp", {"time_limit_s": 30})
+    assert res.status == Termination.OPTIMAL and res.feasible
+    assert "proof" in res.extra  # the model's own solution was returned
+    assert close(objective_to_fitness(pr, res.objective), res.fitness, 1e-7)
+
+
+def test_pwl_error_bound_holds_at_every_integer_count(testbed):
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.pwl import pwl_classes, step_function
+
+    pr = testbed.problem()
+    cs = enumerate_configs(pr)
+    for n_break in (2, 4, 8):
+        for spacing in ("uniform", "adaptive"):
+            for cl in pwl_classes(pr, cs, n_break, spacing):
+                counts, f, _ = step_function(pr, cs, cl.configs)
+                # independent check: linear interpolation evaluated segment by segment
+                worst = 0.0
+                for a, b, fa, fb in zip(cl.breaks[:-1], cl.breaks[1:], cl.values[:-1], cl.values[1:]):
+                    for n in range(a, b + 1):
+                        lin = fa + (fb - fa) * (n - a) / (b - a)
+                        worst = max(worst, abs(lin - f[n - counts[0]]))
+                assert worst <= cl.error + 1e-12
+                assert len(cl.breaks) <= max(n_break, 2)
+
+
+def test_pwl_more_breakpoints_never_loosen_adaptive_error(testbed):
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.pwl import pwl_classes
+
+    pr = testbed.problem()
+    cs = enumerate_configs(pr)
+    errs = [max(c.error for c in pwl_classes(pr, cs, k, "adaptive")) for k in (2, 4, 8, 16, 64)]
+    assert errs[-1] == 0.0  # every count is a breakpoint
+    assert errs[0] > 0
+
+
+def test_ga_same_seed_same_result(testbed):
+    pr = testbed.problem()
+    opts = {"seed": 7, "pop_size": 30, "n_gen": 15}
+    a = goodopt.solve(pr, "ga", opts)
+    b = goodopt.solve(pr, "ga", opts)
+    assert np.array_equal(a.x, b.x) and a.fitness == b.fitness
+    assert a.feasible
+
+
+def test_ga_improves_on_its_start_and_warm_start_from_milp(testbed):
+    pr = testbed.problem()
+    ev = pr.evaluator()
+    ga = goodopt.solve(pr, "ga", {"seed": 0, "n_gen": 30})
+    assert ga.fitness > ev.fitness(pr.current)
+    opt = goodopt.solve(pr, "milp", {"formulation": "config"})
+    warm = goodopt.solve(pr, "ga", {"seed": 0, "n_gen": 5, "warm_start": opt.x})
+    assert warm.fitness >= opt.fitness - 1e-12  # elitist: the warm start survives
+
+
+def test_milp_warm_start_from_ga_is_accepted(testbed):
+    pr = testbed.problem()
+    ga = goodopt.solve(pr, "ga", {"seed": 0, "n_gen": 10, "pop_size": 30})
+    res = goodopt.solve(pr, "milp", {"warm_start": ga.x, "formulation": "placement", "time_limit_s": 2})
+    assert res.has_solution and res.feasible
+    assert res.fitness >= ga.fitness - 1e-12
+    assert res.extra["warm_start"] in ("user", "greedy")
+
+
+def test_nsga2_front_is_feasible_and_sorted(testbed):
+    pr = testbed.problem()
+    res = goodopt.solve(pr, "nsga2", {"seed": 3, "n_gen": 15, "pop_size": 40})
+    front = res.extra["pareto"]
+    assert front and res.feasible
+    nodes = [f["nodes_used"] for f in front]
+    assert nodes == sorted(nodes)
+    ev = pr.evaluator()
+    assert all(ev.violation(a) == 0 for a in res.extra["pareto_allocations"])
+
+
+def test_time_limit_returns_incumbent_bound_and_gap():
+    pr = FAMILIES["mixed-64"].scenario(0).problem()
+    res = goodopt.solve(pr, "milp", {"time_limit_s": 1.0, "placement_check_s": 0.2})
+    assert res.status == Termination.TIME_LIMIT
+    assert res.has_solution and res.feasible
+    assert np.isfinite(res.bound) and res.bound >= res.fitness
+    assert 0 < res.gap < 0.1
+    assert res.stats.total_s < 10
+
+
+def test_infeasible_model_reports_status():
+    from goodopt.formulations import milp as fm
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.solvers.backend import solve_model
+
+    # two jobs that each want 3 GPUs on one node of a 2 x 4 cluster plus a third: fixing all three
+    # single-node 3-GPU configurations cannot be placed.
+    pr = make_problem([[1, 2, 3], [1, 2, 3], [1, 2, 3]], capacity=[4, 4], interference_avoidance=False,
+                      multi=[[1, 1, 1]] * 3)
+    cs = enumerate_configs(pr)
+    choice = np.array([np.flatnonzero((cs.job == j) & (cs.n_gpus == 3) & ~cs.multi)[0] for j in range(3)])
+    model = fm.build_model(pr, cs, level="placement", fixed_choice=choice)
+    out = solve_model(model)
+    assert out.termination == Termination.INFEASIBLE
+    assert not out.has_solution
+
+
+def test_options_are_validated():
+    pr = make_problem([[1.0]], capacity=[1])
+    with pytest.raises(ValidationError, match="method"):
+        goodopt.solve(pr, "simplex")
+    with pytest.raises(ValidationError, match="options.bogus"):
+        goodopt.solve(pr, "milp", {"bogus": 1})
+    with pytest.raises(ValidationError, match="time_limit_s"):
+        goodopt.solve(pr, "milp", {"time_limit_s": -1})
+    with pytest.raises(ValidationError, match="seed"):
+        goodopt.solve(pr, "ga")
+    with pytest.raises(ValueError, match="highs_options.no_such_option"):
+        goodopt.solve(pr, "milp", {"highs_options": {"no_such_option": 1}})
+    with pytest.raises(ValidationError, match="solver"):
+        goodopt.solve(pr, "milp", {"solver": "no-such-solver"})
+    big = make_problem([[1.0, 2.0]] * 4, capacity=[8, 8, 8])
+    with pytest.raises(ValidationError, match="max_allocations"):
+        goodopt.solve(big, "brute-force")
+
+
+def test_pyomo_solver_by_name_matches_default():
+    import pyomo.environ as pyo
+
+    if not pyo.SolverFactory("appsi_highs").available(exception_flag=False):
+        pytest.skip("pyomo's appsi_highs interface is not available")
+    pr = make_problem([[1.0, 1.8, 2.4, 2.8], [1.0, 1.2, 1.3, 1.35]], capacity=[2, 2], p=-1.0)
+    a = goodopt.solve(pr, "milp")
+    b = goodopt.solve(pr, "milp", {"solver": "appsi_highs"})
+    assert b.status == Termination.OPTIMAL and close(a.fitness, b.fitness)
+
+
+def test_symmetry_breaking_keeps_the_optimum():
+    pr = FAMILIES["tiny"].scenario(35).problem()
+    a = goodopt.solve(pr, "milp", {"formulation": "placement", "symmetry": "order"})
+    b = goodopt.solve(pr, "milp", {"formulation": "placement", "symmetry": "none"})
+    assert a.status == b.status == Termination.OPTIMAL
+    assert close(a.fitness, b.fitness)
+
+
+def test_result_json_has_documented_keys(testbed):
+    pr = testbed.problem()
+    d = goodopt.solve(pr, "greedy").to_dict(pr)
+    for key in ("fitness", "status", "bound", "gap", "seconds", "allocation"):
+        assert key in d
+    assert set(d["allocation"]) == set(pr.job_names)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["testbed-under", "testbed-over", "cluster-256"])
+def test_families_heuristics_below_certified_optimum(name):
+    pr = FAMILIES[name].scenario(1).problem()
+    opt = goodopt.solve(pr, "milp", {"time_limit_s": 60})
+    for method in ("greedy", "milp-pwl", "ga"):
+        res = goodopt.solve(pr, method, {"seed": 0} if method == "ga" else None)
+        assert res.feasible
+        assert res.fitness <= opt.bound * (1 + TOL)
