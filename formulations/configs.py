@@ -156,6 +156,27 @@ def _row_ok(ev, pr, j) -> bool:
     return all(float(v[0]) == 0 for v in terms.values())
 
 
+def match_configs(problem, configs: ConfigSet, alloc) -> np.ndarray:
+    """Config index realised by each row of ``alloc`` (-1 when none matches). Shapes: (J, N) -> (J,)."""
+    pr, cs = problem, configs
+    alloc = np.asarray(alloc)
+    k = alloc.sum(axis=1)
+    nodes = (alloc > 0).sum(axis=1)
+    onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
+    g = (alloc @ onehot).argmax(axis=1)
+    out = np.full(pr.n_jobs, -1, np.int64)
+    for j in np.flatnonzero(k > 0):
+        if cs.keep_of_job[j] >= 0 and np.array_equal(alloc[j], pr.current[j]):
+            out[j] = cs.keep_of_job[j]
+            continue
+        sl = np.arange(cs.job_start[j], cs.job_start[j + 1])
+        hit = sl[(cs.gpu_type[sl] == g[j]) & (cs.n_gpus[sl] == k[j]) & (cs.multi[sl] == (nodes[j] > 1))
+                 & ~cs.keep[sl]]
+        if len(hit):
+            out[j] = hit[0]
+    return out
+
+
 # ------------------------------------------------------------ objective terms
 def objective_transform(p: float):
     """``h`` with fitness ``F = M_h^{-1}(sum w h(S + eps) / sum w)`` and its sense.

@@ -70,7 +70,7 @@ from pyomo.common.collections import ComponentMap
 
 from goodopt.errors import ValidationError
 
-from .configs import ConfigSet, objective_transform, type_layout
+from .configs import ConfigSet, match_configs, objective_transform, type_layout
 
 LEVELS = ("placement", "config")
 SYMMETRY = ("order", "none")
@@ -286,26 +286,11 @@ def warm_start_values(model, problem, configs: ConfigSet, alloc) -> ComponentMap
     """
     pr, cs = problem, configs
     alloc = np.asarray(alloc)
-    k = alloc.sum(axis=1)
-    nodes = (alloc > 0).sum(axis=1)
-    onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
-    g = (alloc @ onehot).argmax(axis=1)
+    chosen = match_configs(pr, cs, alloc)
     values = ComponentMap((model.z[c], 0) for c in range(cs.n_configs))
-    placed = np.zeros(pr.n_jobs, bool)
-    for j in range(pr.n_jobs):
-        if k[j] == 0:
-            continue
-        sl = cs.of_job(j)
-        idx = np.arange(sl.start, sl.stop)
-        if cs.keep_of_job[j] >= 0 and np.array_equal(alloc[j], pr.current[j]):
-            values[model.z[int(cs.keep_of_job[j])]] = 1
-            placed[j] = True
-            continue
-        match = idx[(cs.gpu_type[idx] == g[j]) & (cs.n_gpus[idx] == k[j]) & (cs.multi[idx] == (nodes[j] > 1))
-                    & ~cs.keep[idx]]
-        if len(match):
-            values[model.z[int(match[0])]] = 1
-            placed[j] = True
+    for c in chosen[chosen >= 0]:
+        values[model.z[int(c)]] = 1
+    placed = chosen >= 0
     if hasattr(model, "x"):
         mult = {}
         for (j, n), var in model.x.items():

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from goodopt.formulations.configs import ConfigSet, rank_utility
+from goodopt.formulations.configs import ConfigSet, match_configs, rank_utility
 from goodopt.formulations.placement import _place_one
 
 _MAX_TRIES_PER_STEP = 64
@@ -115,27 +115,6 @@ def equal_share(problem, configs: ConfigSet):
             if st.try_set(j, int(c)):
                 break
     return st.alloc, st.chosen
-
-
-def match_configs(problem, configs: ConfigSet, alloc) -> np.ndarray:
-    """Config index realised by each row of ``alloc`` (-1 when none matches). Shapes: (J, N) -> (J,)."""
-    pr, cs = problem, configs
-    alloc = np.asarray(alloc)
-    k = alloc.sum(axis=1)
-    nodes = (alloc > 0).sum(axis=1)
-    onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
-    g = (alloc @ onehot).argmax(axis=1)
-    out = np.full(pr.n_jobs, -1, np.int64)
-    for j in np.flatnonzero(k > 0):
-        if cs.keep_of_job[j] >= 0 and np.array_equal(alloc[j], pr.current[j]):
-            out[j] = cs.keep_of_job[j]
-            continue
-        sl = np.arange(cs.job_start[j], cs.job_start[j + 1])
-        hit = sl[(cs.gpu_type[sl] == g[j]) & (cs.n_gpus[sl] == k[j]) & (cs.multi[sl] == (nodes[j] > 1))
-                 & ~cs.keep[sl]]
-        if len(hit):
-            out[j] = hit[0]
-    return out
 
 
 def canonicalize(problem, configs: ConfigSet, alloc):

@@ -16,39 +16,81 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from . import evaluator
+from . import evaluator, solvers
 
 
-def _table(title, df, cols):
+def _table(title, df, cols, digits=1):
     t = Table(title=title)
     for c in cols:
-        t.add_column(c, justify="right" if c != "case" else "left")
+        t.add_column(c, justify="left" if df[c].dtype == object else "right")
     for _, row in df.iterrows():
-        t.add_row(*[f"{row[c]:,.1f}" if isinstance(row[c], (float, np.floating)) else str(row[c]) for c in cols])
+        t.add_row(*[f"{row[c]:,.{digits}f}" if isinstance(row[c], (float, np.floating)) else str(row[c])
+                    for c in cols])
     return t
+
+
+def _save(out, name, rows, seed, baseline):
+    df = pd.DataFrame(rows)
+    df.to_csv(out / f"{name}.csv", index=False)
+    (out / f"{name}.json").write_text(json.dumps(
+        {"seed": seed, "python": platform.python_version(), "numpy": np.__version__,
+         "machine": platform.machine(), "baseline": baseline}, indent=2))
+    return df
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench_out", help="folder for the CSV results")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", nargs="*", choices=["evaluator", "ga", "milp", "choices", "quality"],
+                    help="run only these parts")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     con = Console(highlight=False, width=160)
+    parts = args.only or ["evaluator", "ga", "milp", "choices", "quality"]
     with Progress(console=con, transient=True) as bar:
-        task = bar.add_task("evaluator benchmark", total=len(evaluator.CASES))
-        rows = evaluator.run(seed=args.seed, progress=lambda: bar.advance(task))
-    df = pd.DataFrame(rows)
-    df.to_csv(out / "evaluator.csv", index=False)
-    (out / "evaluator.json").write_text(json.dumps(
-        {"seed": args.seed, "python": platform.python_version(), "numpy": np.__version__,
-         "machine": platform.machine(), "baseline": "per-job speedup-function loop (Pollux artifact style)"},
-        indent=2))
-    con.print(_table("Evaluator: evaluations/s (population of 100) and ratio to the per-job loop", df,
-                     ["case", "vectorised_evals_per_s", "with_violation_evals_per_s",
-                      "per_job_loop_evals_per_s", "speedup_ratio", "table_build_s"]))
-    con.print(f"wrote {out / 'evaluator.csv'}")
+        if "evaluator" in parts:
+            task = bar.add_task("evaluator", total=len(evaluator.CASES))
+            df = _save(out, "evaluator", evaluator.run(seed=args.seed, progress=lambda: bar.advance(task)),
+                       args.seed, "per-job speedup-function loop (Pollux artifact style)")
+            con.print(_table("Evaluator: evaluations/s (population of 100) and ratio to the per-job loop", df,
+                             ["case", "vectorised_evals_per_s", "with_violation_evals_per_s",
+                              "per_job_loop_evals_per_s", "speedup_ratio", "table_build_s"]))
+        if "ga" in parts:
+            task = bar.add_task("GA rounds", total=len(solvers.GA_JOBS))
+            df = _save(out, "ga_round", solvers.ga_rounds(args.seed, progress=lambda: bar.advance(task)),
+                       args.seed, "same GA and seed with the per-job loop evaluator")
+            con.print(_table("GA round (population 100, 100 generations): seconds, ratio to the per-job loop",
+                             df, ["case", "ga_round_s", "loop_ga_round_s", "ratio", "evaluation_share", "fitness",
+                                  "same_result"], digits=3))
+        if "milp" in parts:
+            task = bar.add_task("MILP scaling", total=len(solvers.MILP_CASES))
+            df = _save(out, "milp", solvers.milp_scaling(args.seed, progress=lambda: bar.advance(task)),
+                       args.seed, "greedy on the same problem")
+            con.print(_table("Exact MILP: seconds, proven gap, ratio to greedy", df,
+                             ["case", "n_configs", "build_s", "solve_s", "total_s", "status", "gap", "stages",
+                              "greedy_s", "ratio_to_greedy", "greedy_relative_fitness"], digits=4))
+        if "choices" in parts:
+            task = bar.add_task("model choices", total=6)
+            df = _save(out, "model_choices", solvers.model_choices(args.seed, progress=lambda: bar.advance(task)),
+                       args.seed, "the other setting on the same model")
+            con.print(_table("Model choices: solve seconds and ratio (baseline / variant)", df,
+                             ["choice", "instance", "baseline", "baseline_s", "variant", "variant_s", "ratio",
+                              "note"], digits=3))
+        if "quality" in parts:
+            task = bar.add_task("quality", total=len(solvers.QUALITY_FAMILIES) * 3)
+            df = _save(out, "quality", solvers.quality(progress=lambda: bar.advance(task)), args.seed,
+                       "certified optimum or best proven bound of the exact MILP")
+            summ = df.groupby("family", sort=False).agg(
+                milp_status=("milp_status", lambda s: ",".join(sorted(set(s)))), milp_gap=("milp_gap", "max"),
+                milp_s=("milp_s", "mean"), greedy=("greedy_rel", "mean"), greedy_min=("greedy_rel", "min"),
+                ga=("ga_rel", "mean"), ga_min=("ga_rel", "min"), pwl4=("pwl_k4_rel", "mean"),
+                pwl8=("pwl_k8_rel", "mean"), pwl16=("pwl_k16_rel", "mean"), ga_s=("ga_s", "mean"),
+                greedy_s=("greedy_s", "mean")).reset_index()
+            con.print(_table("Quality: fitness / certified optimum (or best bound), mean over 3 seeds", summ,
+                             list(summ.columns), digits=4))
+    con.print(f"wrote CSV + JSON to {out}/")
     return 0
 
 

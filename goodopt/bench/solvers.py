@@ -1,0 +1,177 @@
+"""Solver benchmarks: GA rounds, MILP scaling, model choices and solution quality.
+
+Every number is measured in this process, next to its baseline:
+
+* GA round (population 100, 100 generations, Pollux's settings) with the
+  vectorised evaluator vs the same GA, same seed, with the per-job loop
+  evaluator of :mod:`goodopt.bench.evaluator` (identical trajectories).
+* MILP at (16 x 4, 60 jobs) and (256 x 8, 800 jobs): build/solve seconds and
+  proven gap, as a ratio to greedy on the same problem.
+* Model choices: HiGHS presolve on/off on the configuration model; symmetry
+  breaking on/off on the placement-level model.
+* Quality: GA, greedy and milp-pwl fitness relative to the certified optimum
+  (or the best proven bound) per scenario family.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..evaluator import Evaluation, Evaluator
+from ..families import FAMILIES
+from ..generate import random_scenario, testbed_cluster
+from .evaluator import _JobSpeedupFunction, per_job_fitness
+
+GA_JOBS = (10, 20, 40)
+MILP_CASES = ((16, 4, 60), (256, 8, 800))
+QUALITY_FAMILIES = ("tiny", "testbed-under", "testbed-over", "mixed-64", "cluster-256")
+
+
+class _LoopEvaluator(Evaluator):
+    """The evaluator with fitness and speedups from the per-job loop (the baseline)."""
+
+    def __init__(self, problem):
+        super().__init__(problem)
+        self._fns = [_JobSpeedupFunction(problem, j) for j in range(problem.n_jobs)]
+
+    def evaluate(self, pop) -> Evaluation:
+        pop, _ = self._coerce(pop)
+        fit = per_job_fitness(self.problem, self._fns, pop)
+        k, used, nodes, gtype, per_type = self._counts(pop)
+        terms = self._violation_terms(pop, k, used, nodes, per_type)
+        self.n_evaluations += len(pop)
+        return Evaluation(fit, np.zeros(k.shape), sum(terms.values()).astype(float), k, nodes, gtype)
+
+
+class _TimedEvaluator(Evaluator):
+    """The vectorised evaluator, accumulating the seconds spent in :meth:`evaluate`."""
+
+    seconds = 0.0
+
+    def evaluate(self, pop):
+        t = time.perf_counter()
+        out = super().evaluate(pop)
+        self.seconds += time.perf_counter() - t
+        return out
+
+
+def _ga_options(seed):
+    from ..solvers.api import _check_options
+
+    return _check_options("ga", {"seed": seed})
+
+
+def ga_rounds(seed: int = 0, progress=None):
+    """Seconds per GA round, vectorised vs per-job loop, at 16 x 4 GPUs."""
+    from ..solvers.genetic import solve_ga
+
+    rows = []
+    for n_jobs in GA_JOBS:
+        pr = random_scenario(seed, testbed_cluster(), n_jobs).problem()
+        fast, slow = _TimedEvaluator(pr), _LoopEvaluator(pr)
+        t = time.perf_counter()
+        a = solve_ga(pr, fast, _ga_options(seed), time.perf_counter())
+        t_fast = time.perf_counter() - t
+        t = time.perf_counter()
+        b = solve_ga(pr, slow, _ga_options(seed), time.perf_counter())
+        t_slow = time.perf_counter() - t
+        same = bool(np.array_equal(a["alloc"], b["alloc"]))
+        rows.append({
+            "case": f"16x4, {n_jobs} jobs", "n_jobs": n_jobs, "ga_round_s": t_fast, "loop_ga_round_s": t_slow,
+            "ratio": t_slow / t_fast, "evaluation_share": fast.seconds / t_fast,
+            "fitness": float(pr.evaluator().fitness(a["alloc"])), "same_result": same,
+        })
+        if progress:
+            progress()
+    return rows
+
+
+def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
+    """Exact MILP on the two benchmark sizes, with greedy on the same problem as the ratio base."""
+    import goodopt
+
+    goodopt.solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
+    rows = []
+    for n_nodes, gpn, n_jobs in MILP_CASES:
+        t = time.perf_counter()
+        pr = random_scenario(seed, testbed_cluster(n_nodes, gpn), n_jobs).problem()
+        problem_s = time.perf_counter() - t
+        g = goodopt.solve(pr, "greedy")
+        r = goodopt.solve(pr, "milp", {"time_limit_s": time_limit_s})
+        rows.append({
+            "case": f"{n_nodes}x{gpn}, {n_jobs} jobs", "n_gpus": n_nodes * gpn, "problem_build_s": problem_s,
+            "n_configs": r.stats.n_configs, "build_s": r.stats.build_s, "solve_s": r.stats.solve_s,
+            "total_s": r.stats.total_s, "status": str(r.status), "gap": r.gap,
+            "stages": "+".join(s["model"] for s in r.extra["stages"]), "greedy_s": g.stats.total_s,
+            "ratio_to_greedy": r.stats.total_s / g.stats.total_s,
+            "greedy_relative_fitness": g.fitness / r.fitness,
+        })
+        if progress:
+            progress()
+    return rows
+
+
+def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
+    """Presolve on/off (configuration model) and symmetry breaking on/off (placement model)."""
+    import goodopt
+    from ..formulations import milp as fm
+    from ..formulations.configs import enumerate_configs
+    from ..solvers.backend import solve_model
+
+    rows = []
+    for name in ("testbed-over", "mixed-64", "cluster-1024"):
+        pr = FAMILIES[name].scenario(seed).problem()
+        cs = enumerate_configs(pr)
+        secs = {}
+        for presolve in ("on", "off"):
+            model = fm.build_model(pr, cs, level="config")
+            out = solve_model(model, mip_rel_gap=1e-6, time_limit_s=time_limit_s,
+                              highs_options={"presolve": presolve})
+            secs[presolve] = out.solve_s
+        rows.append({"choice": "presolve (config model)", "instance": f"family:{name}:{seed}",
+                     "baseline": "presolve on", "baseline_s": secs["on"], "variant": "presolve off",
+                     "variant_s": secs["off"], "ratio": secs["on"] / secs["off"], "note": ""})
+        if progress:
+            progress()
+    for name in ("family:tiny:35", "family:testbed-under:0", "pollux-testbed"):
+        pr = goodopt.load_scenario(name).problem()
+        res = {s: goodopt.solve(pr, "milp", {"formulation": "placement", "symmetry": s,
+                                             "time_limit_s": time_limit_s}) for s in ("none", "order")}
+        rows.append({"choice": "symmetry breaking (placement model)", "instance": name, "baseline": "none",
+                     "baseline_s": res["none"].stats.solve_s, "variant": "order identical nodes",
+                     "variant_s": res["order"].stats.solve_s,
+                     "ratio": res["none"].stats.solve_s / res["order"].stats.solve_s,
+                     "note": f"nodes {res['none'].stats.nodes} -> {res['order'].stats.nodes}; "
+                             f"status {res['none'].status} -> {res['order'].status}"})
+        if progress:
+            progress()
+    return rows
+
+
+def quality(seeds=(0, 1, 2), time_limit_s: float = 30.0, progress=None):
+    """Fitness of heuristics relative to the certified optimum (or best proven bound) per family."""
+    import goodopt
+
+    rows = []
+    for name in QUALITY_FAMILIES:
+        for seed in seeds:
+            pr = FAMILIES[name].scenario(seed).problem()
+            opt = goodopt.solve(pr, "milp", {"time_limit_s": time_limit_s})
+            ref = opt.bound if np.isfinite(opt.bound) else opt.fitness
+            row = {"family": name, "seed": seed, "milp_status": str(opt.status), "milp_gap": opt.gap,
+                   "milp_s": opt.stats.total_s}
+            runs = [("greedy", "greedy", {}), ("ga", "ga", {"seed": seed})]
+            runs += [(f"pwl_k{k}", "milp-pwl", {"breakpoints": k}) for k in (4, 8, 16)]
+            for label, method, opts in runs:
+                r = goodopt.solve(pr, method, opts)
+                row[f"{label}_rel"] = r.fitness / ref
+                row[f"{label}_s"] = r.stats.total_s
+                if method == "milp-pwl":
+                    row[f"{label}_err"] = r.extra["pwl_error_bound"]
+            row["milp_rel"] = opt.fitness / ref
+            rows.append(row)
+            if progress:
+                progress()
+    return rows
