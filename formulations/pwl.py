@@ -93,9 +93,16 @@ def _interp_error(counts, f, breaks):
     return float(np.max(np.abs(np.interp(counts, breaks, f[breaks - counts[0]]) - f))) if len(counts) else 0.0
 
 
-def choose_breakpoints(counts, f, n_breakpoints: int, spacing: str):
-    """Breakpoints (GPU counts) for one class. Shapes: counts, f (R,) -> (B,)."""
+def choose_breakpoints(counts, f, n_breakpoints, spacing: str):
+    """Breakpoints (GPU counts) for one class. Shapes: counts, f (R,) -> (B,).
+
+    ``n_breakpoints`` is a count, or a sequence of GPU counts chosen by the
+    user (those inside the class's range are used, with its two ends).
+    """
     lo, hi = int(counts[0]), int(counts[-1])
+    if not np.isscalar(n_breakpoints):
+        user = np.asarray(n_breakpoints, dtype=np.int64)
+        return np.union1d([lo, hi], user[(user > lo) & (user < hi)])
     if hi - lo + 1 <= n_breakpoints:
         return counts.copy()
     if spacing == "uniform":
@@ -116,8 +123,12 @@ def choose_breakpoints(counts, f, n_breakpoints: int, spacing: str):
 
 def pwl_classes(problem, cs: ConfigSet, n_breakpoints: int = 8, spacing: str = "adaptive") -> list[PwlClass]:
     """The classes of every job with breakpoints and interpolation errors."""
-    if isinstance(n_breakpoints, bool) or not isinstance(n_breakpoints, (int, np.integer)) or n_breakpoints < 2:
-        raise ValidationError("breakpoints", f"must be an integer >= 2, got {n_breakpoints!r}")
+    if isinstance(n_breakpoints, (list, tuple, np.ndarray)):
+        pts = np.asarray(n_breakpoints)
+        if pts.ndim != 1 or not len(pts) or pts.dtype.kind not in "iu" or np.any(pts < 1):
+            raise ValidationError("breakpoints", f"a list of breakpoints must hold GPU counts >= 1, got {n_breakpoints!r}")
+    elif isinstance(n_breakpoints, bool) or not isinstance(n_breakpoints, (int, np.integer)) or n_breakpoints < 2:
+        raise ValidationError("breakpoints", f"must be an integer >= 2 or a list of GPU counts, got {n_breakpoints!r}")
     if spacing not in SPACINGS:
         raise ValidationError("spacing", f"must be one of {SPACINGS}, got {spacing!r}")
     out = []

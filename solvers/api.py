@@ -58,7 +58,7 @@ def _check_options(method: str, options) -> dict:
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or not np.isfinite(t)):
         raise ValidationError("options.time_limit_s", f"must be a number > 0 seconds, got {t!r}",
                               "omit it for no limit")
-    for name in ("seed", "threads", "pop_size", "n_gen", "breakpoints", "max_allocations", "max_placement_pairs"):
+    for name in ("seed", "threads", "pop_size", "n_gen", "max_allocations", "max_placement_pairs"):
         v = opts.get(name)
         if v is None and name in ("seed", "threads"):
             continue
@@ -69,8 +69,13 @@ def _check_options(method: str, options) -> dict:
     pc = opts.get("placement_check_s")
     if "placement_check_s" in opts and (isinstance(pc, bool) or not isinstance(pc, (int, float)) or not pc > 0):
         raise ValidationError("options.placement_check_s", f"must be a number > 0 seconds, got {pc!r}")
-    if "breakpoints" in opts and opts["breakpoints"] < 2:
-        raise ValidationError("options.breakpoints", f"must be >= 2, got {opts['breakpoints']}")
+    if "breakpoints" in opts:
+        b = opts["breakpoints"]
+        if isinstance(b, (list, tuple)):
+            if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):
+                raise ValidationError("options.breakpoints", f"a list must hold GPU counts >= 1, got {b!r}")
+        elif isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 2:
+            raise ValidationError("options.breakpoints", f"must be an integer >= 2 or a list of GPU counts, got {b!r}")
     if "mip_rel_gap" in opts:
         g = opts["mip_rel_gap"]
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g < 1:

@@ -156,6 +156,16 @@ def test_pwl_more_breakpoints_never_loosen_adaptive_error(testbed):
     assert errs[0] > 0
 
 
+def test_pwl_user_breakpoints(testbed):
+    pr = testbed.problem()
+    res = goodopt.solve(pr, "milp-pwl", {"breakpoints": [1, 2, 4, 8, 16, 32]})
+    assert res.feasible and res.extra["pwl_error_bound"] >= 0
+    exact = goodopt.solve(pr, "milp", {"formulation": "config"})
+    assert res.bound >= exact.bound * (1 - TOL)  # both are valid upper bounds; PWL's is looser
+    with pytest.raises(ValidationError, match="breakpoints"):
+        goodopt.solve(pr, "milp-pwl", {"breakpoints": [0, 3]})
+
+
 def test_ga_same_seed_same_result(testbed):
     pr = testbed.problem()
     opts = {"seed": 7, "pop_size": 30, "n_gen": 15}
