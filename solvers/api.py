@@ -95,18 +95,25 @@ def _check_options(method: str, options) -> dict:
     return opts
 
 
-def _warm_starts(problem, evaluator, spec, opts):
+#: Methods whose solution may be named as another method's warm start.
+_WARM_BY_NAME = {"milp": ("greedy", "ga"), "ga": ("greedy", "milp"), "nsga2": ("greedy", "milp")}
+
+
+def _warm_starts(problem, evaluator, spec, opts, method):
     """Allocations named by a ``warm_start`` option. Shapes: -> list of (J, N)."""
     if spec is None:
         return []
-    specs = spec if isinstance(spec, (list, tuple)) else [spec]
+    specs = spec if isinstance(spec, list) else [spec]
     out = []
     for s in specs:
         if isinstance(s, str):
-            if s not in ("greedy", "milp"):
-                raise ValidationError("options.warm_start", f"unknown warm start {s!r}",
-                                      "use 'greedy', 'milp', an allocation (J, N) or a list of them")
+            names = _WARM_BY_NAME[method]
+            if s not in names:
+                raise ValidationError("options.warm_start", f"unknown warm start {s!r} for method {method!r}",
+                                      f"use one of {names}, an allocation (J, N) or a list of them")
             sub = {"time_limit_s": opts["time_limit_s"]} if s == "milp" else {}
+            if s == "ga":
+                sub = {"seed": opts["seed"] if opts["seed"] is not None else 0}
             res = solve(problem, method=s, options=sub)
             if res.has_solution:
                 out.append(res.x)
@@ -143,7 +150,8 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
     if method == "milp":
         from .exact import solve_milp
 
-        opts["warm_start"] = (_warm_starts(problem, ev, opts["warm_start"], opts) or [None])[0]
+        starts = _warm_starts(problem, ev, opts["warm_start"], opts, method)
+        opts["warm_start"] = max(starts, key=ev.fitness) if starts else None
         fields = solve_milp(problem, ev, opts, t_start)
     elif method == "milp-pwl":
         from .exact import solve_pwl
@@ -152,7 +160,7 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
     elif method in ("ga", "nsga2"):
         from .genetic import solve_ga
 
-        seeds = _warm_starts(problem, ev, opts["warm_start"], opts)
+        seeds = _warm_starts(problem, ev, opts["warm_start"], opts, method)
         fields = solve_ga(problem, ev, opts, t_start, seeds=seeds, two_objectives=method == "nsga2")
     else:
         fields = _solve_simple(problem, ev, method, opts)

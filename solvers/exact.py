@@ -185,8 +185,15 @@ def _placement_pairs(problem, cs):
 
 
 def _as_time_limit(out):
+    """``out`` with the time-limit status; a stand-in outcome when no model was solved yet."""
     from dataclasses import replace
 
+    from .backend import MilpOutcome
+
+    if out is None:
+        nan = float("nan")
+        return MilpOutcome(Termination.TIME_LIMIT, False, nan, nan, float("inf"), None, 0.0, 0.0,
+                           "time limit reached before solving", "none", "", 0, 0)
     return replace(out, termination=Termination.TIME_LIMIT)
 
 
@@ -202,8 +209,6 @@ def _finish(problem, alloc, out, build_s, info, fit_bound, proven=True):
     if not proven and status in (Termination.OPTIMAL, Termination.GAP_LIMIT):
         status = Termination.COMPLETED
     stages = info["stages"]
-    if out is None:  # no model was solved
-        raise RuntimeError("internal: no model solved")
     return dict(
         alloc=alloc, status=status, bound=fit_bound, objective=out.objective, objective_bound=out.bound,
         build_s=build_s + sum(s.get("compile_s", 0.0) for s in stages),
@@ -211,7 +216,7 @@ def _finish(problem, alloc, out, build_s, info, fit_bound, proven=True):
         nodes=sum(s.get("nodes") or 0 for s in stages), solver=out.solver, solver_version=out.solver_version,
         raw_status=out.raw_status, n_variables=out.n_variables, n_constraints=out.n_constraints,
         n_configs=info["n_configs"], extra=info,
-        message=f"{stages[-1]['model']}-level model: {out.raw_status}",
+        message=f"{stages[-1]['model']} model: {out.raw_status}" if stages else out.raw_status,
     )
 
 

@@ -192,6 +192,17 @@ def test_milp_warm_start_from_ga_is_accepted(testbed):
     assert res.has_solution and res.feasible
     assert res.fitness >= ga.fitness - 1e-12
     assert res.extra["warm_start"] in ("user", "greedy")
+    named = goodopt.solve(pr, "milp", {"warm_start": "ga", "seed": 0, "formulation": "placement", "time_limit_s": 2})
+    assert named.has_solution and named.feasible
+    with pytest.raises(ValidationError, match="warm_start"):
+        goodopt.solve(pr, "milp", {"warm_start": "milp"})
+
+
+def test_placement_model_time_limit_before_solving_is_reported():
+    pr = FAMILIES["cluster-256"].scenario(0).problem()
+    res = goodopt.solve(pr, "milp", {"formulation": "placement", "time_limit_s": 0.05})
+    assert res.status == Termination.TIME_LIMIT
+    assert res.has_solution and res.feasible  # the greedy incumbent
 
 
 def test_nsga2_front_is_feasible_and_sorted(testbed):
