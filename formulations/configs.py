@@ -94,7 +94,7 @@ def enumerate_configs(problem, *, prune: bool = True) -> ConfigSet:
     whose current row is feasible on its own.
     """
     pr = problem
-    J, G, K = pr.n_jobs, pr.n_gpu_types, pr.max_k
+    J, K = pr.n_jobs, pr.max_k
     total, n_nodes, largest = type_layout(pr)
     kk = np.arange(K + 1)
     lo = np.maximum(pr.min_gpus, 1)[:, None, None, None]

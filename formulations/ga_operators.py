@@ -112,8 +112,7 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     Shapes: a (P, J, N) int64 -> same (modified in place and returned).
     """
     d, pr = data, data.pr
-    J, N = d.J, d.N
-    rows = np.arange(J)[None, :]
+    rows = np.arange(d.J)[None, :]
     for _ in range(d.max_passes):
         free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N)
         members = np.flatnonzero((free_all > 0).any(axis=1))
@@ -121,7 +120,6 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
             break
         sub = a[members]
         free = free_all[members]
-        P = len(members)
         k = sub.sum(axis=2)  # (P, J)
         nodes = (sub > 0).sum(axis=2)
         # first placement of an idle job on node n (static gains per job and node)
@@ -191,7 +189,7 @@ class AllocationSampling(Sampling):
 
 def mutate(pop, data: RepairData, rng, rate: float):
     """Row-wise mutation. Shapes: (P, J, N) -> (P, J, N) (new array)."""
-    d, pr = data, data.pr
+    pr = data.pr
     a = pop.copy()
     P, J, N = a.shape
     hit = rng.random((P, J)) < rate
