@@ -78,26 +78,45 @@ def greedy(problem, configs: ConfigSet, *, start=None, start_chosen=None):
     u_zero = rank_utility(pr, np.zeros(pr.n_jobs), np.arange(pr.n_jobs))
     dead = np.zeros(cs.n_configs, bool)
     steps = 0
+    G = pr.n_gpu_types
     while True:
         cur = st.chosen[cs.job]
-        u_cur = np.where(cur >= 0, u_cfg[np.maximum(cur, 0)], u_zero[cs.job])
-        k_cur = np.where(cur >= 0, cs.n_gpus[np.maximum(cur, 0)], 0)
+        has = cur >= 0
+        u_cur = np.where(has, u_cfg[np.maximum(cur, 0)], u_zero[cs.job])
+        k_cur = np.where(has, cs.n_gpus[np.maximum(cur, 0)], 0)
         gain = u_cfg - u_cur
-        cand = np.flatnonzero((gain > 1e-12 * np.maximum(np.abs(u_cur), 1.0)) & ~dead)
+        # aggregate capacity filter: a move needs k GPUs of its type (one node's worth if
+        # single-node) among the free ones plus the job's own GPUs of that type
+        free_tot = np.bincount(pr.node_type, weights=st.free, minlength=G)
+        free_max = np.zeros(G)
+        np.maximum.at(free_max, pr.node_type, st.free)
+        own = np.where(has & (cs.gpu_type[np.maximum(cur, 0)] == cs.gpu_type), k_cur, 0)
+        fits = (cs.n_gpus <= free_tot[cs.gpu_type] + own) & (
+            cs.multi | cs.keep | (cs.n_gpus <= free_max[cs.gpu_type] + own))
+        cand = np.flatnonzero((gain > 1e-12 * np.maximum(np.abs(u_cur), 1.0)) & ~dead & fits)
         if not len(cand):
             break
         ratio = gain[cand] / np.maximum(cs.n_gpus[cand] - k_cur[cand], 0.5)
-        order = cand[np.argsort(-ratio, kind="stable")]
+        order = cand[_top_stable(-ratio, _MAX_TRIES_PER_STEP)]
         moved = False
-        for c in order[:_MAX_TRIES_PER_STEP]:
+        for c in order:
             if st.try_set(int(cs.job[c]), int(c)):
                 moved = True
                 break
             dead[c] = True
         steps += 1
-        if not moved and len(order) <= _MAX_TRIES_PER_STEP:
+        if not moved and len(cand) <= _MAX_TRIES_PER_STEP:
             break
     return st.alloc, st.chosen, steps
+
+
+def _top_stable(key, n):
+    """Indices of the ``n`` smallest keys in stable order (ties by position). Shapes: (C,) -> (<= n,)."""
+    if len(key) <= n:
+        return np.argsort(key, kind="stable")
+    cut = np.partition(key, n - 1)[n - 1]
+    idx = np.flatnonzero(key <= cut)
+    return idx[np.argsort(key[idx], kind="stable")][:n]
 
 
 def equal_share(problem, configs: ConfigSet):
