@@ -209,6 +209,8 @@ def _finish(problem, alloc, out, build_s, info, fit_bound, proven=True):
     if not proven and status in (Termination.OPTIMAL, Termination.GAP_LIMIT):
         status = Termination.COMPLETED
     stages = info["stages"]
+    if not np.isfinite(fit_bound):
+        fit_bound = float("nan")  # unknown
     return dict(
         alloc=alloc, status=status, bound=fit_bound, objective=out.objective, objective_bound=out.bound,
         build_s=build_s + sum(s.get("compile_s", 0.0) for s in stages),
@@ -244,7 +246,7 @@ def solve_pwl(problem, evaluator, opts, t_start):
     sense_min = problem.p < 0 and np.isfinite(problem.p)
     slack = info["pwl_error_bound_total"]
     true_bound = out.bound - slack if sense_min else out.bound + slack
-    fit_bound = objective_to_fitness(problem, true_bound) if not (sense_min and true_bound <= 0) else np.inf
+    fit_bound = objective_to_fitness(problem, true_bound) if not (sense_min and true_bound <= 0) else np.nan
     chosen = fp.decode(model, problem, cs, classes)
     alloc, failed = place_configs(problem, cs, chosen)
     info["placement_failed_jobs"] = [problem.job_names[j] for j in failed]
