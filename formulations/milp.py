@@ -291,6 +291,15 @@ def warm_start_values(model, problem, configs: ConfigSet, alloc) -> ComponentMap
     for c in chosen[chosen >= 0]:
         values[model.z[int(c)]] = 1
     placed = chosen >= 0
+    if hasattr(model, "t"):  # epigraph variable (p = +-inf): the value the chosen configurations give
+        s = pr.eps + np.where(placed, cs.speedup[np.maximum(chosen, 0)], 0.0)
+        if hasattr(model, "y"):
+            best = int(np.argmax(s))
+            for j in range(pr.n_jobs):
+                values[model.y[j]] = int(j == best)
+            values[model.t] = float(s.max())
+        else:
+            values[model.t] = float(s.min())
     if hasattr(model, "x"):
         mult = {}
         for (j, n), var in model.x.items():

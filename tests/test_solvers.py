@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import goodopt
@@ -42,6 +42,8 @@ def close(a, b, tol=TOL):
 
 @settings(max_examples=40)
 @given(tiny)
+# regression: a warm start without the epigraph variable's value made HiGHS stop at a wrong optimum
+@example(tiny_problem(0, 3, 2, 2, -np.inf, True, False))
 def test_milp_equals_brute_force(pr):
     bf = goodopt.solve(pr, "brute-force")
     assert bf.status == Termination.OPTIMAL
