@@ -178,13 +178,21 @@ class AllocationSampling(Sampling):
         self.mutation_rate = mutation_rate
 
     def _do(self, problem, n_samples, random_state=None, **kwargs):
-        d = self.data
-        base = np.stack([d.pr.current] + self.seeds)  # (S, J, N)
-        idx = np.arange(n_samples) % len(base)
-        pop = base[idx].copy()
-        fresh = np.arange(n_samples) >= len(base)
-        pop[fresh] = mutate(pop[fresh], d, random_state, self.mutation_rate)
-        return repair(pop, d, random_state).reshape(n_samples, -1)
+        pop = initial_population(self.data, self.seeds, n_samples, random_state, self.mutation_rate)
+        return pop.reshape(n_samples, -1)
+
+
+def initial_population(data: RepairData, seeds, n_samples: int, rng, mutation_rate: float = 0.3):
+    """The current allocation and ``seeds``, then mutated copies of them, all repaired.
+
+    Shapes: seeds list of (J, N) -> (n_samples, J, N).
+    """
+    base = np.stack([data.pr.current] + [np.asarray(s, dtype=np.int64) for s in seeds])  # (S, J, N)
+    idx = np.arange(n_samples) % len(base)
+    pop = base[idx].copy()
+    fresh = np.arange(n_samples) >= len(base)
+    pop[fresh] = mutate(pop[fresh], data, rng, mutation_rate)
+    return repair(pop, data, rng)
 
 
 def mutate(pop, data: RepairData, rng, rate: float):
@@ -230,7 +238,14 @@ class RowCrossover(Crossover):
         _, n_matings, _ = X.shape
         A = X[0].reshape(n_matings, d.J, d.N)
         B = X[1].reshape(n_matings, d.J, d.N)
-        mask = (random_state.random((n_matings, d.J)) < 0.5)[:, :, None]
-        c1 = np.where(mask, A, B)
-        c2 = np.where(mask, B, A)
+        c1, c2 = row_crossover(A, B, random_state)
         return np.stack([c1, c2]).reshape(2, n_matings, -1)
+
+
+def row_crossover(A, B, rng):
+    """Two children per pair of parents, each job's row from one parent or the other.
+
+    Shapes: A, B (M, J, N) -> two (M, J, N).
+    """
+    mask = (rng.random(A.shape[:2]) < 0.5)[:, :, None]
+    return np.where(mask, A, B), np.where(mask, B, A)

@@ -52,7 +52,7 @@ def place_configs(problem, configs, chosen, *, base=None):
     order = np.lexsort((-configs.n_gpus[cm], ~configs.multi[cm]))
     for j, ci in zip(moves[order], cm[order]):
         g, k, multi = int(configs.gpu_type[ci]), int(configs.n_gpus[ci]), bool(configs.multi[ci])
-        row = _place_one(pr, free, blocked, g, k, multi)
+        row = place_one(pr.node_type, free, blocked, g, k, multi)
         if row is None:
             failed.append(int(j))
             continue
@@ -68,13 +68,15 @@ def _multi_nodes(alloc):
     return (alloc[multi] > 0).any(axis=0)
 
 
-def _place_one(pr, free, blocked, g, k, multi):
+def place_one(node_type, free, blocked, g, k, multi):
     """One job's row: k GPUs of type g on one node (best fit) or on >= 2 nodes.
 
-    Shapes: free (N,), blocked (N,) -> (N,) or None.
+    Multi-node rows avoid ``blocked`` nodes and take the freest nodes first.
+
+    Shapes: node_type (N,), free (N,), blocked (N,) bool -> (N,) or None.
     """
-    of_type = pr.node_type == g
-    row = np.zeros(pr.n_nodes, dtype=np.int64)
+    of_type = node_type == g
+    row = np.zeros(len(node_type), dtype=np.int64)
     if not multi:
         fits = np.flatnonzero(of_type & (free >= k))
         if not len(fits):
@@ -94,4 +96,15 @@ def _place_one(pr, free, blocked, g, k, multi):
         take[:] = 0
         take[0], take[1] = k - 1, 1
     row[cand] = take
+    return row
+
+
+def place_packed(node_type, free, blocked, g, k):
+    """``k`` GPUs of type ``g`` on one node if any fits (best fit), else on the fewest nodes.
+
+    Returns the row or ``None``; nothing is modified. Shapes: (N,) arrays -> (N,) or None.
+    """
+    row = place_one(node_type, free, blocked, g, k, False)
+    if row is None and k > 1:
+        row = place_one(node_type, free, blocked, g, k, True)
     return row

@@ -1,4 +1,4 @@
-"""Command-line interface: ``goodopt info | evaluate | solve | compare | fit``."""
+"""Command-line interface: ``goodopt info | evaluate | solve | compare | fit | simulate``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from .errors import GoodoptError
+from .errors import GoodoptError, ValidationError
 
 log = logging.getLogger("goodopt.cli")
 
@@ -103,14 +103,22 @@ def _method_options(args, method):
         opts["time_limit_s"] = args.time_limit
     if getattr(args, "seed", None) is not None and "seed" in allowed:
         opts["seed"] = args.seed
-    for item in getattr(args, "option", None) or []:
+    opts.update(_key_values(getattr(args, "option", None)))
+    return opts
+
+
+def _key_values(items) -> dict:
+    """``--option KEY=VALUE`` items as a dict (values parsed as YAML scalars)."""
+    out = {}
+    for item in items or []:
         key, sep, value = item.partition("=")
         if not sep:
-            from .errors import ValidationError
-
-            raise ValidationError("--option", f"expected KEY=VALUE, got {item!r}", "e.g. --option breakpoints=12")
-        opts[key] = yaml.safe_load(value)
-    return opts
+            raise ValidationError("--option", f"expected KEY=VALUE, got {item!r}", "e.g. --option n_gen=50")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
 
 
 def cmd_solve(args) -> int:
@@ -194,6 +202,79 @@ def cmd_fit(args) -> int:
     return 0
 
 
+def cmd_simulate(args) -> int:
+    from .cluster import Cluster, NodeGroup
+    from .sim import SimConfig, simulate
+    from .sim.sweep import expand_workloads, grid, resolve_workload, run_tasks
+    from .traces import traces_dir
+
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    options = _key_values(args.option)
+    if args.truth == "model":
+        truth = "model"
+    else:
+        try:
+            truth = str(traces_dir(args.traces))
+        except FileNotFoundError:
+            if args.truth == "traces":
+                raise
+            truth = "model"
+            log.warning("no traces found: using the model ground truth of the shipped profiles")
+    cluster = Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),))
+    config = SimConfig(interval_s=args.interval, restart_delay_s=args.restart_delay,
+                       interference_slowdown=args.interference, gpu_type=args.gpu_type)
+    workloads = expand_workloads(args.workloads)
+    con = _console()
+    out = Path(args.out)
+    if len(workloads) == 1 and len(policies) == 1 and args.seeds == 1:
+        from .sim.sweep import _truth
+
+        wl = resolve_workload(workloads[0])
+        t = _truth(truth, tuple(sorted({j.application for j in wl.jobs})))
+        res = simulate(wl, cluster, policies[0], truth=t, config=config, seed=args.seed,
+                       policy_options=options, progress=not args.quiet and not args.json)
+        res.write(out)
+        if args.json:
+            print(json.dumps({**res.summary, "metadata": res.metadata}, indent=2, default=str))
+            return 0
+        tab = Table(title=f"{wl.name} / {policies[0]} ({truth if truth == 'model' else 'trace'} ground truth)")
+        tab.add_column("metric")
+        tab.add_column("value", justify="right")
+        for key in ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
+                    "avg_ftf_rho", "n_rounds", "policy_s_per_round", "engine_s_per_round", "wall_s"):
+            v = res.summary[key]
+            tab.add_row(key + (" (s)" if key.endswith("jct") or key == "makespan" else ""),
+                        _fmt(v, 3) if isinstance(v, float) else str(v))
+        con.print(tab)
+        con.print(f"wrote {out}/jobs.csv, rounds.csv, allocations.csv, summary.json")
+        return 0
+    tasks = grid(workloads, policies, cluster, seeds=range(args.seed, args.seed + args.seeds), config=config,
+                 truth=truth, policy_options={p: options for p in policies}, out_dir=out)
+    table = run_tasks(tasks, workers=args.workers, progress=not args.quiet and not args.json)
+    from .compare import write_table
+
+    write_table(table, out / "sweep.csv", workloads=workloads, policies=policies, truth=truth,
+                config=config.__dict__, policy_options=options)
+    if args.json:
+        print(table.to_json(orient="records", indent=2))
+        return 0
+    summ = table.groupby("policy", sort=False).agg(
+        runs=("avg_jct", "size"), avg_jct_h=("avg_jct", lambda x: x.mean() / 3600),
+        p99_jct_h=("p99_jct", lambda x: x.mean() / 3600), makespan_h=("makespan", lambda x: x.mean() / 3600),
+        restarts=("restarts", "mean"), utilisation=("avg_utilisation", "mean"),
+        policy_s=("policy_s", "mean")).reset_index()
+    base = summ["avg_jct_h"].iloc[0]
+    summ[f"jct_vs_{summ['policy'].iloc[0]}"] = summ["avg_jct_h"] / base
+    tab = Table(title=f"{len(workloads)} workload(s): mean over workloads and seeds")
+    for col in summ.columns:
+        tab.add_column(str(col), justify="left" if col == "policy" else "right")
+    for row in summ.itertuples(index=False):
+        tab.add_row(*[v if isinstance(v, str) else _fmt(float(v), 3) for v in row])
+    con.print(tab)
+    con.print(f"wrote {out}/sweep.csv (+ .json metadata) and per-run tables under {out}/")
+    return 0
+
+
 # ------------------------------------------------------------------ plumbing
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="goodopt", description=__doc__)
@@ -233,6 +314,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="scenarios/profiles", help="output folder for <app>.yaml")
     p.add_argument("--apps", nargs="*", default=None, help="applications (default: the six Pollux ones)")
     p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("simulate", help="simulate workloads under scheduling policies")
+    p.add_argument("workloads", nargs="+", help="workload CSVs, folders of them, or generated:LOAD:SEED")
+    p.add_argument("--policy", default="pollux",
+                   help="policy or comma-separated policies: pollux, milp, greedy, equal-share, optimus, "
+                        "tiresias, fifo")
+    p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
+    p.add_argument("--truth", choices=("auto", "traces", "model"), default="auto",
+                   help="ground truth: the traces (auto: when found) or the shipped profiles' model")
+    p.add_argument("--interval", type=float, default=60.0, help="scheduling interval in seconds")
+    p.add_argument("--restart-delay", type=float, default=30.0, help="restart delay in seconds")
+    p.add_argument("--interference", type=float, default=0.0,
+                   help="slowdown of multi-node jobs sharing a node with another (0.25 = 25%%)")
+    p.add_argument("--nodes", type=int, default=16, help="nodes in the cluster")
+    p.add_argument("--gpus-per-node", type=int, default=4, help="GPUs per node")
+    p.add_argument("--gpu-type", default="t4", help="GPU type of the nodes")
+    p.add_argument("--seed", type=int, default=0, help="seed of the policy's random choices")
+    p.add_argument("--seeds", type=int, default=1, help="number of seeds (seed, seed+1, ...)")
+    p.add_argument("--option", action="append", help="policy option KEY=VALUE (repeatable), e.g. n_gen=50")
+    p.add_argument("--workers", type=int, default=1, help="parallel processes for several runs")
+    p.add_argument("--out", default="sim_out", help="output folder")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_simulate)
     return ap
 
 

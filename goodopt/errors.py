@@ -53,3 +53,7 @@ class FitError(GoodoptError, RuntimeError):
 
 class SolverError(GoodoptError, RuntimeError):
     """A solver failed in a way that produced no usable result."""
+
+
+class SimulationError(GoodoptError, RuntimeError):
+    """A simulation broke an invariant or could not finish (names the round and job)."""

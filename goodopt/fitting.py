@@ -148,6 +148,12 @@ def phi_curve(curves: dict[int, pd.DataFrame]) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(1, n_epochs + 1, dtype=float), phi
 
 
+def epoch_iterations(curves: dict[int, pd.DataFrame]) -> float:
+    """Iterations per epoch at the initial batch size: the median epoch length of its curve."""
+    progress = curves[min(curves)]["progress"].to_numpy()
+    return float(np.median(np.diff(np.concatenate([[0.0], progress]))))
+
+
 def fit_application(traces, app: str, gpu_types=None) -> AppProfile:
     """Fit one application's profile on every GPU type with measurements."""
     curves = read_validation(validation_dir(traces, app))
@@ -181,9 +187,83 @@ def fit_application(traces, app: str, gpu_types=None) -> AppProfile:
         init_batch_size=min(curves), max_batch_size=max(curves),
         target_epochs=float(TARGET_EPOCHS.get(app, len(epochs))),
         phi_epochs=tuple(epochs), phi_values=tuple(phi), gpu_types=gpus,
+        epoch_iterations=epoch_iterations(curves),
     )
 
 
 def fit_all(traces, apps=POLLUX_APPS) -> dict[str, AppProfile]:
     """Fit every application in ``apps``."""
     return {app: fit_application(traces, app) for app in apps}
+
+
+def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start=None) -> ThroughputParams:
+    """Throughput parameters from a running job's own few observations.
+
+    Parameters the observations cannot identify are fixed to optimistic values,
+    so a scheduler relying on the fit is drawn to explore:
+
+    * one distinct per-GPU batch: the observed compute time is split equally
+      between the fixed and the per-example part (``alpha_c``, ``beta_c``);
+    * no multi-GPU observation: synchronisation costs nothing (linear speedup);
+    * no observation with more than 2 GPUs: ``beta_r = beta_n = 0``;
+    * no multi-node observation: inter-node sync costs 10% more than intra-node.
+
+    The rest are fitted on log times as in :func:`fit_throughput`, starting
+    from ``start`` (a previous fit) when given.
+
+    Shapes: five arrays (O,) -> ThroughputParams.
+    """
+    n = np.asarray(num_nodes, dtype=float)
+    k = np.asarray(num_replicas, dtype=float)
+    m = np.asarray(local_bsz, dtype=float)
+    step = np.asarray(step_time, dtype=float)
+    sync = np.minimum(np.asarray(sync_time, dtype=float), step)
+    if len(step) == 0:
+        raise FitError("no observations to fit")
+    compute = np.maximum(step - sync, 1e-6 * step)
+    multi = n > 1
+    x = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    free = np.ones(7, dtype=bool)
+    ms = np.unique(m)
+    if len(ms) == 1:
+        x[0], x[1] = compute.mean() / 2, compute.mean() / 2 / ms[0]
+        free[:2] = False
+    else:
+        slope, icpt = np.polyfit(m, compute, 1)
+        x[0], x[1] = max(icpt, 1e-6), max(slope, 1e-9)
+    has_sync = bool(np.any(k > 1))
+    if not has_sync:
+        free[2:] = False
+    else:
+        x[2] = max(float(np.median(sync[k > 1])), 1e-6)
+        x[6] = 1.5
+    if not np.any(k > 2):
+        free[[3, 5]] = False
+    if not np.any(multi):
+        free[4] = False
+    if free.any():
+        lower, upper = np.zeros(7), np.full(7, np.inf)
+        lower[6], upper[6] = 1.0, 10.0
+        if start is not None:
+            prev = start.as_array()
+            prev[4:6] = np.maximum(prev[4:6] - prev[2:4], 0.0)  # alpha_n, beta_n as offsets
+            x = np.where(free, prev, x)
+        x0 = np.clip(x, lower + 1e-12, upper)
+        log_c, log_s = np.log(compute), np.log(step)
+
+        def residuals(xf):
+            xx = x0.copy()
+            xx[free] = xf
+            tc, ts = _predict(xx, m, k, multi)
+            return np.concatenate([np.log(tc) - log_c, np.log(np.maximum(ts, 1e-12)) - log_s])
+
+        res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), method="trf", max_nfev=200)
+        x = x0.copy()
+        x[free] = res.x
+    alpha_r, beta_r = x[2], x[3]
+    if np.any(multi):
+        alpha_n, beta_n = alpha_r + x[4], beta_r + x[5]
+    else:
+        alpha_n, beta_n = 1.1 * alpha_r, 1.1 * beta_r
+    return ThroughputParams(alpha_c=float(x[0]), beta_c=float(x[1]), alpha_r=float(alpha_r), beta_r=float(beta_r),
+                            alpha_n=float(alpha_n), beta_n=float(beta_n), gamma=float(np.clip(x[6], 1, 10)))

@@ -50,6 +50,9 @@ class AppProfile:
     phi_values: tuple[float, ...]
     target_epochs: float
     description: str = ""
+    #: Training iterations per epoch at the initial batch size (one epoch of
+    #: "progress"); used by the simulator's model ground truth.
+    epoch_iterations: float | None = None
 
     def __post_init__(self):
         if not 1 <= self.init_batch_size <= self.max_batch_size:
@@ -61,6 +64,8 @@ class AppProfile:
             raise ScenarioError(f"profiles.{self.name}.phi.epoch", "must be strictly increasing")
         if np.any(np.asarray(self.phi_values) <= 0):
             raise ScenarioError(f"profiles.{self.name}.phi.value", "gradient noise scales must be > 0")
+        if self.epoch_iterations is not None and not self.epoch_iterations > 0:
+            raise ScenarioError(f"profiles.{self.name}.epoch_iterations", "must be > 0 when given")
         object.__setattr__(self, "gpu_types", MappingProxyType(dict(self.gpu_types)))
 
     def phi_at(self, epoch):
@@ -78,6 +83,8 @@ class AppProfile:
             "init_batch_size": int(self.init_batch_size),
             "max_batch_size": int(self.max_batch_size),
             "target_epochs": float(self.target_epochs),
+            **({"epoch_iterations": float(f"{self.epoch_iterations:.6g}")}
+               if self.epoch_iterations is not None else {}),
             "phi": {"epoch": [float(e) for e in self.phi_epochs],
                     "value": [float(f"{v:.6g}") for v in self.phi_values]},
             "gpu_types": {
@@ -120,6 +127,7 @@ class AppProfile:
             init_batch_size=r.integer("init_batch_size", minimum=1),
             max_batch_size=r.integer("max_batch_size", minimum=1),
             target_epochs=r.number("target_epochs", minimum=0, strict=True),
+            epoch_iterations=r.optional("epoch_iterations", None),
             phi_epochs=tuple(phi.number_list("epoch")),
             phi_values=tuple(phi.number_list("value")),
             gpu_types=gpus,

@@ -29,7 +29,7 @@ METHOD_OPTIONS: dict[str, dict] = {
              "placement_check_s": 5.0, "max_placement_pairs": 100_000},
     "milp-pwl": {**_COMMON, **_MILP, "breakpoints": 8, "spacing": "adaptive"},
     "ga": {**_COMMON, "pop_size": 100, "n_gen": 100, "mutation_rate": None, "crossover_prob": 0.9,
-           "warm_start": None, "initial_population": None},
+           "warm_start": None, "initial_population": None, "engine": "pymoo"},
     "nsga2": {**_COMMON, "pop_size": 100, "n_gen": 100, "mutation_rate": None, "crossover_prob": 0.9,
               "warm_start": None, "initial_population": None},
     "greedy": {**_COMMON, "start": "empty"},
@@ -38,7 +38,8 @@ METHOD_OPTIONS: dict[str, dict] = {
 }
 METHODS = tuple(METHOD_OPTIONS)
 _CHOICES = {"formulation": ("auto", "placement", "config"), "symmetry": ("order", "none"),
-            "spacing": ("adaptive", "uniform"), "start": ("empty", "current")}
+            "spacing": ("adaptive", "uniform"), "start": ("empty", "current"),
+            "engine": ("pymoo", "numpy")}
 
 
 def _check_options(method: str, options) -> dict:

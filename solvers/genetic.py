@@ -6,6 +6,16 @@ population holds the current allocation, any warm starts (``warm_start``:
 ``"greedy"``, ``"milp"``, an allocation, or a list of them) and the
 ``initial_population`` of a previous round, then mutated copies, all repaired
 to feasibility. All randomness comes from ``seed``.
+
+Two engines run the same operators (:mod:`goodopt.formulations.ga_operators`):
+
+* ``engine="pymoo"`` (default): pymoo's ``GA`` / ``NSGA2`` loop;
+* ``engine="numpy"`` (single objective): the same generational scheme —
+  binary tournament on fitness, row crossover with ``crossover_prob``,
+  mutation, repair, and survival of the best ``pop_size`` of parents and
+  offspring — written as whole-population array operations, without pymoo's
+  per-individual bookkeeping. It is the fast path of the simulator's Pollux
+  policy; for the same seed it does not reproduce pymoo's random stream.
 """
 
 from __future__ import annotations
@@ -23,7 +33,8 @@ from pymoo.termination.max_time import TimeBasedTermination
 
 from goodopt.formulations.ga import AllocationGAProblem
 from goodopt.formulations.ga_operators import (AllocationMutation, AllocationRepair, AllocationSampling,
-                                               RepairData, RowCrossover)
+                                               RepairData, RowCrossover, initial_population, mutate, repair,
+                                               row_crossover)
 
 from .result import Termination
 
@@ -40,6 +51,8 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
         seeds.extend(init.reshape(-1, problem.n_jobs, problem.n_nodes))
     pop_size = opts["pop_size"]
     seeds = seeds[: max(pop_size - 1, 0)]
+    if opts.get("engine", "pymoo") == "numpy" and not two_objectives:
+        return _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0)
     gaprob = AllocationGAProblem(problem, evaluator, two_objectives=two_objectives)
     operators = dict(
         pop_size=pop_size,
@@ -87,3 +100,47 @@ def _pymoo_version() -> str:
     from importlib.metadata import version
 
     return version("pymoo")
+
+
+def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
+    """The single-objective GA as whole-population array operations (see the module docstring)."""
+    rng = np.random.default_rng(opts["seed"])
+    P, J = opts["pop_size"], problem.n_jobs
+    rate = opts["mutation_rate"] if opts["mutation_rate"] is not None else min(1.0, 2.0 / max(J, 1))
+    deadline = None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"]
+
+    def score(pop):
+        ev = evaluator.evaluate(pop)
+        return np.where(ev.violation == 0, ev.fitness, -np.inf)
+
+    build_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    pop = initial_population(data, seeds, P, rng)
+    fit = score(pop)
+    n_eval, gen = P, 0
+    status = Termination.COMPLETED
+    while gen < opts["n_gen"]:
+        if deadline is not None and time.perf_counter() >= deadline:
+            status = Termination.TIME_LIMIT
+            break
+        n_pairs = (P + 1) // 2
+        cand = rng.integers(0, P, size=(2, 2 * n_pairs))  # binary tournaments
+        parents = np.where(fit[cand[0]] >= fit[cand[1]], cand[0], cand[1]).reshape(2, n_pairs)
+        A, B = pop[parents[0]], pop[parents[1]]
+        c1, c2 = row_crossover(A, B, rng)
+        cross = (rng.random(n_pairs) < opts["crossover_prob"])[:, None, None]
+        kids = np.concatenate([np.where(cross, c1, A), np.where(cross, c2, B)])[:P]
+        kids = repair(mutate(kids, data, rng, rate), data, rng)
+        merged = np.concatenate([pop, kids])
+        merged_fit = np.concatenate([fit, score(kids)])
+        best = np.argsort(-merged_fit, kind="stable")[:P]
+        pop, fit = merged[best], merged_fit[best]
+        n_eval += len(kids)
+        gen += 1
+    solve_s = time.perf_counter() - t1
+    alloc = pop[0] if np.isfinite(fit[0]) else None
+    return dict(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
+                build_s=build_s, solve_s=solve_s, nodes=None, solver="numpy-ga", solver_version=np.__version__,
+                raw_status=f"{gen} generations", n_variables=J * problem.n_nodes, n_constraints=1, n_configs=None,
+                extra={"generations": gen, "evaluations": n_eval, "final_population": pop},
+                message=f"{gen} generations of population {P}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from goodopt.formulations.configs import ConfigSet, match_configs, rank_utility
-from goodopt.formulations.placement import _place_one
+from goodopt.formulations.placement import place_one
 
 _MAX_TRIES_PER_STEP = 64
 
@@ -55,7 +55,7 @@ class _State:
                 return False
         else:
             multi = bool(cs.multi[c])
-            row = _place_one(pr, free, blocked, int(cs.gpu_type[c]), int(cs.n_gpus[c]), multi)
+            row = place_one(pr.node_type, free, blocked, int(cs.gpu_type[c]), int(cs.n_gpus[c]), multi)
             if row is None:
                 return False
         self.alloc[j] = row

@@ -1,0 +1,122 @@
+"""Trace-driven cluster simulation: workloads, ground truth, job agents, policies.
+
+``simulate(workload, cluster, policy, ...)`` runs one workload under one
+policy and returns a :class:`SimulationResult`. The engine
+(:mod:`goodopt.sim.engine`) is apart from the policies
+(:mod:`goodopt.sim.policies`); what really happens comes from
+:mod:`goodopt.sim.truth`, what the scheduler believes from the job agents
+(:mod:`goodopt.sim.agent`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+
+from goodopt.cluster import Cluster
+from goodopt.errors import ValidationError
+
+from .engine import FIXED_APPS, Engine, SimConfig
+from .policies import POLICIES, Policy, make_policy
+from .result import ALLOCATION_COLUMNS, JOB_COLUMNS, SimulationResult, summarise
+from .truth import Truth, model_truth, trace_truth
+from .workload import Workload, generate_workload, load_workload
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FIXED_APPS", "POLICIES", "Policy", "SimConfig", "SimulationResult", "Truth", "Workload",
+           "generate_workload", "load_workload", "make_policy", "model_truth", "simulate", "trace_truth"]
+
+
+def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, config: SimConfig | None = None,
+             seed: int | np.random.Generator = 0, policy_options: dict | None = None,
+             progress: bool = False) -> SimulationResult:
+    """Run ``workload`` on ``cluster`` under ``policy`` (a name or a :class:`Policy`).
+
+    ``truth`` defaults to the model ground truth of the shipped profiles; pass
+    :func:`trace_truth` for the published measurements. ``seed`` drives every
+    random choice of the policy (same seed, same run). ``progress`` shows a bar
+    of simulated time and jobs done.
+    """
+    if not isinstance(workload, Workload):
+        workload = load_workload(workload)
+    if not isinstance(cluster, Cluster):
+        raise ValidationError("cluster", f"must be a Cluster, got {type(cluster).__name__}",
+                              "use goodopt.generate.testbed_cluster() or a scenario's cluster")
+    config = config or SimConfig()
+    truth = truth or model_truth(sorted({j.application for j in workload.jobs}))
+    missing = sorted({j.application for j in workload.jobs} - set(truth.apps))
+    if missing:
+        raise ValidationError("workload.application", f"no ground truth for {missing}",
+                              f"known applications: {sorted(truth.apps)}")
+    pol = make_policy(policy, **(policy_options or {}))
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    engine = Engine(workload, cluster, pol, truth, config, rng)
+    t0 = time.perf_counter()
+    with _bar(progress, workload, pol.name) as update:
+        engine.run(progress=update)
+    wall = time.perf_counter() - t0
+    result = _collect(engine, workload, cluster, truth, config)
+    result.summary["wall_s"] = wall
+    result.metadata.update({
+        "workload": workload.name, "policy": pol.describe(), "cluster": cluster.describe(),
+        "truth": truth.source, "seed": seed if not isinstance(seed, np.random.Generator) else "generator",
+        "config": {k: (dict(v) if k == "fixed_apps" else v) for k, v in config.__dict__.items()},
+    })
+    log.info("%s / %s: avg JCT %.0f s, makespan %.0f s, %d rounds in %.1f s", workload.name, pol.name,
+             result.summary["avg_jct"], result.summary["makespan"], result.summary["n_rounds"], wall)
+    return result
+
+
+def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
+    per_node = int(cluster.node_capacity.max())
+    rows = []
+    for job in engine.jobs:
+        app = truth[job.application]
+        k = job.fixed_gpus or min(job.num_replicas, cluster.n_gpus)
+        full, rest = divmod(k, per_node)
+        placement = tuple([per_node] * full + ([rest] if rest else []))
+        isolated = app.remaining_time(0.0, 0, placement, job.batch_size)
+        jct = job.completion_s - job.arrival_s
+        rows.append((job.name, job.application, job.arrival_s, job.start_s, job.completion_s, jct,
+                     job.num_replicas, job.batch_size, job.n_restarts, job.attained_gpu_s, isolated,
+                     jct / isolated if isolated > 0 else np.nan))
+    jobs = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+    rounds = pd.DataFrame(engine.rounds)
+    allocs = pd.DataFrame(engine.alloc_log, columns=list(ALLOCATION_COLUMNS))
+    summary = summarise(jobs, rounds, engine.policy_s, engine.engine_s)
+    summary["n_gpus"] = cluster.n_gpus
+    return SimulationResult(jobs=jobs, rounds=rounds, allocations=allocs, summary=summary)
+
+
+class _bar:
+    """A rich progress bar over simulated hours and jobs done (no-op when disabled)."""
+
+    def __init__(self, enabled, workload, policy_name):
+        self.enabled = enabled
+        self.label = f"{workload.name} / {policy_name}"
+        self.n_jobs = workload.n_jobs
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("jobs done, {task.fields[hours]:.1f} h simulated"),
+                                 TimeElapsedColumn(), transient=True)
+        self.progress.__enter__()
+        self.task = self.progress.add_task(self.label, total=self.n_jobs, hours=0.0)
+
+        def update(t, done, total):
+            self.progress.update(self.task, completed=done, hours=t / 3600.0)
+
+        return update
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.progress.__exit__(*exc)
+        return False

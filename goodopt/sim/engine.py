@@ -1,0 +1,307 @@
+"""The simulation engine: time, arrivals, restarts, progress and invariants.
+
+The engine knows nothing of how allocations are chosen; a policy (see
+:mod:`goodopt.sim.policies`) receives a :class:`RoundState` every round and
+returns an allocation. Each round of ``interval_s`` seconds:
+
+1. jobs whose arrival time has passed join the active set;
+2. the policy returns a (J, N) allocation of the active jobs; it is checked
+   (whole GPUs, no node over capacity, one GPU type per job);
+3. every job whose allocation changed pays ``restart_delay_s`` of no progress
+   (also when it starts for the first time); each job picks its batch — the
+   job agent's goodput-optimal one for adaptive policies, the workload's
+   fixed batch otherwise (ncf always keeps 32768 on one GPU);
+4. every job with GPUs advances through the rest of the round: per optimiser
+   step it gains ``scale * E`` progress (see :mod:`goodopt.sim.truth`), at
+   the true iteration time of its placement, slowed by ``(1 - slowdown)`` if
+   it spans nodes that host another multi-node job and interference is on;
+   crossing an epoch boundary updates its gradient statistics, and adaptive
+   jobs re-pick their batch; a job completes when it finishes its target epoch
+   (its completion time is exact within the round);
+5. the agent of every job that ran records what it observed.
+
+Invariants checked each round (a :class:`~goodopt.errors.SimulationError`
+names the round and job): no node over capacity, no progress without GPUs,
+time moves forward; at the end every job has completed (or the run stops at
+``max_time_s`` with the unfinished jobs named).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from goodopt.cluster import Cluster
+from goodopt.errors import SimulationError, ValidationError
+from goodopt.validation import check_number
+
+from .agent import JobAgent
+
+log = logging.getLogger(__name__)
+
+#: Applications whose batch and GPU count the Pollux runs kept fixed: app -> (batch, GPUs).
+FIXED_APPS = {"ncf": (32768, 1)}
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Engine settings (times in seconds)."""
+
+    interval_s: float = 60.0
+    restart_delay_s: float = 30.0
+    #: Fraction of progress lost by a multi-node job sharing a node with another multi-node job.
+    interference_slowdown: float = 0.0
+    max_time_s: float = 60 * 86400.0
+    fixed_apps: tuple = tuple(FIXED_APPS.items())
+    gpu_type: str = "t4"
+    log_allocations: bool = True
+
+    def __post_init__(self):
+        check_number("interval_s", self.interval_s, minimum=0, strict=True)
+        check_number("restart_delay_s", self.restart_delay_s, minimum=0)
+        check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
+        if not 0 <= self.interference_slowdown < 1:
+            raise ValidationError("interference_slowdown", f"must lie in [0, 1), got {self.interference_slowdown}",
+                                  "0.25 means a 25% slower job")
+
+
+@dataclass(eq=False)
+class SimJob:
+    """A job's state in the simulation (mutable; owned by the engine)."""
+
+    index: int
+    name: str
+    application: str
+    arrival_s: float
+    num_replicas: int
+    batch_size: int
+    agent: JobAgent
+    fixed_gpus: int | None = None
+    row: np.ndarray = field(default=None)
+    local_bsz: int = 0
+    accum_steps: int = 0
+    progress: float = 0.0
+    epoch: int = 0
+    restart_left_s: float = 0.0
+    n_starts: int = 0
+    n_restarts: int = 0
+    attained_gpu_s: float = 0.0
+    start_s: float | None = None
+    completion_s: float | None = None
+
+    @property
+    def n_gpus(self) -> int:
+        return int(self.row.sum())
+
+    @property
+    def placement(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.row[self.row > 0])
+
+
+@dataclass(frozen=True)
+class RoundState:
+    """What a policy sees in one round.
+
+    ``jobs`` are the active jobs in arrival order; ``current`` (J, N) their
+    allocations; ``truth`` is set only for policies that declare
+    ``needs_oracle`` (Optimus+Oracle).
+    """
+
+    time_s: float
+    round_index: int
+    cluster: Cluster
+    jobs: tuple[SimJob, ...]
+    current: np.ndarray
+    config: SimConfig
+    truth: object = None
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.jobs)
+
+
+class Engine:
+    """Runs one workload under one policy (use :func:`goodopt.sim.simulate`)."""
+
+    def __init__(self, workload, cluster: Cluster, policy, truth, config: SimConfig, rng: np.random.Generator):
+        self.workload, self.cluster, self.policy, self.truth, self.config = workload, cluster, policy, truth, config
+        self.rng = rng
+        if len(cluster.gpu_type_names) != 1:
+            raise ValidationError("cluster", "the simulator runs homogeneous clusters",
+                                  "give node groups of one GPU type")
+        fixed = dict(config.fixed_apps)
+        self.jobs = []
+        for i, wj in enumerate(workload.jobs):
+            app = truth[wj.application]
+            batch, gpus = fixed.get(wj.application, (None, None))
+            agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus)
+            self.jobs.append(SimJob(i, wj.name, wj.application, float(wj.arrival_s), wj.num_replicas,
+                                    batch or wj.batch_size, agent, fixed_gpus=gpus,
+                                    row=np.zeros(cluster.n_nodes, dtype=np.int64)))
+        self.rounds: list[dict] = []
+        self.alloc_log: list[tuple] = []
+        self.policy_s = 0.0
+        self.engine_s = 0.0
+
+    # ----------------------------------------------------------------- loop
+    def run(self, progress=None):
+        cfg, cap = self.config, self.cluster.node_capacity
+        pending = list(self.jobs)
+        active: list[SimJob] = []
+        t, r = 0.0, 0
+        done = 0
+        self.policy.reset(self.cluster, self.rng)
+        while pending or active:
+            if t > cfg.max_time_s:
+                left = [j.name for j in pending + active][:5]
+                raise SimulationError(f"simulated time exceeded max_time_s={cfg.max_time_s:g}; unfinished jobs "
+                                      f"include {left} (a policy may be starving them)")
+            e0 = time.perf_counter()
+            while pending and pending[0].arrival_s <= t:
+                active.append(pending.pop(0))
+            if not active:
+                t = max(t + cfg.interval_s, np.floor(pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
+                continue
+            current = np.stack([j.row for j in active])
+            state = RoundState(t, r, self.cluster, tuple(active), current, cfg,
+                               self.truth if getattr(self.policy, "needs_oracle", False) else None)
+            e1 = time.perf_counter()
+            alloc = self.policy.allocate(state)
+            e2 = time.perf_counter()
+            alloc = self._check(alloc, state)
+            finished = self._apply_and_advance(active, alloc, t)
+            gpus = alloc.sum()
+            stats = getattr(self.policy, "last_stats", {}) or {}
+            self.rounds.append({
+                "round": r, "time_s": t, "n_active": len(active), "n_running": int((alloc.sum(axis=1) > 0).sum()),
+                "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
+                "utilisation": float(gpus / cap.sum()), "n_completed": len(finished),
+                "policy_s": e2 - e1, **{f"policy_{k}": v for k, v in stats.items()},
+            })
+            active = [j for j in active if j.completion_s is None]
+            done += len(finished)
+            t_next = t + cfg.interval_s
+            if not t_next > t:
+                raise SimulationError(f"round {r}: time did not move forward ({t} -> {t_next})")
+            t, r = t_next, r + 1
+            self.policy_s += e2 - e1
+            self.engine_s += (time.perf_counter() - e0) - (e2 - e1)
+            if progress is not None:
+                progress(t, done, len(self.jobs))
+        missing = [j.name for j in self.jobs if j.completion_s is None]
+        if missing:
+            raise SimulationError(f"jobs never completed: {missing[:5]}")
+        return self
+
+    # ------------------------------------------------------------ checking
+    def _check(self, alloc, state: RoundState) -> np.ndarray:
+        a = np.asarray(alloc)
+        J, N = state.n_jobs, self.cluster.n_nodes
+        where = f"round {state.round_index} (t={state.time_s:g}s), policy {self.policy.name!r}"
+        if a.shape != (J, N):
+            raise SimulationError(f"{where}: allocation has shape {a.shape}, expected {(J, N)}")
+        if a.dtype.kind not in "iu":
+            if not np.all(a == np.round(a)):
+                raise SimulationError(f"{where}: allocation holds fractional GPUs")
+            a = a.astype(np.int64)
+        if np.any(a < 0):
+            raise SimulationError(f"{where}: negative GPU counts")
+        over = np.flatnonzero(a.sum(axis=0) > self.cluster.node_capacity)
+        if len(over):
+            n = over[0]
+            raise SimulationError(f"{where}: node {self.cluster.node_names[n]} over capacity "
+                                  f"({a[:, n].sum()} > {self.cluster.node_capacity[n]})")
+        for j, job in enumerate(state.jobs):
+            if job.fixed_gpus is not None and a[j].sum() not in (0, job.fixed_gpus):
+                raise SimulationError(f"{where}: job {job.name} must run on exactly {job.fixed_gpus} GPU(s), "
+                                      f"got {a[j].sum()}")
+        return a
+
+    # ------------------------------------------------------------ progress
+    def _apply_and_advance(self, active, alloc, t):
+        cfg = self.config
+        adaptive = getattr(self.policy, "adaptive_batch", True)
+        # multi-node jobs per node, for interference
+        multi = (alloc > 0).sum(axis=1) > 1
+        shared = (alloc[multi] > 0).sum(axis=0) > 1 if multi.any() else np.zeros(alloc.shape[1], bool)
+        finished = []
+        for j, job in enumerate(active):
+            row = alloc[j]
+            if not np.array_equal(row, job.row):
+                job.row = row.copy()
+                if row.any():
+                    job.restart_left_s = cfg.restart_delay_s
+                    if job.n_starts:
+                        job.n_restarts += 1
+                    else:
+                        job.start_s = t
+                    job.n_starts += 1
+                    job.local_bsz, job.accum_steps = self._batch(job, adaptive)
+                else:
+                    job.restart_left_s = 0.0
+            if not row.any():
+                if self.config.log_allocations:
+                    self.alloc_log.append((t, job.name, 0, 0, 0, 0, 0, job.progress, job.epoch))
+                continue
+            slow = 1.0
+            if cfg.interference_slowdown and multi[j] and np.any(shared & (row > 0)):
+                slow = 1.0 - cfg.interference_slowdown
+            before = job.progress
+            self._advance(job, t, cfg.interval_s, slow, adaptive)
+            if job.progress < before:
+                raise SimulationError(f"job {job.name}: progress went backwards at t={t:g}s")
+            job.attained_gpu_s += job.n_gpus * cfg.interval_s if job.completion_s is None \
+                else job.n_gpus * (job.completion_s - t)
+            if self.config.log_allocations:
+                self.alloc_log.append((t, job.name, job.n_gpus, len(job.placement), job.local_bsz,
+                                       job.accum_steps, job.local_bsz * job.n_gpus * (job.accum_steps + 1),
+                                       job.progress, job.epoch))
+            if job.completion_s is not None:
+                finished.append(job)
+                job.row = np.zeros_like(job.row)
+        return finished
+
+    def _batch(self, job, adaptive):
+        app = self.truth[job.application]
+        if adaptive or job.agent.fixed_batch is not None:
+            return job.agent.choose(job.placement)
+        return app.fixed_config(job.batch_size, job.n_gpus)
+
+    def _advance(self, job, t, seconds, slow, adaptive):
+        """Run ``job`` for ``seconds`` from ``t`` on its allocation (no-op while restarting)."""
+        app = self.truth[job.application]
+        wait = min(job.restart_left_s, seconds)
+        job.restart_left_s -= wait
+        left = seconds - wait
+        now = t + wait
+        target = app.target_epochs
+        placement = job.placement
+        observed = False
+        while left > 1e-9:
+            batch = job.local_bsz * job.n_gpus * (job.accum_steps + 1)
+            step, sync = app.times(placement, job.local_bsz)
+            t_iter = step + job.accum_steps * max(step - sync, 0.0)
+            rate = app.gain(batch, job.epoch) / t_iter * slow  # progress per second
+            if not observed:
+                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch))
+                observed = True
+            boundary = app.epoch_end_progress[job.epoch]
+            need = (boundary - job.progress) / rate
+            if need > left:
+                job.progress += rate * left
+                now += left
+                left = 0.0
+            else:
+                job.progress = float(boundary)
+                job.epoch += 1
+                now += need
+                left -= need
+                if job.epoch >= target:
+                    job.completion_s = now
+                    return
+                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch))
+                if adaptive and job.agent.fixed_batch is None:
+                    job.local_bsz, job.accum_steps = job.agent.choose(placement, refit=False)

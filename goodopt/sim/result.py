@@ -1,0 +1,89 @@
+"""What a simulation run returns and writes: tidy tables and a summary.
+
+* ``jobs`` — one row per job: arrival, start, completion, JCT, restarts,
+  attained GPU-seconds, isolated run time and finish-time fairness ``rho``;
+* ``rounds`` — one row per scheduling round: active/running/queued jobs, GPUs
+  allocated, utilisation, the policy's wall time and its own statistics;
+* ``allocations`` — one row per (round, active job): GPUs, nodes, per-GPU batch,
+  accumulation steps, total batch, progress and epoch at the end of the round;
+* ``summary`` — average/median/p99 JCT, makespan, utilisation, restarts,
+  finish-time fairness and the time split policy vs engine.
+
+Finish-time fairness (Themis' rho) is ``JCT / isolated time``, the isolated
+time being the job's run alone on the cluster with its requested GPUs and
+batch, packed, without restarts (oracle step times).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+JOB_COLUMNS = ("job", "application", "arrival_s", "start_s", "completion_s", "jct_s", "num_replicas",
+               "batch_size", "n_restarts", "attained_gpu_s", "isolated_s", "ftf_rho")
+ALLOCATION_COLUMNS = ("time_s", "job", "n_gpus", "n_nodes", "local_bsz", "accum_steps", "batch_size",
+                      "progress", "epoch")
+
+
+@dataclass
+class SimulationResult:
+    """Tables and summary of one run (see the module docstring)."""
+
+    jobs: pd.DataFrame
+    rounds: pd.DataFrame
+    allocations: pd.DataFrame
+    summary: dict
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def avg_jct(self) -> float:
+        return self.summary["avg_jct"]
+
+    def write(self, out_dir) -> Path:
+        """Write ``jobs.csv``, ``rounds.csv``, ``allocations.csv`` and ``summary.json`` to ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.jobs.to_csv(out / "jobs.csv", index=False)
+        self.rounds.to_csv(out / "rounds.csv", index=False)
+        self.allocations.to_csv(out / "allocations.csv", index=False)
+        (out / "summary.json").write_text(json.dumps({**self.summary, "metadata": self.metadata}, indent=2,
+                                                     default=_json_default))
+        return out
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    return str(obj)
+
+
+def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float) -> dict:
+    """Run-level metrics from the job and round tables (times in seconds)."""
+    jct = jobs["jct_s"].to_numpy(float)
+    n_gpus_total = rounds["gpus_allocated"] / rounds["utilisation"].where(rounds["utilisation"] > 0)
+    return {
+        "n_jobs": int(len(jobs)),
+        "avg_jct": float(jct.mean()),
+        "median_jct": float(np.median(jct)),
+        "p99_jct": float(np.percentile(jct, 99)),
+        "max_jct": float(jct.max()),
+        "makespan": float(jobs["completion_s"].max() - jobs["arrival_s"].min()),
+        "restarts": int(jobs["n_restarts"].sum()),
+        "avg_restarts": float(jobs["n_restarts"].mean()),
+        "avg_utilisation": float(rounds["utilisation"].mean()),
+        "n_gpus": int(np.nanmax(n_gpus_total)) if n_gpus_total.notna().any() else None,
+        "avg_ftf_rho": float(jobs["ftf_rho"].mean()),
+        "max_ftf_rho": float(jobs["ftf_rho"].max()),
+        "frac_ftf_rho_above_1": float((jobs["ftf_rho"] > 1).mean()),
+        "n_rounds": int(len(rounds)),
+        "policy_s": float(policy_s),
+        "engine_s": float(engine_s),
+        "policy_s_per_round": float(policy_s / max(len(rounds), 1)),
+        "engine_s_per_round": float(engine_s / max(len(rounds), 1)),
+    }

@@ -1,0 +1,149 @@
+"""Many simulations at once on a local process pool: workloads x policies x seeds.
+
+Each task is self-contained (workload, policy, options, engine settings,
+ground-truth source, seed), so results do not depend on the number of workers
+or their order. The tidy table has one row per task with the run's summary.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from goodopt.cluster import Cluster
+from goodopt.errors import ValidationError
+
+from .engine import SimConfig
+from .workload import Workload, generate_workload, load_workload
+
+log = logging.getLogger(__name__)
+
+SUMMARY_COLUMNS = ("workload", "policy", "seed", "n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan",
+                   "restarts", "avg_utilisation", "avg_ftf_rho", "max_ftf_rho", "n_rounds", "policy_s",
+                   "engine_s", "wall_s")
+
+
+@dataclass(frozen=True)
+class SimTask:
+    """One simulation: what to run and where to write it (``out_dir`` may be None)."""
+
+    workload: str  # a CSV path or ``generated:LOAD:SEED``
+    policy: str
+    cluster: Cluster
+    config: SimConfig = SimConfig()
+    seed: int = 0
+    truth: str = "model"  # "model" or a traces directory
+    policy_options: dict = field(default_factory=dict)
+    out_dir: str | None = None
+
+
+def resolve_workload(spec) -> Workload:
+    """A workload from a CSV path or ``generated:LOAD:SEED`` (Pollux-style generator)."""
+    if isinstance(spec, Workload):
+        return spec
+    s = str(spec)
+    if s.startswith("generated:"):
+        parts = s.split(":")
+        try:
+            load, seed = float(parts[1]), int(parts[2])
+        except (IndexError, ValueError):
+            raise ValidationError("workload", f"bad generated workload {s!r}",
+                                  "write generated:LOAD:SEED, e.g. generated:1.0:0") from None
+        return generate_workload(seed, load=load, name=f"generated-{load:g}-{seed}")
+    return load_workload(s)
+
+
+def expand_workloads(specs) -> list[str]:
+    """Workload specs with folders expanded to their ``*.csv`` files (sorted)."""
+    out = []
+    for spec in specs:
+        p = Path(str(spec))
+        if not str(spec).startswith("generated:") and p.is_dir():
+            files = sorted(p.glob("*.csv"), key=lambda f: (len(f.stem), f.stem))
+            if not files:
+                raise ValidationError("workload", f"folder {str(p)!r} holds no .csv workloads")
+            out.extend(str(f) for f in files)
+        else:
+            out.append(str(spec))
+    return out
+
+
+@lru_cache(maxsize=4)
+def _truth(source: str, apps: tuple[str, ...]):
+    from .truth import model_truth, trace_truth
+
+    return model_truth(apps) if source == "model" else trace_truth(source, apps)
+
+
+def run_task(task: SimTask) -> dict:
+    """Run one task; returns its summary row (and writes its tables when ``out_dir`` is set)."""
+    from . import simulate
+
+    wl = resolve_workload(task.workload)
+    truth = _truth(task.truth, tuple(sorted({j.application for j in wl.jobs})))
+    res = simulate(wl, task.cluster, task.policy, truth=truth, config=task.config, seed=task.seed,
+                   policy_options=task.policy_options)
+    if task.out_dir:
+        res.write(task.out_dir)
+    row = {"workload": _stem(str(task.workload)), "policy": task.policy, "seed": task.seed}
+    row.update({k: res.summary.get(k) for k in SUMMARY_COLUMNS if k not in row})
+    return row
+
+
+def run_tasks(tasks, *, workers: int = 1, progress: bool = True) -> pd.DataFrame:
+    """Run ``tasks`` (in a process pool when ``workers > 1``); one tidy row per task, in task order."""
+    tasks = list(tasks)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValidationError("workers", f"must be a whole number >= 1, got {workers!r}")
+    workers = min(workers, len(tasks), os.cpu_count() or 1) or 1
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    rows: dict[int, dict] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  disable=not progress, transient=True) as bar:
+        t = bar.add_task("simulations", total=len(tasks))
+        if workers == 1:
+            for i, task in enumerate(tasks):
+                bar.update(t, description=f"{Path(task.workload).stem} / {task.policy}")
+                rows[i] = run_task(task)
+                bar.advance(t)
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(run_task, task): i for i, task in enumerate(tasks)}
+                for fut in as_completed(futures):
+                    rows[futures[fut]] = fut.result()
+                    bar.advance(t)
+    return pd.DataFrame([rows[i] for i in range(len(tasks))], columns=list(SUMMARY_COLUMNS))
+
+
+def grid(workloads, policies, cluster: Cluster, *, seeds=(0,), config: SimConfig = SimConfig(), truth="model",
+         policy_options=None, out_dir=None) -> list[SimTask]:
+    """Tasks for every (workload, policy, seed); outputs under ``out_dir/<workload>/<policy>-s<seed>``."""
+    policy_options = policy_options or {}
+    tasks = []
+    for w in expand_workloads(workloads):
+        for p in policies:
+            for s in seeds:
+                od = None
+                if out_dir is not None:
+                    od = str(Path(out_dir) / _stem(w) / f"{p}-s{s}")
+                tasks.append(SimTask(w, p, cluster, config, s, truth, dict(policy_options.get(p, {})), od))
+    return tasks
+
+
+def _stem(spec: str) -> str:
+    p = Path(spec)
+    if spec.startswith("generated:"):
+        return spec.replace(":", "-")
+    return f"{p.parent.name}-{p.stem}" if p.parent.name else p.stem
+
+
+def with_config(tasks, **changes) -> list[SimTask]:
+    """The same tasks with changed engine settings."""
+    return [replace(t, config=replace(t.config, **changes)) for t in tasks]

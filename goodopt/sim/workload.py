@@ -1,0 +1,144 @@
+"""Workloads: jobs arriving over time (the Pollux CSV format) and a seeded generator.
+
+A workload CSV has columns ``name,time,application,num_replicas,batch_size``:
+arrival second, job type, and the GPU count / total batch a user asked for
+(what fixed-size baselines such as Tiresias and Optimus use).
+
+:func:`generate_workload` draws Pollux-style workloads without any external
+file. Its tables were derived from the 32 published Pollux workloads (8 per
+load 0.5/1.0/1.5/2.0, all sampled from the Microsoft Philly trace):
+
+* the application mix (:data:`APP_MIX`, fraction of jobs);
+* per application, the (GPUs, batch) requests users made and how often
+  (:data:`REQUESTS`);
+* arrivals: at load 1.0, 160 jobs in 8 hours; the hourly arrival weights
+  (:data:`HOURLY_WEIGHTS`) are the published workloads' arrivals per hour
+  (relative to the mean); arrivals within an hour are uniform. Longer
+  windows repeat the 8-hour pattern.
+
+``load`` scales the number of jobs (``n_jobs = round(160 * load * hours / 8)``),
+as the published loads do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from goodopt.errors import ValidationError
+from goodopt.traces import WORKLOAD_COLUMNS, read_workload
+
+#: Fraction of jobs per application in the published Pollux workloads.
+APP_MIX = {"ncf": 0.3966, "cifar10": 0.3823, "deepspeech2": 0.0895, "bert": 0.0670, "yolov3": 0.0470,
+           "imagenet": 0.0175}
+#: Per application: (num_replicas, batch_size) requests and their counts in the published workloads.
+REQUESTS = {
+    "bert": [((6, 384), 105), ((8, 384), 93), ((12, 384), 101), ((16, 384), 130)],
+    "cifar10": [((6, 2048), 645), ((8, 2048), 595), ((12, 4096), 647), ((16, 4096), 560)],
+    "deepspeech2": [((6, 320), 180), ((8, 320), 187), ((12, 640), 206)],
+    "imagenet": [((24, 3200), 39), ((32, 6400), 40), ((48, 6400), 33)],
+    "ncf": [((1, 32768), 2538)],
+    "yolov3": [((4, 64), 301)],
+}
+#: Relative arrival rate in each hour of the published 8-hour workloads (mean 1).
+HOURLY_WEIGHTS = (0.91, 0.85, 0.55, 0.94, 1.24, 1.81, 0.92, 0.79)
+#: Jobs per hour at load 1.0.
+JOBS_PER_HOUR = 20.0
+
+
+@dataclass(frozen=True)
+class WorkloadJob:
+    """One job of a workload."""
+
+    name: str
+    arrival_s: float
+    application: str
+    num_replicas: int
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Jobs in order of arrival."""
+
+    jobs: tuple[WorkloadJob, ...]
+    name: str = "workload"
+
+    def __post_init__(self):
+        object.__setattr__(self, "jobs", tuple(sorted(self.jobs, key=lambda j: (j.arrival_s, j.name))))
+        if not self.jobs:
+            raise ValidationError("workload", "has no jobs", "give at least one row")
+        names = [j.name for j in self.jobs]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})[0]
+            raise ValidationError("workload.name", f"duplicate job name {dup!r}", "job names must be unique")
+        for j in self.jobs:
+            if j.num_replicas < 1 or j.batch_size < 1:
+                raise ValidationError(f"workload[{j.name}]", "num_replicas and batch_size must be >= 1")
+            if not np.isfinite(j.arrival_s) or j.arrival_s < 0:
+                raise ValidationError(f"workload[{j.name}].time", f"must be a finite second >= 0, got {j.arrival_s}")
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.jobs)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([(j.name, j.arrival_s, j.application, j.num_replicas, j.batch_size) for j in self.jobs],
+                            columns=list(WORKLOAD_COLUMNS))
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.to_frame().to_csv(path, index=False)
+        return path
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, name: str = "workload") -> "Workload":
+        jobs = tuple(WorkloadJob(str(r.name), float(r.time), str(r.application), int(r.num_replicas),
+                                 int(r.batch_size)) for r in df.itertuples(index=False))
+        return cls(jobs, name=name)
+
+
+def load_workload(path) -> Workload:
+    """Read a workload CSV (Pollux format)."""
+    path = Path(path)
+    return Workload.from_frame(read_workload(path), name=path.stem)
+
+
+def generate_workload(seed, *, load: float = 1.0, hours: float = 8.0, mix=None,
+                      name: str | None = None) -> Workload:
+    """A Pollux-style workload drawn with ``numpy.random.default_rng(seed)``.
+
+    ``mix`` overrides :data:`APP_MIX` (application -> weight); applications
+    without a :data:`REQUESTS` entry are requested with 1 GPU and their
+    initial batch size is left to the simulator (batch 0 is not allowed, so
+    such mixes must list requests).
+    """
+    if not load > 0 or not np.isfinite(load):
+        raise ValidationError("load", f"must be a number > 0, got {load!r}")
+    if not hours > 0 or not np.isfinite(hours):
+        raise ValidationError("hours", f"must be a number > 0, got {hours!r}")
+    mix = dict(mix or APP_MIX)
+    unknown = sorted(set(mix) - set(REQUESTS))
+    if unknown:
+        raise ValidationError("mix", f"no request table for {unknown}", f"use applications of {sorted(REQUESTS)}")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    n_jobs = max(1, int(round(JOBS_PER_HOUR * load * hours)))
+    n_hours = int(np.ceil(hours))
+    weights = np.resize(np.asarray(HOURLY_WEIGHTS, dtype=float), n_hours)
+    hour = rng.choice(n_hours, size=n_jobs, p=weights / weights.sum())
+    arrival = np.minimum((hour + rng.random(n_jobs)) * 3600.0, hours * 3600.0)
+    arrival = np.sort(np.floor(arrival))
+    apps = sorted(mix)
+    p = np.array([mix[a] for a in apps], dtype=float)
+    app_idx = rng.choice(len(apps), size=n_jobs, p=p / p.sum())
+    jobs = []
+    for i, (t, a) in enumerate(zip(arrival, app_idx)):
+        app = apps[a]
+        reqs, counts = zip(*REQUESTS[app])
+        r = reqs[rng.choice(len(reqs), p=np.array(counts, float) / sum(counts))]
+        jobs.append(WorkloadJob(f"{app}-{i}", float(t), app, int(r[0]), int(r[1])))
+    return Workload(tuple(jobs), name=name or f"generated-load{load:g}-seed{seed if np.isscalar(seed) else 'rng'}")
