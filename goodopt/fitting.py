@@ -208,8 +208,11 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
     * no observation with more than 2 GPUs: ``beta_r = beta_n = 0``;
     * no multi-node observation: inter-node sync costs 10% more than intra-node.
 
-    The rest are fitted on log times as in :func:`fit_throughput`, starting
-    from ``start`` (a previous fit) when given.
+    The rest are fitted on log times as in :func:`fit_throughput`, plus the
+    measured synchronisation times themselves (a job sees them separately, and
+    without them a large overlap ``gamma`` would leave the sync parameters
+    free to extrapolate anywhere below the compute time), starting from
+    ``start`` (a previous fit) when given.
 
     Shapes: five arrays (O,) -> ThroughputParams.
     """
@@ -250,12 +253,17 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
             x = np.where(free, prev, x)
         x0 = np.clip(x, lower + 1e-12, upper)
         log_c, log_s = np.log(compute), np.log(step)
+        has = (k > 1) & (sync > 0)
+        log_y = np.log(sync[has])
 
         def residuals(xf):
             xx = x0.copy()
             xx[free] = xf
             tc, ts = _predict(xx, m, k, multi)
-            return np.concatenate([np.log(tc) - log_c, np.log(np.maximum(ts, 1e-12)) - log_s])
+            ty = gp.sync_time({"alpha_r": xx[2], "beta_r": xx[3], "alpha_n": xx[2] + xx[4],
+                               "beta_n": xx[3] + xx[5]}, k[has], multi[has])
+            return np.concatenate([np.log(tc) - log_c, np.log(np.maximum(ts, 1e-12)) - log_s,
+                                   np.log(np.maximum(ty, 1e-12)) - log_y])
 
         res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), method="trf", max_nfev=200)
         x = x0.copy()

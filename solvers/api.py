@@ -29,7 +29,8 @@ METHOD_OPTIONS: dict[str, dict] = {
              "placement_check_s": 5.0, "max_placement_pairs": 100_000},
     "milp-pwl": {**_COMMON, **_MILP, "breakpoints": 8, "spacing": "adaptive"},
     "ga": {**_COMMON, "pop_size": 100, "n_gen": 100, "mutation_rate": None, "crossover_prob": 0.9,
-           "warm_start": None, "initial_population": None, "engine": "pymoo"},
+           "warm_start": None, "initial_population": None, "engine": "pymoo",
+           "stall_generations": None},
     "nsga2": {**_COMMON, "pop_size": 100, "n_gen": 100, "mutation_rate": None, "crossover_prob": 0.9,
               "warm_start": None, "initial_population": None},
     "greedy": {**_COMMON, "start": "empty"},
@@ -67,6 +68,13 @@ def _check_options(method: str, options) -> dict:
                              or v < (0 if name == "seed" else 1)):
             raise ValidationError(f"options.{name}", f"must be a whole number >= {0 if name == 'seed' else 1}, "
                                   f"got {v!r}")
+    sg = opts.get("stall_generations")
+    if sg is not None and (isinstance(sg, bool) or not isinstance(sg, (int, np.integer)) or sg < 1):
+        raise ValidationError("options.stall_generations", f"must be a whole number >= 1, got {sg!r}",
+                              "omit it to always run n_gen generations")
+    if sg is not None and opts.get("engine") != "numpy":
+        raise ValidationError("options.stall_generations", "is supported by the numpy engine only",
+                              "add engine='numpy' or drop stall_generations")
     pc = opts.get("placement_check_s")
     if "placement_check_s" in opts and (isinstance(pc, bool) or not isinstance(pc, (int, float)) or not pc > 0):
         raise ValidationError("options.placement_check_s", f"must be a number > 0 seconds, got {pc!r}")

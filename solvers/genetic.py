@@ -16,6 +16,8 @@ Two engines run the same operators (:mod:`goodopt.formulations.ga_operators`):
   offspring — written as whole-population array operations, without pymoo's
   per-individual bookkeeping. It is the fast path of the simulator's Pollux
   policy; for the same seed it does not reproduce pymoo's random stream.
+  Option ``stall_generations`` stops it once the best fitness has not
+  improved for that many generations.
 """
 
 from __future__ import annotations
@@ -117,9 +119,12 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
     t1 = time.perf_counter()
     pop = initial_population(data, seeds, P, rng)
     fit = score(pop)
-    n_eval, gen = P, 0
+    n_eval, gen, since_best = P, 0, 0
+    stall = opts.get("stall_generations")
     status = Termination.COMPLETED
     while gen < opts["n_gen"]:
+        if stall is not None and since_best >= stall:
+            break
         if deadline is not None and time.perf_counter() >= deadline:
             status = Termination.TIME_LIMIT
             break
@@ -134,6 +139,7 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
         merged = np.concatenate([pop, kids])
         merged_fit = np.concatenate([fit, score(kids)])
         best = np.argsort(-merged_fit, kind="stable")[:P]
+        since_best = 0 if merged_fit[best[0]] > fit[0] else since_best + 1
         pop, fit = merged[best], merged_fit[best]
         n_eval += len(kids)
         gen += 1

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from . import evaluator, solvers
+from . import evaluator, simulation, solvers
 
 
 def _table(title, df, cols, digits=1):
@@ -42,13 +42,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench_out", help="folder for the CSV results")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", nargs="*", choices=["evaluator", "ga", "milp", "choices", "quality"],
+    ap.add_argument("--only", nargs="*", choices=["evaluator", "ga", "milp", "choices", "quality", "simulation"],
                     help="run only these parts")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     con = Console(highlight=False, width=160)
-    parts = args.only or ["evaluator", "ga", "milp", "choices", "quality"]
+    parts = args.only or ["evaluator", "ga", "milp", "choices", "quality", "simulation"]
     with Progress(console=con, transient=True) as bar:
         if "evaluator" in parts:
             task = bar.add_task("evaluator", total=len(evaluator.CASES))
@@ -71,6 +71,14 @@ def main(argv=None) -> int:
             con.print(_table("Exact MILP: seconds, proven gap, ratio to greedy", df,
                              ["case", "n_configs", "build_s", "solve_s", "total_s", "status", "gap", "stages",
                               "greedy_s", "ratio_to_greedy", "greedy_relative_fitness"], digits=4))
+        if "simulation" in parts:
+            task = bar.add_task("simulations", total=len(simulation.RUNS))
+            df = _save(out, "simulation", simulation.run(args.seed, progress=lambda: bar.advance(task)),
+                       args.seed, "Pollux policy with pymoo's GA loop on the same workload")
+            con.print(_table("Simulator: seconds per round (policy / engine) and wall-time ratio to pymoo-GA Pollux",
+                             df, ["policy", "n_jobs", "n_rounds", "wall_s", "policy_s_per_round",
+                                  "engine_s_per_round", "policy_share", "ratio_to_baseline", "avg_jct_s",
+                                  "restarts"], digits=3))
         if "choices" in parts:
             task = bar.add_task("model choices", total=6)
             df = _save(out, "model_choices", solvers.model_choices(args.seed, progress=lambda: bar.advance(task)),

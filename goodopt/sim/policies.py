@@ -125,9 +125,12 @@ class PolluxPolicy(GoodputPolicy):
     name = "pollux"
     method = "ga"
 
-    def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy", **kw):
+    def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy",
+                 stall_generations: int | None = None, **kw):
         super().__init__(**kw)
         self.options.update(pop_size=pop_size, n_gen=n_gen, engine=engine)
+        if stall_generations is not None:
+            self.options["stall_generations"] = stall_generations
         self._prev_names: tuple[str, ...] = ()
         self._prev_pop = None
 

@@ -1,0 +1,306 @@
+"""The trace-driven simulator: ground truth, job agent, engine invariants, policies."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from goodopt import goodput as gp
+from goodopt.cli import main
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.errors import SimulationError, ValidationError
+from goodopt.fitting import fit_observed
+from goodopt.goodput import ThroughputParams
+from goodopt.sim import POLICIES, SimConfig, generate_workload, model_truth, simulate, trace_truth
+from goodopt.sim.agent import JobAgent
+from goodopt.sim.policies import Policy
+from goodopt.sim.sweep import grid, run_tasks
+from goodopt.sim.truth import canonical_placement
+from goodopt.sim.workload import Workload, WorkloadJob, load_workload
+
+APPS = ("cifar10", "ncf")
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return model_truth(APPS)
+
+
+@pytest.fixture(scope="module")
+def small_cluster():
+    return Cluster((NodeGroup("t4", 4, 2),))
+
+
+def tiny_workload(n_cifar=3, n_ncf=3, spacing_s=120.0):
+    jobs = [WorkloadJob(f"cifar10-{i}", i * spacing_s, "cifar10", 4, 512) for i in range(n_cifar)]
+    jobs += [WorkloadJob(f"ncf-{i}", 30.0 + i * spacing_s, "ncf", 1, 32768) for i in range(n_ncf)]
+    return Workload(tuple(jobs), name="tiny")
+
+
+FAST = {"pollux": {"n_gen": 15, "pop_size": 30}, "milp": {"time_limit_s": 5.0}}
+
+
+# ------------------------------------------------------------------ truth
+def test_canonical_placement_is_the_smallest_rotation():
+    assert canonical_placement((0, 2, 1, 0, 3)) == "132"
+    assert canonical_placement((3, 1, 2)) == "123"
+    assert canonical_placement((4, 0, 4)) == "44"
+    assert canonical_placement((12,)) is None
+
+
+def test_trace_truth_matches_measurements(traces):
+    truth = trace_truth(traces, ("cifar10",))
+    app = truth["cifar10"]
+    pl = pd.read_csv(traces / "pollux" / "cifar10" / "placements.csv", dtype={"placement": str})
+    row = pl[(pl.placement == "22") & (pl.local_bsz == 128)] if (pl.local_bsz == 128).any() else \
+        pl[pl.placement == "22"].iloc[[0]]
+    m = int(row.local_bsz.iloc[0])
+    step, sync = app.times((2, 0, 2), m)  # same ring as "22"
+    assert step == pytest.approx(row.step_time.mean()) and sync == pytest.approx(row.sync_time.mean())
+    # linear between two measured per-GPU batches of one placement
+    one = pl[pl.placement == "4"].sort_values("local_bsz")
+    m0, m1 = one.local_bsz.iloc[2], one.local_bsz.iloc[3]
+    mid = (m0 + m1) / 2
+    expected = (one.step_time.iloc[2] + one.step_time.iloc[3]) / 2
+    assert app.times((4,), mid)[0] == pytest.approx(expected)
+    # an unmeasured placement (5 nodes) lies between its 4- and 6-node neighbours
+    s5 = app.times((4, 4, 4, 4, 4), 128)[0]
+    s4 = app.times((4, 4, 4, 4), 128)[0]
+    sc = pd.read_csv(traces / "pollux" / "cifar10" / "scalability.csv")
+    six = sc[(sc.num_nodes == 6) & (sc.num_replicas == 24)]
+    s6 = float(np.interp(128, six.local_bsz, six.step_time))
+    assert min(s4, s6) - 1e-9 <= s5 <= max(s4, s6) + 1e-9
+
+
+def test_gain_is_scale_times_efficiency(traces):
+    app = trace_truth(traces, ("cifar10",))["cifar10"]
+    sqr, var = app.stats(1024, 10)
+    scale = 1024 / app.init_batch_size
+    assert app.gain(1024, 10) == pytest.approx((var + sqr) / (var / scale + sqr))
+    assert app.gain(app.init_batch_size, 3) == pytest.approx(1.0)
+
+
+def test_model_truth_needs_epoch_iterations(truth):
+    app = truth["cifar10"]
+    assert app.epoch_end_progress[0] == pytest.approx(391.0)
+    assert app.target_epochs == 100
+    assert app.times((2, 2), 128)[0] > app.times((4,), 128)[0] > 0
+
+
+# ------------------------------------------------------------------ agent
+def test_fit_observed_recovers_a_known_model():
+    # gamma = 1 (no overlap): step = compute + sync, so every observed quantity is the model's own
+    p = ThroughputParams(alpha_c=0.02, beta_c=4e-4, alpha_r=0.01, beta_r=2e-3, alpha_n=0.05, beta_n=5e-3, gamma=1.0)
+    n, k, m = np.meshgrid([1, 2], [2, 4, 8], [32, 64, 128])
+    n, k, m = n.ravel(), k.ravel(), m.ravel()
+    keep = ~((n == 1) & (k > 4)) & ~((n == 2) & (k < 2))
+    n, k, m = n[keep], k[keep], m[keep]
+    step = gp.step_time(p, m, k, n > 1)
+    sync = gp.sync_time(p, k, n > 1)
+    fit = fit_observed(n, k, m, step, sync)
+    pred = gp.step_time(fit, m, k, n > 1)
+    assert np.max(np.abs(np.log(pred / step))) < 0.02
+
+
+def test_fit_observed_is_optimistic_where_data_are_missing():
+    fit = fit_observed([1], [1], [64], [0.2], [0.0])
+    assert fit.alpha_r == fit.beta_r == fit.alpha_n == 0  # no multi-GPU data: linear speedup
+    assert fit.alpha_c == pytest.approx(0.1) and fit.beta_c == pytest.approx(0.1 / 64)
+    fit = fit_observed([1, 1], [1, 2], [64, 64], [0.2, 0.25], [0.0, 0.05])
+    assert fit.alpha_n >= fit.alpha_r  # no multi-node data: inter-node never cheaper
+
+
+def test_agent_exploration_limit_and_fixed_batch(truth):
+    agent = JobAgent(truth["cifar10"])
+    assert agent.gpu_limit() == 1 and agent.choose((1,)) == (128, 0)
+    agent.observe((1,), 128, 0.1, 0.0, 500.0)
+    assert agent.gpu_limit() == 2
+    agent.observe((2, 2), 128, 0.12, 0.03, 500.0)
+    assert agent.gpu_limit() == 8
+    for k in (16, 32, 64):
+        agent.observe((4,) * (k // 4), 128, 0.2, 0.1, 500.0)
+    assert agent.gpu_limit() == min(64, 4096 // truth["cifar10"].min_local_bsz)
+    ncf = JobAgent(truth["ncf"], fixed_batch=32768, max_gpus=1)
+    assert ncf.gpu_limit() == 1 and ncf.choose((1,)) == (32768, 0)
+
+
+# ----------------------------------------------------------------- engine
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_every_policy_completes_the_tiny_workload(policy, truth, small_cluster):
+    res = simulate(tiny_workload(), small_cluster, policy, truth=truth, seed=1, policy_options=FAST.get(policy))
+    jobs = res.jobs
+    assert len(jobs) == 6 and jobs["completion_s"].notna().all()
+    # a job cannot finish before the first round boundary after its arrival plus the restart delay
+    first_round = np.ceil(jobs["arrival_s"] / 60.0) * 60.0
+    assert (jobs["completion_s"] >= first_round + 30.0 - 1e-9).all()
+    alloc = res.allocations
+    assert (alloc.groupby("time_s")["n_gpus"].sum() <= small_cluster.n_gpus).all()
+    # no progress without GPUs
+    alloc = alloc.sort_values(["job", "time_s"])
+    dprog = alloc.groupby("job")["progress"].diff().fillna(alloc["progress"])
+    assert (dprog[alloc["n_gpus"] == 0] == 0).all()
+    assert (alloc.loc[alloc.job.str.startswith("ncf"), "n_gpus"] <= 1).all()
+    for key in ("avg_jct", "makespan", "p99_jct", "restarts"):
+        assert key in res.summary
+
+
+@pytest.mark.parametrize("policy", ["pollux", "greedy", "tiresias"])
+def test_same_seed_same_run(policy, truth, small_cluster):
+    a = simulate(tiny_workload(), small_cluster, policy, truth=truth, seed=3, policy_options=FAST.get(policy))
+    b = simulate(tiny_workload(), small_cluster, policy, truth=truth, seed=3, policy_options=FAST.get(policy))
+    pd.testing.assert_frame_equal(a.jobs, b.jobs)
+    pd.testing.assert_frame_equal(a.allocations, b.allocations)
+
+
+class Scripted(Policy):
+    """One job: GPUs per round from a script (then 4 GPUs on node 0)."""
+
+    name = "scripted"
+
+    def __init__(self, script):
+        super().__init__()
+        self.script = script
+
+    def allocate(self, state):
+        a = np.zeros_like(state.current)
+        rows = self.script.get(state.round_index, [4, 0])
+        a[0] = rows
+        return a
+
+
+def test_restart_delay_and_progress_by_hand(truth, small_cluster):
+    wl = Workload((WorkloadJob("c", 0.0, "cifar10", 4, 512),))
+    script = {0: [1, 0], 1: [1, 0], 2: [0, 0], 3: [2, 0], 4: [2, 0]}
+    res = simulate(wl, small_cluster, Scripted(script), truth=truth, seed=0)
+    app = truth["cifar10"]
+    al = res.allocations.set_index("time_s")
+    rate1 = app.gain(128, 0) / app.iteration_time((1,), 128, 0)  # 1 GPU at the initial batch, epoch 0
+    # round 0: 30 s restart, 30 s of progress
+    assert al.loc[0.0, "progress"] == pytest.approx(rate1 * 30.0)
+    # round 1: unchanged allocation, a full round (the batch was chosen at the start)
+    b = al.loc[60.0]
+    assert b["progress"] > al.loc[0.0, "progress"]
+    # round 2: no GPUs, no progress; round 3: a change, restart delay again
+    assert al.loc[120.0, "progress"] == al.loc[60.0, "progress"] and al.loc[120.0, "n_gpus"] == 0
+    job = res.jobs.iloc[0]
+    assert job["n_restarts"] == 2  # start on 1 GPU, preempted, restarts on 2 and then on 4 GPUs
+
+
+class Overfull(Policy):
+    name = "overfull"
+
+    def allocate(self, state):
+        a = np.zeros_like(state.current)
+        a[:, 0] = 4
+        return a
+
+
+def test_capacity_violation_is_an_error(truth, small_cluster):
+    with pytest.raises(SimulationError, match="over capacity"):
+        simulate(tiny_workload(2, 0), small_cluster, Overfull(), truth=truth)
+
+
+class Never(Policy):
+    name = "never"
+
+    def allocate(self, state):
+        return np.zeros_like(state.current)
+
+
+def test_starving_policy_stops_with_named_jobs(truth, small_cluster):
+    with pytest.raises(SimulationError, match="unfinished jobs include"):
+        simulate(tiny_workload(1, 0), small_cluster, Never(), truth=truth, config=SimConfig(max_time_s=3600))
+
+
+def test_interference_slows_shared_multi_node_jobs(truth):
+    cluster = Cluster((NodeGroup("t4", 4, 3),))
+    jobs = (WorkloadJob("a", 0.0, "cifar10", 6, 2048), WorkloadJob("b", 0.0, "cifar10", 6, 2048))
+    wl = Workload(jobs)
+    base = simulate(wl, cluster, "fifo", truth=truth)  # packed: 4+2 and 2+4 share the middle node
+    slow = simulate(wl, cluster, "fifo", truth=truth, config=SimConfig(interference_slowdown=0.5))
+    assert slow.summary["avg_jct"] > base.summary["avg_jct"] * 1.3
+
+
+def test_fifo_starts_jobs_in_arrival_order(truth, small_cluster):
+    res = simulate(tiny_workload(4, 2, spacing_s=10.0), small_cluster, "fifo", truth=truth)
+    jobs = res.jobs.sort_values("arrival_s")
+    assert jobs["start_s"].is_monotonic_increasing
+
+
+def test_tiresias_demotes_after_threshold(truth, small_cluster):
+    wl = Workload((WorkloadJob("long", 0.0, "cifar10", 8, 2048), WorkloadJob("late", 600.0, "cifar10", 8, 2048)))
+    res = simulate(wl, small_cluster, "tiresias", truth=truth, policy_options={"threshold_gpu_s": 8 * 300.0})
+    late = res.jobs.set_index("job").loc["late"]
+    long = res.jobs.set_index("job").loc["long"]
+    # "late" arrives after "long" has attained 8 GPUs x 10 min > threshold: it preempts it
+    assert late["start_s"] == pytest.approx(600.0)
+    assert long["n_restarts"] >= 1
+    fifo = simulate(wl, small_cluster, "fifo", truth=truth).jobs.set_index("job")
+    assert fifo.loc["late", "start_s"] > 600.0
+
+
+def test_bad_inputs_name_the_field(truth, small_cluster):
+    with pytest.raises(ValidationError, match="policy"):
+        simulate(tiny_workload(), small_cluster, "nope", truth=truth)
+    with pytest.raises(ValidationError, match="interference_slowdown"):
+        SimConfig(interference_slowdown=1.5)
+    with pytest.raises(ValidationError, match="application"):
+        simulate(Workload((WorkloadJob("x", 0, "bert", 1, 12),)), small_cluster, "fifo", truth=truth)
+    with pytest.raises(ValidationError, match="num_replicas"):
+        simulate(Workload((WorkloadJob("x", 0, "cifar10", 64, 512),)), small_cluster, "tiresias", truth=truth)
+
+
+# --------------------------------------------------------------- workloads
+def test_generator_is_seeded_and_scales_with_load(tmp_path):
+    a, b = generate_workload(5), generate_workload(5)
+    assert a == b and a != generate_workload(6)
+    assert a.n_jobs == 160 and generate_workload(5, load=2.0).n_jobs == 320
+    assert generate_workload(5, hours=2, load=0.5).n_jobs == 20
+    times = [j.arrival_s for j in a.jobs]
+    assert times == sorted(times) and 0 <= times[0] and times[-1] <= 8 * 3600
+    path = a.save(tmp_path / "w.csv")
+    assert load_workload(path).jobs == a.jobs
+
+
+def test_published_workloads_load(traces):
+    wl = load_workload(traces / "pollux" / "workloads" / "load-1.0" / "workload-6.csv")
+    assert wl.n_jobs == 160 and {j.application for j in wl.jobs} <= set(generate_workload(0).to_frame().application) | {
+        "imagenet", "yolov3", "bert"}
+
+
+# --------------------------------------------------------------------- CLI
+def test_cli_simulate_json_and_files(tmp_path, capsys):
+    rc = main(["simulate", "generated:0.1:0", "--policy", "fifo", "--truth", "model", "--nodes", "12",
+               "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("avg_jct", "makespan", "p99_jct", "restarts"):
+        assert key in out
+    for f in ("jobs.csv", "rounds.csv", "allocations.csv", "summary.json"):
+        assert (tmp_path / f).is_file()
+    assert pd.read_csv(tmp_path / "jobs.csv")["jct_s"].mean() == pytest.approx(out["avg_jct"])
+
+
+def test_sweep_pool_matches_serial(tmp_path):
+    mix = {"cifar10": 1, "ncf": 1}
+    wls = [str(generate_workload(s, hours=0.5, load=0.5, mix=mix).save(tmp_path / f"w{s}.csv")) for s in (1, 2)]
+    cluster = Cluster((NodeGroup("t4", 4, 4),))
+    tasks = grid(wls, ["greedy", "tiresias"], cluster, truth="model")
+    serial = run_tasks(tasks, workers=1, progress=False)
+    pooled = run_tasks(tasks, workers=2, progress=False)
+    cols = ["workload", "policy", "avg_jct", "makespan", "restarts"]
+    pd.testing.assert_frame_equal(serial[cols], pooled[cols])
+    assert len(serial) == 4 and serial["avg_jct"].gt(0).all()
+
+
+def test_cli_simulate_folder_sweep(tmp_path, capsys):
+    d = tmp_path / "wls"
+    for s in (1, 2):
+        generate_workload(s, hours=0.5, load=0.5, mix={"cifar10": 1, "ncf": 1}).save(d / f"w{s}.csv")
+    rc = main(["simulate", str(d), "--policy", "tiresias,fifo", "--truth", "model", "--nodes", "4",
+               "--out", str(tmp_path / "out"), "--workers", "2", "--quiet"])
+    assert rc == 0
+    table = pd.read_csv(tmp_path / "out" / "sweep.csv")
+    assert len(table) == 4 and set(table.policy) == {"tiresias", "fifo"}
+    assert "fifo" in capsys.readouterr().out
