@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 GOODOPT_TRACES ?= ../shared/traces
 export GOODOPT_TRACES
 
-.PHONY: venv test test-all figures bench fit clean
+.PHONY: venv test test-slow test-all figures bench fit clean
 
 venv: $(STAMP)
 
@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

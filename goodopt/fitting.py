@@ -205,8 +205,9 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
     * one distinct per-GPU batch: the observed compute time is split equally
       between the fixed and the per-example part (``alpha_c``, ``beta_c``);
     * no multi-GPU observation: synchronisation costs nothing (linear speedup);
-    * no observation with more than 2 GPUs: ``beta_r = beta_n = 0``;
-    * no multi-node observation: inter-node sync costs 10% more than intra-node.
+    * no single-node observation with more than 2 GPUs: ``beta_r = 0``;
+    * no multi-node observation: ``alpha_n = 1.1 alpha_r``; none with more
+      than 2 GPUs: ``beta_n = 1.1 beta_r`` (inter-node sync 10% dearer).
 
     The rest are fitted on log times as in :func:`fit_throughput`, plus the
     measured synchronisation times themselves (a job sees them separately, and
@@ -240,10 +241,10 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
     else:
         x[2] = max(float(np.median(sync[k > 1])), 1e-6)
         x[6] = 1.5
-    if not np.any(k > 2):
-        free[[3, 5]] = False
-    if not np.any(multi):
-        free[4] = False
+    # each sync slope needs observations beyond 2 GPUs of its own kind (intra- or inter-node)
+    free[3] &= bool(np.any(~multi & (k > 2)))
+    free[4] &= bool(np.any(multi))
+    free[5] &= bool(np.any(multi & (k > 2)))
     if free.any():
         lower, upper = np.zeros(7), np.full(7, np.inf)
         lower[6], upper[6] = 1.0, 10.0
@@ -269,9 +270,7 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
         x = x0.copy()
         x[free] = res.x
     alpha_r, beta_r = x[2], x[3]
-    if np.any(multi):
-        alpha_n, beta_n = alpha_r + x[4], beta_r + x[5]
-    else:
-        alpha_n, beta_n = 1.1 * alpha_r, 1.1 * beta_r
+    alpha_n = alpha_r + x[4] if free[4] else 1.1 * alpha_r
+    beta_n = beta_r + x[5] if free[5] else 1.1 * beta_r
     return ThroughputParams(alpha_c=float(x[0]), beta_c=float(x[1]), alpha_r=float(alpha_r), beta_r=float(beta_r),
                             alpha_n=float(alpha_n), beta_n=float(beta_n), gamma=float(np.clip(x[6], 1, 10)))

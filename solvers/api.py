@@ -223,7 +223,7 @@ def _result(problem, ev, method, opts, f, t_start) -> SolveResult:
         n_configs=f["n_configs"],
     )
     bound = f["bound"]
-    if has and np.isfinite(bound) and fitness > bound * (1 + 1e-9) + 1e-12:
+    if has and np.isfinite(bound) and fitness > bound * (1 + 1e-6) + 1e-9:
         log.warning("%s: re-scored fitness %.9g exceeds the reported bound %.9g", method, fitness, bound)
     status = f["status"]
     message = f["message"] or str(status)

@@ -116,19 +116,24 @@ class GoodputPolicy(Policy):
 
 
 class PolluxPolicy(GoodputPolicy):
-    """Pollux: the GA with population 100, 100 generations, seeded by last round's population.
+    """Pollux: the GA with population 100, up to 100 generations, seeded by last round's population.
 
     ``engine="numpy"`` (default) runs the GA's whole-population loop, ``"pymoo"``
     the same operators in pymoo's loop (slower; see :mod:`goodopt.solvers.genetic`).
+    ``stall_generations`` (default 20 with the numpy engine) ends a round's
+    search after that many generations without a better allocation; ``None``
+    always runs all ``n_gen`` generations (about 3.5x slower).
     """
 
     name = "pollux"
     method = "ga"
 
     def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy",
-                 stall_generations: int | None = None, **kw):
+                 stall_generations: int | None | str = "auto", **kw):
         super().__init__(**kw)
         self.options.update(pop_size=pop_size, n_gen=n_gen, engine=engine)
+        if stall_generations == "auto":
+            stall_generations = 20 if engine == "numpy" else None
         if stall_generations is not None:
             self.options["stall_generations"] = stall_generations
         self._prev_names: tuple[str, ...] = ()
