@@ -66,7 +66,6 @@ def _json_default(obj):
 def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float) -> dict:
     """Run-level metrics from the job and round tables (times in seconds)."""
     jct = jobs["jct_s"].to_numpy(float)
-    n_gpus_total = rounds["gpus_allocated"] / rounds["utilisation"].where(rounds["utilisation"] > 0)
     return {
         "n_jobs": int(len(jobs)),
         "avg_jct": float(jct.mean()),
@@ -76,8 +75,7 @@ def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_
         "makespan": float(jobs["completion_s"].max() - jobs["arrival_s"].min()),
         "restarts": int(jobs["n_restarts"].sum()),
         "avg_restarts": float(jobs["n_restarts"].mean()),
-        "avg_utilisation": float(rounds["utilisation"].mean()),
-        "n_gpus": int(np.nanmax(n_gpus_total)) if n_gpus_total.notna().any() else None,
+        "avg_utilisation": float(rounds["utilisation"].mean()),  # over rounds with active jobs
         "avg_ftf_rho": float(jobs["ftf_rho"].mean()),
         "max_ftf_rho": float(jobs["ftf_rho"].max()),
         "frac_ftf_rho_above_1": float((jobs["ftf_rho"] > 1).mean()),
