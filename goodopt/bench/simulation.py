@@ -16,8 +16,8 @@ from goodopt.sim import generate_workload, model_truth, simulate
 #: (label, policy, options). The first is the baseline.
 RUNS = (
     ("pollux (pymoo GA loop)", "pollux", {"engine": "pymoo"}),
-    ("pollux (numpy GA loop)", "pollux", {}),
-    ("pollux (numpy, stall 20)", "pollux", {"stall_generations": 20}),
+    ("pollux (numpy GA loop, 100 generations)", "pollux", {"stall_generations": None}),
+    ("pollux (default: numpy, stall 20)", "pollux", {}),
     ("milp", "milp", {}),
     ("greedy", "greedy", {}),
     ("optimus", "optimus", {}),
