@@ -227,10 +227,10 @@ def cmd_simulate(args) -> int:
     con = _console()
     out = Path(args.out)
     if len(workloads) == 1 and len(policies) == 1 and args.seeds == 1:
-        from .sim.sweep import _truth
+        from .sim.sweep import cached_truth
 
         wl = resolve_workload(workloads[0])
-        t = _truth(truth, tuple(sorted({j.application for j in wl.jobs})))
+        t = cached_truth(truth, tuple(sorted({j.application for j in wl.jobs})))
         res = simulate(wl, cluster, policies[0], truth=t, config=config, seed=args.seed,
                        policy_options=options, progress=not args.quiet and not args.json)
         res.write(out)

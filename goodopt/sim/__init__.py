@@ -22,7 +22,7 @@ from goodopt.errors import ValidationError
 from .engine import FIXED_APPS, Engine, SimConfig
 from .policies import POLICIES, Policy, make_policy
 from .result import ALLOCATION_COLUMNS, JOB_COLUMNS, SimulationResult, summarise
-from .truth import Truth, model_truth, trace_truth
+from .truth import Truth, model_truth, packed_placement, trace_truth
 from .workload import Workload, generate_workload, load_workload
 
 log = logging.getLogger(__name__)
@@ -77,9 +77,7 @@ def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
     for job in engine.jobs:
         app = truth[job.application]
         k = job.fixed_gpus or min(job.num_replicas, cluster.n_gpus)
-        full, rest = divmod(k, per_node)
-        placement = tuple([per_node] * full + ([rest] if rest else []))
-        isolated = app.remaining_time(0.0, 0, placement, job.batch_size)
+        isolated = app.remaining_time(0.0, 0, packed_placement(k, per_node), job.batch_size)
         jct = job.completion_s - job.arrival_s
         rows.append((job.name, job.application, job.arrival_s, job.start_s, job.completion_s, jct,
                      job.num_replicas, job.batch_size, job.n_restarts, job.attained_gpu_s, isolated,

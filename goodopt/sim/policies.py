@@ -31,6 +31,8 @@ from goodopt.formulations.placement import place_packed
 from goodopt.scenario import Job, Objective, Scenario
 from goodopt.solvers import solve
 
+from .truth import packed_placement
+
 log = logging.getLogger(__name__)
 
 #: Tiresias' attained-service threshold between its two queues (GPU-seconds).
@@ -189,6 +191,8 @@ class FixedSizePolicy(Policy):
     """Shared machinery: fixed batch, packed placement, placements kept when sizes are unchanged."""
 
     adaptive_batch = False
+    #: Whether a job that does not fit at its size may run on fewer GPUs.
+    shrink_to_fit = False
 
     def reset(self, cluster, rng) -> None:
         super().reset(cluster, rng)
@@ -249,13 +253,13 @@ class OptimusPolicy(FixedSizePolicy):
         limit = np.zeros(J, dtype=np.int64)
         for j, job in enumerate(state.jobs):
             app = truth[job.application]
-            steps_left[j] = _remaining_steps(app, job)
+            steps_left[j] = app.remaining_steps(job.progress, job.epoch, job.batch_size)
             limit[j] = job.fixed_gpus or max(1, min(job.batch_size // app.min_local_bsz, total))
 
         def t_rem(j, k):
             job = state.jobs[j]
             app = truth[job.application]
-            placement = _packed_shape(k, per_node)
+            placement = packed_placement(k, per_node)
             local, accum = app.fixed_config(job.batch_size, k)
             return steps_left[j] * app.iteration_time(placement, local, accum)
 
@@ -277,21 +281,6 @@ class OptimusPolicy(FixedSizePolicy):
                 heapq.heappush(heap, (-(t_rem(j, sizes[j]) - t_rem(j, sizes[j] + 1)), j))
         self.last_stats = {"gpus_planned": int(sizes.sum())}
         return self._place(state, sizes)
-
-
-def _packed_shape(k: int, per_node: int) -> tuple[int, ...]:
-    full, rest = divmod(int(k), per_node)
-    return tuple([per_node] * full + ([rest] if rest else []))
-
-
-def _remaining_steps(app, job) -> float:
-    """Optimiser steps left at the job's fixed batch (oracle gradient statistics)."""
-    steps, start = 0.0, job.progress
-    batch = job.batch_size
-    for e in range(job.epoch, app.target_epochs):
-        steps += max(app.epoch_end_progress[e] - start, 0.0) / app.gain(batch, e)
-        start = app.epoch_end_progress[e]
-    return steps
 
 
 class TiresiasPolicy(FixedSizePolicy):

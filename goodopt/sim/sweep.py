@@ -75,7 +75,8 @@ def expand_workloads(specs) -> list[str]:
 
 
 @lru_cache(maxsize=4)
-def _truth(source: str, apps: tuple[str, ...]):
+def cached_truth(source: str, apps: tuple[str, ...]):
+    """Ground truth by source (``"model"`` or a traces folder), built once per process."""
     from .truth import model_truth, trace_truth
 
     return model_truth(apps) if source == "model" else trace_truth(source, apps)
@@ -86,7 +87,7 @@ def run_task(task: SimTask) -> dict:
     from . import simulate
 
     wl = resolve_workload(task.workload)
-    truth = _truth(task.truth, tuple(sorted({j.application for j in wl.jobs})))
+    truth = cached_truth(task.truth, tuple(sorted({j.application for j in wl.jobs})))
     res = simulate(wl, task.cluster, task.policy, truth=truth, config=task.config, seed=task.seed,
                    policy_options=task.policy_options)
     if task.out_dir:

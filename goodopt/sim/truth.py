@@ -107,21 +107,25 @@ class AppTruth:
         accum = max(-(-local // self.max_local_bsz) - 1, 0)
         return -(-local // (accum + 1)), accum
 
-    def remaining_time(self, progress: float, epoch: int, placement, batch_size: int) -> float:
-        """Oracle seconds to completion at a fixed batch on ``placement`` (no restarts).
+    def remaining_steps(self, progress: float, epoch: int, batch_size: float) -> float:
+        """Optimiser steps to completion at a fixed total batch, from ``progress`` in 0-based ``epoch``."""
+        steps, start = 0.0, progress
+        for e in range(epoch, self.target_epochs):
+            steps += max(self.epoch_end_progress[e] - start, 0.0) / self.gain(batch_size, e)
+            start = self.epoch_end_progress[e]
+        return steps
 
-        Sums, over the remaining epochs, the progress still needed divided by the
-        progress per second at that epoch.
-        """
+    def remaining_time(self, progress: float, epoch: int, placement, batch_size: int) -> float:
+        """Oracle seconds to completion at a fixed batch on ``placement`` (no restarts)."""
         local, accum = self.fixed_config(batch_size, sum(placement))
         t_iter = self.iteration_time(tuple(placement), local, accum)
-        total = 0.0
-        start = progress
-        for e in range(epoch, self.target_epochs):
-            need = self.epoch_end_progress[e] - start
-            total += max(need, 0.0) / self.gain(local * sum(placement) * (accum + 1), e) * t_iter
-            start = self.epoch_end_progress[e]
-        return total
+        return self.remaining_steps(progress, epoch, local * sum(placement) * (accum + 1)) * t_iter
+
+
+def packed_placement(n_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """GPUs per node of ``n_gpus`` packed onto full nodes first, e.g. 6 on 4-GPU nodes -> (4, 2)."""
+    full, rest = divmod(int(n_gpus), int(gpus_per_node))
+    return tuple([gpus_per_node] * full + ([rest] if rest else []))
 
 
 class TraceAppTruth(AppTruth):
