@@ -201,7 +201,7 @@ def rank_utility(problem, speedup, job):
     p = float(np.clip(problem.p, -8.0, 8.0)) if not np.isfinite(problem.p) else problem.p
     h, _, sense = objective_transform(p)
     sign = -1.0 if sense == "min" else 1.0
-    return sign * problem.weights[job] * h(np.asarray(speedup) + problem.eps)
+    return sign * problem.weights[job] * h(problem.shifted(speedup))
 
 
 def fitness_from_sum(total: float, weight_sum: float, p: float) -> float:

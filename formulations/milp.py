@@ -17,14 +17,16 @@ Variables::
 
 Objective (linear in z; ``h(t) = t^p`` for p ≠ 0, ``log t`` for p = 0)::
 
-    p < 0:    minimise  Σ_j w_j h(eps) + Σ_c w_j (h(S_c + eps) - h(eps)) z_c
+    p < 0:    minimise  Σ_j w_j h(e0) + Σ_c w_j (h(S_c + eps) - h(e0)) z_c
     p > 0, 0: maximise  the same expression
     p = -inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c            ∀ j   (0a)
     p = +inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c
                                         + S_max (1 - y_j)                ∀ j   (0b)
                                   Σ_j y_j = 1,  y_j ∈ {0, 1}
 
-A job with no configuration chosen holds no GPUs and contributes ``w_j h(eps)``
+``e0`` is the idle value: ``eps``, or ``h^{-1}(λ)`` with Sia's idle penalty
+``λ`` (:attr:`goodopt.scenario.Objective.idle_penalty`).
+A job with no configuration chosen holds no GPUs and contributes ``w_j h(e0)``
 (p finite) or ``eps`` to the minimum (p = -inf) — exactly the evaluator's
 ``(0 + eps)^p``. The fitness is ``F = h^{-1}(objective / Σ_j w_j)``.
 
@@ -92,8 +94,8 @@ def objective_coefficients(problem, configs: ConfigSet) -> ObjectiveCoefficients
     """Coefficients of the finite-p objective. Shapes: -> coef (C,)."""
     h, _, sense = objective_transform(problem.p)
     w = problem.weights
-    base = h(problem.eps)
-    coef = w[configs.job] * (h(configs.speedup + problem.eps) - base)
+    base = h(problem.idle)
+    coef = w[configs.job] * (h(problem.shifted(configs.speedup)) - base)
     return ObjectiveCoefficients(coef=coef, offset=float(w.sum() * base), sense=sense)
 
 

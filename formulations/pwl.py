@@ -17,8 +17,8 @@ Variables::
     o_q ∈ Z>=0                nodes of a multi-node class (interference avoidance)
     z_j ∈ {0, 1}              job j keeps its current placement
 
-Objective: optimise ``Σ_j w_j h(eps) + Σ_q Σ_i (f_q(b_i) - w_j h(eps)) l_qi
-+ Σ_j (u(S_keep_j) - w_j h(eps)) z_j`` in the sense of the exact MILP (p = -inf:
+Objective: optimise ``Σ_j w_j h(e0) + Σ_q Σ_i (f_q(b_i) - w_j h(e0)) l_qi
++ Σ_j (u(S_keep_j) - w_j h(e0)) z_j`` (``e0`` the idle value, see the exact MILP) in the sense of the exact MILP (p = -inf:
 maximise ``t`` with ``t <= eps + Σ_{q ∈ j} Σ_i S_q(b_i) l_qi + S_keep_j z_j``).
 
 Constraints::
@@ -77,7 +77,7 @@ def term(problem, speedup, job):
     if problem.p == -np.inf:
         return np.asarray(speedup, dtype=float) + problem.eps
     h, _, _ = objective_transform(problem.p)
-    return problem.weights[job] * h(np.asarray(speedup, dtype=float) + problem.eps)
+    return problem.weights[job] * h(problem.shifted(speedup))
 
 
 def step_function(problem, cs: ConfigSet, idx):
@@ -206,7 +206,7 @@ def build_model(problem, cs: ConfigSet, classes: list[PwlClass]) -> pyo.Concrete
         m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
     else:
         h, _, sense = objective_transform(pr.p)
-        base = pr.weights * h(pr.eps)
+        base = pr.weights * h(pr.idle)
         expr = float(base.sum())
         expr += sum((float(v) - base[classes[q].job]) * m.lam[q, i]
                     for q in Q for i, v in enumerate(classes[q].values))

@@ -88,7 +88,7 @@ class Evaluator:
         return np.where(changed, s * self._realloc, s)
 
     def _fitness(self, s):
-        v = s + self.problem.eps
+        v = self.problem.shifted(s)
         w = 1.0 if self._uniform else self._weights
         return _power_mean_last(v, self.problem.p, np.broadcast_to(w, v.shape))
 

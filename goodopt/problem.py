@@ -5,7 +5,8 @@ node), the tables hold the best goodput over candidate batch sizes and the
 speedup ``S = goodput / base goodput``. The base is the job's fair share
 (``ceil(total GPUs / n_jobs)`` GPUs, clamped to the job's ``[min_gpus,
 max_gpus]`` and to the largest count at which it has a valid batch, on the
-fewest nodes of the base GPU type that hold them) or one GPU. ``S(0) = 0``.
+fewest nodes of the base GPU type that hold them), one GPU, or (Sia's
+``min-config``) the job's smallest positive goodput on any type. ``S(0) = 0``.
 A job's base GPU type is the objective's ``base_gpu_type`` (default: the
 cluster's most numerous type) when its profile covers that type, otherwise
 the first cluster type its profile covers.
@@ -24,6 +25,7 @@ import numpy as np
 from . import goodput as gp
 from .errors import ScenarioError, ShapeError
 from .fitness import realloc_factor
+from .profiles import ThroughputProfile
 
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
@@ -63,6 +65,9 @@ class AllocationProblem:
     eps: float = 1e-3
     interference_avoidance: bool = True
     applications: tuple[str, ...] = field(default=())
+    #: Value an idle job (no GPUs) enters the power mean with; None = ``eps``
+    #: (see :attr:`goodopt.scenario.Objective.idle_penalty`).
+    idle_value: float | None = None
 
     # ----------------------------------------------------------- properties
     @property
@@ -85,6 +90,21 @@ class AllocationProblem:
     def gpu_types(self) -> tuple[str, ...]:
         """GPU type name of each node. Shapes: (N,)."""
         return tuple(self.type_names[t] for t in self.node_type)
+
+    @property
+    def idle(self) -> float:
+        """What a job holding no GPUs enters the power mean with (``eps`` unless penalised)."""
+        return self.eps if self.idle_value is None else float(self.idle_value)
+
+    def shifted(self, speedup):
+        """Power-mean argument of speedups: ``S + eps`` when ``S > 0``, else :attr:`idle`.
+
+        Shapes: (...) -> (...).
+        """
+        s = np.asarray(speedup, dtype=float)
+        if self.idle_value is None:
+            return s + self.eps
+        return np.where(s > 0, s + self.eps, self.idle)
 
     @property
     def max_k(self) -> int:
@@ -165,7 +185,8 @@ class AllocationProblem:
                         for job, prof in zip(jobs, profiles)])
 
         # Table extent: no job can use more GPUs than its max, the largest type, or its batch limits allow.
-        useful = np.array([prof.max_batch_size // min(g.min_local_bsz for g in prof.gpu_types.values())
+        useful = np.array([prof.max_gpus if isinstance(prof, ThroughputProfile)
+                           else prof.max_batch_size // min(g.min_local_bsz for g in prof.gpu_types.values())
                            for prof in profiles])
         k_max = int(max(1, min(type_totals.max(), np.minimum(max_gpus, useful).max())))
         tables = _goodput_tables(profiles, type_names, phi, k_max, obj.n_batch_candidates)
@@ -184,8 +205,8 @@ class AllocationProblem:
             node_type=node_type,
             node_capacity=cl.node_capacity.copy(),
             current=current,
-            realloc=realloc_factor([job.age_s for job in jobs], [job.n_reallocs for job in jobs],
-                                   obj.restart_delay_s),
+            realloc=np.array([float(realloc_factor(job.age_s, job.n_reallocs, obj.restart_delay_of(job.application)))
+                              for job in jobs]),
             weights=np.array([job.weight for job in jobs], dtype=float),
             min_gpus=min_gpus,
             max_gpus=max_gpus,
@@ -200,6 +221,7 @@ class AllocationProblem:
             eps=obj.eps,
             interference_avoidance=obj.interference_avoidance,
             applications=tuple(job.application for job in jobs),
+            idle_value=obj.idle_value(),
         )
 
 
@@ -223,6 +245,11 @@ def _goodput_tables(profiles, type_names, phi, k_max, n_candidates):
         groups.setdefault(id(prof), []).append(j)
     for members in groups.values():
         prof = profiles[members[0]]
+        if isinstance(prof, ThroughputProfile):  # measured rates at a fixed batch, efficiency 1
+            for g, t in enumerate(type_names):
+                good[members, g] = prof.rate_table(t, k_max)[None]
+                local[members, g] = np.where(good[members, g] > 0, prof.batch_size, 0)
+            continue
         for g, t in enumerate(type_names):
             if t not in prof.gpu_types:
                 continue
@@ -242,6 +269,7 @@ def _goodput_tables(profiles, type_names, phi, k_max, n_candidates):
     # One GPU is never multi-node; multi-node with a single node is impossible. Keep both
     # columns consistent at k <= 1 so look-ups of degenerate rows stay well defined.
     good[:, :, :2, 1] = good[:, :, :2, 0]
+    local[:, :, :2, 1] = local[:, :, :2, 0]
     return good, local, accum
 
 
@@ -249,6 +277,8 @@ def _base(scenario, good, type_names, min_gpus, max_gpus, type_totals):
     """Base configuration and goodput per job. Shapes: -> (J,) x 3."""
     obj, cl = scenario.objective, scenario.cluster
     n_jobs = len(scenario.jobs)
+    if obj.base == "min-config":
+        return _base_min_config(scenario, good)
     preferred = obj.base_gpu_type or type_names[int(np.argmax(type_totals))]
     fair = -(-cl.n_gpus // n_jobs) if obj.base == "fair-share" else 1
     base_gpus = np.zeros(n_jobs, dtype=np.int64)
@@ -285,3 +315,22 @@ def _base(scenario, good, type_names, min_gpus, max_gpus, type_totals):
                 "check its min/max GPUs and the profile's batch limits",
             )
     return base_gpus, base_type, base_goodput
+
+
+def _base_min_config(scenario, good):
+    """Sia's normalisation: each job's smallest positive goodput over all types and counts.
+
+    Shapes: good (J, G, K + 1, 2) -> (J,) x 3.
+    """
+    J, G, K1, _ = good.shape
+    flat = np.where(good > 0, good, np.inf).reshape(J, -1)
+    idx = flat.argmin(axis=1)
+    value = flat[np.arange(J), idx]
+    bad = np.flatnonzero(~np.isfinite(value))
+    if len(bad):
+        j = int(bad[0])
+        raise ScenarioError(f"jobs[{j}].application",
+                            f"job {scenario.jobs[j].name!r} has no valid configuration on any GPU type of the cluster",
+                            "check its min/max GPUs and the profile's batch limits")
+    g, k, _ = np.unravel_index(idx, (G, K1, 2))
+    return k.astype(np.int64), g.astype(np.int64), value

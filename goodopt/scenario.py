@@ -14,6 +14,8 @@ A scenario file is YAML::
       base: fair-share            # or one-gpu
       base_gpu_type: t4           # default: the most numerous GPU type
       restart_delay_s: 30
+      restart_delays_s: {imagenet: 250}   # per-application restart delay (default: restart_delay_s)
+      idle_penalty: 1.1           # Sia's penalty for a job left without GPUs (default: none)
       interference_avoidance: true
       n_batch_candidates: 50
     jobs:
@@ -27,6 +29,9 @@ A scenario file is YAML::
         max_gpus: 8               # default: no limit
         epoch: 3.5                # completed epochs (sets phi) ...
         # phi: 1200               # ... or the gradient noise scale directly
+
+``objective: {preset: sia}`` starts from Sia's choices (:meth:`Objective.sia`)
+and lets the other fields override them.
 
 Applications not listed under ``profiles`` are looked up among the shipped
 profiles (``scenarios/profiles``).
@@ -49,12 +54,27 @@ from .fitness import check_p
 from .profiles import AppProfile, load_profile, shipped_profile
 from .validation import Reader, check_number
 
-BASES = ("fair-share", "one-gpu")
+BASES = ("fair-share", "one-gpu", "min-config")
+PRESETS = ("pollux", "sia")
+
+#: Checkpoint-restore delays per application measured by Sia's authors (seconds).
+SIA_RESTART_DELAYS_S = {"cifar10": 30.0, "deepspeech2": 25.0, "imagenet": 250.0, "bert": 120.0, "yolov3": 45.0}
 
 
 @dataclass(frozen=True)
 class Objective:
-    """How allocations are scored (see :mod:`goodopt.fitness`)."""
+    """How allocations are scored (see :mod:`goodopt.fitness`).
+
+    ``base`` is the goodput a job's speedups are relative to: its fair share
+    (Pollux), one GPU of the base type, or ``min-config`` — its smallest
+    positive goodput over every GPU type and count (Sia's normalisation).
+    ``restart_delays_s`` overrides ``restart_delay_s`` per application in the
+    re-allocation factor (Sia measured one per application). ``idle_penalty``
+    (Sia's ``λ_n``) is the value ``h(S)`` a job holding no GPUs adds to the
+    objective sum in place of ``h(eps)``; it is entered into the power mean as
+    the speedup ``h^{-1}(idle_penalty)``, so a job is given GPUs only where its
+    ``h(S + eps)`` beats the penalty.
+    """
 
     p: float = -1.0
     eps: float = 1e-3
@@ -63,6 +83,8 @@ class Objective:
     restart_delay_s: float = 30.0
     interference_avoidance: bool = True
     n_batch_candidates: int = 50
+    restart_delays_s: Mapping[str, float] = field(default_factory=dict)
+    idle_penalty: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "p", check_p(self.p))
@@ -72,6 +94,36 @@ class Objective:
             raise ScenarioError("objective.base", f"unknown base {self.base!r}", f"choose one of {list(BASES)}")
         if int(self.n_batch_candidates) < 2:
             raise ScenarioError("objective.n_batch_candidates", "must be >= 2")
+        delays = dict(self.restart_delays_s or {})
+        for app, d in delays.items():
+            check_number(f"objective.restart_delays_s.{app}", d, minimum=0)
+        object.__setattr__(self, "restart_delays_s", MappingProxyType({k: float(v) for k, v in delays.items()}))
+        if self.idle_penalty is not None:
+            check_number("objective.idle_penalty", self.idle_penalty)
+            if not math.isfinite(self.p):
+                raise ScenarioError("objective.idle_penalty", f"needs a finite p, got p={self.p}",
+                                    "drop idle_penalty or choose a finite p")
+            if self.p != 0 and not self.idle_penalty > 0:
+                raise ScenarioError("objective.idle_penalty", f"must be > 0 for p={self.p:g}",
+                                    "Sia uses 1.1 with p=-0.5")
+
+    @classmethod
+    def sia(cls, **changes) -> "Objective":
+        """Sia's choices: p = -0.5, min-config normalisation, idle penalty 1.1, per-app restart delays."""
+        base = dict(p=-0.5, base="min-config", idle_penalty=1.1, restart_delays_s=dict(SIA_RESTART_DELAYS_S))
+        return cls(**{**base, **changes})
+
+    def restart_delay_of(self, application: str) -> float:
+        """Restart delay of one application (its override or ``restart_delay_s``)."""
+        return float(self.restart_delays_s.get(application, self.restart_delay_s))
+
+    def idle_value(self) -> float | None:
+        """Speedup an idle job enters the power mean with (None: ``eps``)."""
+        if self.idle_penalty is None:
+            return None
+        if self.p == 0:
+            return float(math.exp(self.idle_penalty))
+        return float(self.idle_penalty ** (1.0 / self.p))
 
 
 @dataclass(frozen=True)
@@ -208,17 +260,7 @@ def scenario_from_dict(data, base_dir: Path | str = ".") -> Scenario:
             profiles[app] = load_profile(path)
         pr.done()
 
-    o = r.sub("objective") if r.has("objective") else Reader({}, "objective")
-    objective = Objective(
-        p=o.number("p", -1.0, allow_inf=True),
-        eps=o.number("eps", 1e-3, minimum=0, strict=True),
-        base=o.string("base", "fair-share", choices=BASES),
-        base_gpu_type=o.optional("base_gpu_type", None),
-        restart_delay_s=o.number("restart_delay_s", 30.0, minimum=0),
-        interference_avoidance=o.boolean("interference_avoidance", True),
-        n_batch_candidates=o.integer("n_batch_candidates", 50, minimum=2),
-    )
-    o.done()
+    objective = objective_from_dict(r.optional("objective", {}) or {})
 
     jobs = []
     for i, j in enumerate(r.items("jobs")):
@@ -257,6 +299,31 @@ def scenario_from_dict(data, base_dir: Path | str = ".") -> Scenario:
     r.done()
     return Scenario(cluster=cluster, jobs=tuple(jobs), profiles=profiles, objective=objective,
                     name=name, description=description)
+
+
+def objective_from_dict(data) -> Objective:
+    """An :class:`Objective` from a scenario's ``objective`` mapping (``preset`` first, then fields)."""
+    o = Reader(data, "objective")
+    preset = o.string("preset", "pollux", choices=PRESETS)
+    d = Objective.sia() if preset == "sia" else Objective()
+    delays = {}
+    if o.has("restart_delays_s"):
+        dr = o.sub("restart_delays_s")
+        delays = {app: dr.number(app, minimum=0) for app in dr.keys()}
+        dr.done()
+    objective = Objective(
+        p=o.number("p", d.p, allow_inf=True),
+        eps=o.number("eps", d.eps, minimum=0, strict=True),
+        base=o.string("base", d.base, choices=BASES),
+        base_gpu_type=o.optional("base_gpu_type", d.base_gpu_type),
+        restart_delay_s=o.number("restart_delay_s", d.restart_delay_s, minimum=0),
+        interference_avoidance=o.boolean("interference_avoidance", d.interference_avoidance),
+        n_batch_candidates=o.integer("n_batch_candidates", d.n_batch_candidates, minimum=2),
+        restart_delays_s=delays if o.has("restart_delays_s") else d.restart_delays_s,
+        idle_penalty=o.number("idle_penalty", d.idle_penalty) if o.has("idle_penalty") else d.idle_penalty,
+    )
+    o.done()
+    return objective
 
 
 def shipped_scenario_names() -> list[str]:
@@ -298,7 +365,9 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
                       **({"base_gpu_type": o.base_gpu_type} if o.base_gpu_type else {}),
                       "restart_delay_s": o.restart_delay_s,
                       "interference_avoidance": o.interference_avoidance,
-                      "n_batch_candidates": o.n_batch_candidates},
+                      "n_batch_candidates": o.n_batch_candidates,
+                      **({"restart_delays_s": dict(o.restart_delays_s)} if o.restart_delays_s else {}),
+                      **({"idle_penalty": o.idle_penalty} if o.idle_penalty is not None else {})},
         "jobs": [],
     }
     if profile_paths:

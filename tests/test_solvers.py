@@ -44,6 +44,8 @@ def close(a, b, tol=TOL):
 @given(tiny)
 # regression: a warm start without the epigraph variable's value made HiGHS stop at a wrong optimum
 @example(tiny_problem(0, 3, 2, 2, -np.inf, True, False))
+# regression: HiGHS presolve returned a sub-optimal "optimal" on this two-type epigraph model
+@example(tiny_problem(569, 2, 3, 3, -np.inf, True, False))
 def test_milp_equals_brute_force(pr):
     bf = goodopt.solve(pr, "brute-force")
     assert bf.status == Termination.OPTIMAL

@@ -1,0 +1,137 @@
+r"""Gavel's heterogeneity-aware policies as linear programs over time fractions (pyomo).
+
+Data (:class:`goodopt.gavel.ThroughputMatrix`): jobs ``j`` with scale factor
+``s_j`` (GPUs), weight ``w_j``, throughput ``T_jk`` (steps/s on type ``k``),
+remaining steps ``R_j`` and elapsed time ``a_j``; GPU types ``k`` with
+``n_k`` GPUs and price ``c_k`` per GPU-hour. ``U`` are the usable pairs
+(``T_jk > 0`` and ``s_j <= n_k``).
+
+Variables::
+
+    X_jk ∈ [0, 1]   fraction of time job j runs on type k      ((j, k) ∈ U; 0 elsewhere)
+    t    free       epigraph variable of max-min objectives
+
+Effective throughput ``thr_j(X) = Σ_k T_jk X_jk``. Every policy keeps::
+
+    (1)  Σ_k X_jk <= 1                      ∀ j      (a job runs on one type at a time)
+    (2)  Σ_j s_j X_jk <= n_k                ∀ k      (a type's GPUs, weighted by job size)
+
+The reference allocation ``X^eq`` (:meth:`ThroughputMatrix.equal_share`)
+gives each job its fair fraction ``f = min(1, N / Σ_j s_j)`` of time,
+spread over its usable types in proportion to their size; ``thr^eq_j =
+thr_j(X^eq) > 0``. The policies (each an LP or a sequence of LPs):
+
+**max-min fairness, heterogeneity-aware** (Gavel's LAS)::
+
+    (3)  maximise t   s.t.  t <= thr_j(X) / (w_j thr^eq_j)     ∀ j,  (1), (2)
+    (4)  then, with t >= (1 - δ) t*:  maximise Σ_j thr_j(X) / thr^eq_j
+
+Stage (4) hands capacity the bottleneck jobs cannot use to the others.
+
+**max-min fairness, heterogeneity-agnostic** — time instead of throughput::
+
+    (5)  maximise t   s.t.  t <= Σ_k X_jk / (w_j f)            ∀ j,  (1), (2);  then (4) on time
+
+**maximise total throughput**, normalised (default: each job's throughput as
+a multiple of its throughput alone on its best type) or raw::
+
+    (6)  maximise Σ_j thr_j(X) / max_k T_jk        s.t. (1), (2)
+
+**minimise cost** subject to a throughput floor ``ℓ`` (default 1: every job
+at least as fast as under the equal share, which is always feasible)::
+
+    (7)  minimise Σ_{j,k} c_k s_j X_jk   s.t.  thr_j(X) >= ℓ thr^eq_j  ∀ j, (1), (2)
+
+**finish-time fairness** (Themis' ``ρ``): with ``D_j = a_j + R_j / thr^eq_j``
+the finish time under the equal share, ``ρ_j(X) = (a_j + R_j / thr_j(X)) /
+D_j``; minimise ``max_j ρ_j``. For a fixed ``r`` the condition ``ρ_j <= r``
+is linear, ``thr_j(X) >= R_j / (r D_j - a_j)``, so ``r`` is found by
+bisection over feasibility LPs::
+
+    (8)  find X  s.t.  thr_j(X) >= R_j / (r D_j - a_j)   ∀ j,  (1), (2)
+
+``r`` lies in ``[max_j a_j / D_j, 1]`` (``X^eq`` reaches 1).
+
+**minimise makespan** — the last job's finish time ``max_j R_j / thr_j(X)``::
+
+    (9)  maximise t   s.t.  t <= thr_j(X) / R_j   ∀ j,  (1), (2);   makespan = 1 / t*
+
+FIFO is not an LP; :func:`goodopt.solvers.gavel.fifo_fractions` gives it.
+
+This module only builds models (:func:`build_model`, a pure function of its
+inputs); :mod:`goodopt.solvers.gavel` solves them and sequences the stages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pyo
+
+from goodopt.errors import ValidationError
+
+OBJECTIVES = ("max_min", "max_sum", "min_cost", "feasibility")
+
+
+def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None) -> pyo.ConcreteModel:
+    """One LP of the module docstring.
+
+    * ``objective="max_min"``: maximise ``t`` with ``t <= Σ_k coef_jk X_jk``
+      (3), (5), (9);
+    * ``"max_sum"``: maximise ``Σ_jk coef_jk X_jk`` (4), (6);
+    * ``"min_cost"``: minimise ``Σ_jk c_k s_j X_jk`` (7);
+    * ``"feasibility"``: a zero objective (8).
+
+    ``floor`` (J,) adds ``thr_j(X) >= floor_j`` (7), (8); ``t_min`` with
+    ``coef_min`` semantics adds ``Σ_k coef_jk X_jk >= t_min`` (4) — in that
+    case ``coef`` is a pair ``(objective coef, minimum coef)``.
+
+    Shapes: coef (J, K); floor (J,).
+    """
+    if objective not in OBJECTIVES:
+        raise ValidationError("objective", f"must be one of {OBJECTIVES}, got {objective!r}")
+    mx = matrix
+    J, K = mx.n_jobs, mx.n_types
+    use = mx.runnable
+    pairs = [(j, k) for j in range(J) for k in range(K) if use[j, k]]
+    by_job = {j: [k for k in range(K) if use[j, k]] for j in range(J)}
+    by_type = {k: [j for j in range(J) if use[j, k]] for k in range(K)}
+    m = pyo.ConcreteModel(name=f"gavel-{objective}")
+    m.X = pyo.Var(pairs, bounds=(0.0, 1.0))
+    m.one_type = pyo.Constraint(range(J), rule=lambda m, j: sum(m.X[j, k] for k in by_job[j]) <= 1)  # (1)
+    m.capacity = pyo.Constraint(range(K), rule=lambda m, k: (
+        sum(int(mx.scale_factor[j]) * m.X[j, k] for j in by_type[k]) <= int(mx.capacity[k]))
+        if by_type[k] else pyo.Constraint.Skip)  # (2)
+    if floor is not None:
+        fl = np.asarray(floor, dtype=float)
+        m.floor = pyo.Constraint(range(J), rule=lambda m, j: (
+            sum(float(mx.throughput[j, k]) * m.X[j, k] for k in by_job[j]) >= float(fl[j]))
+            if fl[j] > 0 else pyo.Constraint.Skip)
+    c_obj, c_min = (coef if isinstance(coef, tuple) else (coef, None))
+    if t_min is not None:
+        if c_min is None:
+            raise ValidationError("coef", "t_min needs coef = (objective coef, minimum coef)")
+        m.keep_min = pyo.Constraint(range(J), rule=lambda m, j: sum(
+            float(c_min[j, k]) * m.X[j, k] for k in by_job[j]) >= float(t_min))
+    if objective == "max_min":
+        m.t = pyo.Var()
+        m.epigraph = pyo.Constraint(range(J), rule=lambda m, j: m.t <= sum(
+            float(c_obj[j, k]) * m.X[j, k] for k in by_job[j]))
+        m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
+    elif objective == "max_sum":
+        m.obj = pyo.Objective(expr=sum(float(c_obj[j, k]) * m.X[j, k] for j, k in pairs), sense=pyo.maximize)
+    elif objective == "min_cost":
+        m.obj = pyo.Objective(expr=sum(float(mx.price_per_gpu_h[k] * mx.scale_factor[j]) * m.X[j, k]
+                                       for j, k in pairs), sense=pyo.minimize)
+    else:
+        m.obj = pyo.Objective(expr=0.0 * sum(m.X[j, k] for j, k in pairs[:1]), sense=pyo.minimize)
+    m._pairs = pairs
+    return m
+
+
+def fractions(model, matrix) -> np.ndarray:
+    """The solved ``X`` as an array (0 outside the usable pairs). Shapes: -> (J, K)."""
+    x = np.zeros((matrix.n_jobs, matrix.n_types))
+    for (j, k) in model._pairs:
+        v = model.X[j, k].value
+        x[j, k] = 0.0 if v is None else min(max(float(v), 0.0), 1.0)
+    return x

@@ -1,0 +1,269 @@
+"""Jobs x GPU-types throughput data: Gavel's input, its published file, and conversions.
+
+:class:`ThroughputMatrix` is what Gavel's policies optimise over: for each job
+its scale factor (GPUs it runs on), its throughput on every GPU type at that
+scale (steps/s; 0 = cannot run there), its priority weight and, for the
+finish-time and makespan policies, its remaining steps and elapsed time.
+Per-type capacities (GPUs) and prices complete it.
+
+Sources:
+
+* :func:`read_gavel_throughputs` — Gavel's ``simulation_throughputs.json``
+  (26 job types x {k80, p100, v100} x scale factors 1, 2, 4, 8, consolidated
+  and unconsolidated, plus space-sharing pairs), as :class:`GavelThroughputs`;
+  :meth:`GavelThroughputs.profiles` turns its job types into throughput-only
+  profiles (:class:`~goodopt.profiles.ThroughputProfile`) that every goodopt
+  method can schedule;
+* :func:`matrix_from_problem` — any :class:`~goodopt.problem.AllocationProblem`
+  (each job at a chosen GPU count, packed on the fewest nodes).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ShapeError, TraceError, ValidationError
+from .profiles import ThroughputProfile
+
+#: Cloud on-demand prices per GPU-hour (USD) Gavel used for its cost policies.
+GAVEL_PRICES_PER_GPU_H = {"k80": 0.45, "p100": 1.46, "v100": 2.48}
+
+
+@dataclass(frozen=True, eq=False)
+class ThroughputMatrix:
+    """Input of the time-fraction policies.
+
+    Shapes (J jobs, K GPU types): ``throughput`` (J, K) steps/s at the job's
+    scale factor; ``scale_factor``, ``weights``, ``remaining_steps``,
+    ``elapsed_s`` (J,); ``capacity``, ``price_per_gpu_h`` (K,).
+    """
+
+    job_names: tuple[str, ...]
+    type_names: tuple[str, ...]
+    throughput: np.ndarray
+    scale_factor: np.ndarray
+    capacity: np.ndarray
+    weights: np.ndarray | None = None
+    price_per_gpu_h: np.ndarray | None = None
+    remaining_steps: np.ndarray | None = None
+    elapsed_s: np.ndarray | None = None
+    arrival_order: np.ndarray | None = field(default=None)
+
+    def __post_init__(self):
+        J, K = len(self.job_names), len(self.type_names)
+        t = np.asarray(self.throughput, dtype=float)
+        if t.shape != (J, K):
+            raise ShapeError(f"throughput must have shape (J, K) = ({J}, {K}), got {t.shape}")
+        if np.any(~np.isfinite(t)) or np.any(t < 0):
+            raise ValidationError("throughput", "must be finite and >= 0", "use 0 where a job cannot run")
+        object.__setattr__(self, "throughput", t)
+        s = np.asarray(self.scale_factor)
+        if s.shape != (J,) or np.any(s < 1) or np.any(s != np.round(s)):
+            raise ValidationError("scale_factor", "must be whole numbers >= 1, one per job")
+        object.__setattr__(self, "scale_factor", s.astype(np.int64))
+        cap = np.asarray(self.capacity)
+        if cap.shape != (K,) or np.any(cap < 0):
+            raise ValidationError("capacity", "must be GPU counts >= 0, one per GPU type")
+        object.__setattr__(self, "capacity", cap.astype(np.int64))
+        runnable = (t > 0) & (s[:, None] <= cap[None, :])
+        bad = np.flatnonzero(~runnable.any(axis=1))
+        if len(bad):
+            raise ValidationError(f"throughput[{self.job_names[bad[0]]}]",
+                                  "the job cannot run on any GPU type (zero throughput or scale factor > capacity)",
+                                  "drop the job or give it a positive throughput on a type large enough")
+        for name, default in (("weights", 1.0), ("price_per_gpu_h", 1.0)):
+            n = J if name == "weights" else K
+            v = np.full(n, default) if getattr(self, name) is None else np.asarray(getattr(self, name), dtype=float)
+            if v.shape != (n,) or np.any(~np.isfinite(v)) or np.any(v <= 0):
+                raise ValidationError(name, f"must be {n} finite numbers > 0")
+            object.__setattr__(self, name, v)
+        for name in ("remaining_steps", "elapsed_s"):
+            v = getattr(self, name)
+            if v is not None:
+                v = np.asarray(v, dtype=float)
+                if v.shape != (J,) or np.any(~np.isfinite(v)) or np.any(v < 0):
+                    raise ValidationError(name, f"must be {J} finite numbers >= 0")
+                object.__setattr__(self, name, v)
+        order = np.arange(J) if self.arrival_order is None else np.asarray(self.arrival_order)
+        object.__setattr__(self, "arrival_order", order)
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.job_names)
+
+    @property
+    def n_types(self) -> int:
+        return len(self.type_names)
+
+    @property
+    def runnable(self) -> np.ndarray:
+        """Where a job may run: positive throughput and enough GPUs of the type. Shapes: (J, K)."""
+        return (self.throughput > 0) & (self.scale_factor[:, None] <= self.capacity[None, :])
+
+    def equal_share(self) -> np.ndarray:
+        """Gavel's ``X^equal``: each job's fair fraction of time, spread over its usable types by size.
+
+        The fair fraction is ``f = min(1, N / sum_j s_j)`` with ``N`` the
+        cluster's GPUs; job ``j`` gets ``f * n_k / N_j`` of its time on usable
+        type ``k`` (``N_j`` = GPUs of its usable types). It satisfies the
+        capacity rows because ``sum_j s_j f n_k / N_j <= n_k`` whenever
+        every job can use every type; otherwise it is scaled down until it
+        does. Shapes: -> (J, K).
+        """
+        usable = self.runnable.astype(float)
+        cap = self.capacity.astype(float)
+        f = min(1.0, cap.sum() / float(self.scale_factor.sum()))
+        per_job = usable * cap[None, :]
+        x = f * per_job / per_job.sum(axis=1, keepdims=True)
+        load = (self.scale_factor[:, None] * x).sum(axis=0)
+        over = np.where(load > cap, cap / np.maximum(load, 1e-300), 1.0)
+        return x * over.min()
+
+    def equal_share_throughput(self) -> np.ndarray:
+        """Throughput under :meth:`equal_share`. Shapes: -> (J,)."""
+        return (self.throughput * self.equal_share()).sum(axis=1)
+
+    def effective_throughput(self, x) -> np.ndarray:
+        """``sum_k X_jk T_jk``. Shapes: (J, K) -> (J,)."""
+        return (np.asarray(x, dtype=float) * self.throughput).sum(axis=1)
+
+
+# ------------------------------------------------------------------ Gavel's file
+_KEY = re.compile(r"^\('(?P<model>[^']+)', (?P<scale>\d+)\)$")
+_BATCH = re.compile(r"^(?P<name>.+?) \(batch size (?P<bs>\d+)\)$")
+
+
+def job_type_slug(model: str) -> str:
+    """Profile name of a Gavel job type, e.g. ``'ResNet-50 (batch size 64)'`` -> ``resnet50-bs64``."""
+    m = _BATCH.match(model)
+    base, bs = (m["name"], m["bs"]) if m else (model, None)
+    slug = re.sub(r"[^a-z0-9]+", "", base.lower())
+    return f"{slug}-bs{bs}" if bs else slug
+
+
+@dataclass(frozen=True)
+class GavelThroughputs:
+    """Gavel's measured throughputs.
+
+    ``single[(gpu_type, job_type, scale, consolidated)]`` = steps/s alone;
+    ``pairs[(gpu_type, job_a, job_b)]`` = (steps/s of a, steps/s of b) when
+    the two scale-1 jobs share one GPU (space sharing).
+    """
+
+    single: dict
+    pairs: dict
+    gpu_types: tuple[str, ...]
+    job_types: tuple[str, ...]
+    source: str = ""
+
+    def scale_factors(self, job_type: str) -> list[int]:
+        return sorted({s for (_, jt, s, _) in self.single if jt == job_type})
+
+    def rate(self, gpu_type: str, job_type: str, scale: int, consolidated: bool = True) -> float:
+        """Steps/s of ``job_type`` at ``scale`` GPUs of ``gpu_type`` (0 if not measured)."""
+        return float(self.single.get((gpu_type, job_type, int(scale), bool(consolidated)), 0.0))
+
+    def profiles(self) -> dict[str, ThroughputProfile]:
+        """One throughput-only profile per job type (slug names, see :func:`job_type_slug`).
+
+        Scale factor 1 is single-node; larger ones are single-node when
+        consolidated and multi-node when not.
+        """
+        out = {}
+        for jt in self.job_types:
+            rates = {}
+            for g in self.gpu_types:
+                table = {}
+                for s in self.scale_factors(jt):
+                    v = self.rate(g, jt, s, True)
+                    if v > 0:
+                        table[(s, False)] = v
+                    u = self.rate(g, jt, s, False)
+                    if s > 1 and u > 0:
+                        table[(s, True)] = u
+                if table:
+                    rates[g] = table
+            m = _BATCH.match(jt)
+            out[job_type_slug(jt)] = ThroughputProfile(
+                name=job_type_slug(jt), batch_size=int(m["bs"]) if m else 1, rates=rates,
+                description=f"{jt} (Gavel's simulation_throughputs.json)")
+        return out
+
+
+def read_gavel_throughputs(path) -> GavelThroughputs:
+    """Read Gavel's ``simulation_throughputs.json`` (a file, or a traces folder holding ``gavel/``)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "gavel" / "simulation_throughputs.json" if (p / "gavel").is_dir() else p / "simulation_throughputs.json"
+    if not p.is_file():
+        raise TraceError(f"Gavel throughput file not found: {p} (set GOODOPT_TRACES or pass the file)")
+    try:
+        raw = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{p}: not valid JSON ({exc})") from None
+    single, pairs, gpu_types, job_types = {}, {}, [], []
+    for worker, jobs in raw.items():
+        consolidated = not worker.endswith("_unconsolidated")
+        gpu = worker.removesuffix("_unconsolidated")
+        if gpu not in gpu_types:
+            gpu_types.append(gpu)
+        if not isinstance(jobs, dict):
+            raise TraceError(f"{p}: entry {worker!r} must map job types to throughputs")
+        for key, entry in jobs.items():
+            model, scale = _parse_key(p, key)
+            if model not in job_types:
+                job_types.append(model)
+            if not isinstance(entry, dict) or "null" not in entry:
+                raise TraceError(f"{p}: {worker} / {key} has no 'null' (isolated) throughput")
+            single[(gpu, model, scale, consolidated)] = float(entry["null"])
+            if consolidated and scale == 1:
+                for other, both in entry.items():
+                    if other == "null":
+                        continue
+                    other_model, other_scale = _parse_key(p, other)
+                    if other_scale == 1 and isinstance(both, list) and len(both) == 2:
+                        pairs[(gpu, model, other_model)] = (float(both[0]), float(both[1]))
+    return GavelThroughputs(single=single, pairs=pairs, gpu_types=tuple(gpu_types), job_types=tuple(job_types),
+                            source=str(p))
+
+
+def _parse_key(path, key):
+    m = _KEY.match(key)
+    if m is None:
+        try:  # tolerate other spacing of the tuple
+            model, scale = ast.literal_eval(key)
+            return str(model), int(scale)
+        except (ValueError, SyntaxError, TypeError):
+            raise TraceError(f"{path}: cannot read job key {key!r} (expected \"('<model>', <scale>)\")") from None
+    return m["model"], int(m["scale"])
+
+
+# -------------------------------------------------------------- from a problem
+def matrix_from_problem(problem, n_gpus=None, *, price_per_gpu_h=None) -> ThroughputMatrix:
+    """Throughput matrix of an allocation problem, each job at ``n_gpus`` GPUs.
+
+    ``n_gpus`` (J,) defaults to each job's ``min_gpus``; the throughput on a
+    type is the goodput-table entry for that count on the fewest nodes of the
+    type (0 where the job cannot run). Shapes: n_gpus (J,) -> matrix (J, G).
+    """
+    pr = problem
+    k = np.asarray(pr.min_gpus if n_gpus is None else n_gpus, dtype=np.int64)
+    if k.shape != (pr.n_jobs,) or np.any(k < 1):
+        raise ValidationError("n_gpus", f"must be {pr.n_jobs} GPU counts >= 1")
+    cap = np.bincount(pr.node_type, weights=pr.node_capacity, minlength=pr.n_gpu_types).astype(np.int64)
+    largest = np.array([pr.node_capacity[pr.node_type == g].max() for g in range(pr.n_gpu_types)])
+    kc = np.minimum(k, pr.max_k)
+    multi = (k[:, None] > largest[None, :]).astype(int)
+    t = pr.goodput_table[np.arange(pr.n_jobs)[:, None], np.arange(pr.n_gpu_types)[None, :], kc[:, None], multi]
+    t = np.where(k[:, None] > pr.max_k, 0.0, t)
+    prices = price_per_gpu_h
+    if prices is None:
+        prices = [GAVEL_PRICES_PER_GPU_H.get(name, 1.0) for name in pr.type_names]
+    return ThroughputMatrix(job_names=pr.job_names, type_names=pr.type_names, throughput=t, scale_factor=k,
+                            capacity=cap, weights=pr.weights, price_per_gpu_h=np.asarray(prices, dtype=float))

@@ -1,0 +1,232 @@
+"""Solving Gavel's time-fraction policies (the LPs of :mod:`goodopt.formulations.gavel`).
+
+:func:`solve_gavel` runs one policy on a :class:`~goodopt.gavel.ThroughputMatrix`
+and returns a :class:`FractionResult`: ``x`` (J, K) time fractions, ``status``
+(why it stopped), ``fun`` (the policy's objective in its own units, see
+:data:`POLICIES`), ``message``, the per-stage solver log, and derived
+per-job throughputs. Infeasible or failed LPs raise
+:class:`~goodopt.errors.SolverError` with their status; a time limit is
+reported, never hidden.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from goodopt.errors import SolverError, ValidationError
+from goodopt.formulations import gavel as fg
+
+from .backend import solve_model
+from .result import Termination
+
+log = logging.getLogger(__name__)
+
+#: Policy name -> meaning of ``fun``.
+POLICIES = {
+    "max_min_fairness": "min_j normalised throughput / w_j (het.-aware, Gavel's LAS)",
+    "max_min_fairness_agnostic": "min_j time fraction / (w_j f) (heterogeneity-agnostic)",
+    "max_total_throughput": "sum_j normalised throughput",
+    "min_cost": "cost in $/h of the allocation (with a throughput floor)",
+    "finish_time_fairness": "max_j rho_j (Themis' shared / equal-share finish time)",
+    "min_makespan": "makespan in seconds",
+    "fifo": "number of jobs running (arrival order, fastest free type first)",
+}
+#: Options per policy with their defaults.
+POLICY_OPTIONS = {
+    "max_min_fairness": {"second_stage": True, "tolerance": 1e-6},
+    "max_min_fairness_agnostic": {"second_stage": True, "tolerance": 1e-6},
+    "max_total_throughput": {"normalise": True},
+    "min_cost": {"floor": 1.0},
+    "finish_time_fairness": {"rel_tol": 1e-4, "max_lps": 60},
+    "min_makespan": {},
+    "fifo": {"aware": True},
+}
+
+
+@dataclass
+class FractionResult:
+    """Time fractions and how they were found.
+
+    ``x`` (J, K); ``throughput`` (J,) = ``sum_k x_jk T_jk``; ``normalised``
+    (J,) = throughput / equal-share throughput.
+    """
+
+    policy: str
+    x: np.ndarray
+    status: Termination
+    fun: float
+    message: str = ""
+    throughput: np.ndarray | None = None
+    normalised: np.ndarray | None = None
+    n_lps: int = 0
+    seconds: float = 0.0
+    stages: list = field(default_factory=list)
+    options: dict = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.status in (Termination.OPTIMAL, Termination.COMPLETED)
+
+    def to_dict(self, matrix=None) -> dict:
+        out = {"policy": self.policy, "status": str(self.status), "fun": float(self.fun), "message": self.message,
+               "n_lps": self.n_lps, "seconds": self.seconds, "stages": self.stages, "options": self.options}
+        if matrix is not None:
+            out["fractions"] = {j: {t: float(v) for t, v in zip(matrix.type_names, row) if v > 1e-9}
+                                for j, row in zip(matrix.job_names, self.x)}
+            out["normalised_throughput"] = {j: float(v) for j, v in zip(matrix.job_names, self.normalised)}
+        return out
+
+
+def _check(policy, options):
+    if policy not in POLICY_OPTIONS:
+        raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(POLICIES)}")
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(POLICY_OPTIONS[policy]) - {"time_limit_s"})
+    if unknown:
+        raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
+                              f"valid options: {sorted(POLICY_OPTIONS[policy]) + ['time_limit_s']}")
+    return {**POLICY_OPTIONS[policy], "time_limit_s": None, **options}
+
+
+class _Runner:
+    """Solves LPs in sequence, keeping their log and the time budget."""
+
+    def __init__(self, matrix, time_limit_s):
+        self.mx = matrix
+        self.deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
+        self.stages: list = []
+
+    def solve(self, name, **build):
+        remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+        model = fg.build_model(self.mx, **build)
+        out = solve_model(model, time_limit_s=remaining)
+        self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
+                            "solve_s": out.solve_s + out.compile_s})
+        return model, out
+
+
+def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None = None) -> FractionResult:
+    """Time fractions of one Gavel policy. Shapes: matrix (J, K) -> result.x (J, K)."""
+    opts = _check(policy, options)
+    t0 = time.perf_counter()
+    mx = matrix
+    run = _Runner(mx, opts["time_limit_s"])
+    eq = mx.equal_share_throughput()
+    T = mx.throughput
+    w = mx.weights[:, None]
+    status = Termination.OPTIMAL
+    if policy == "fifo":
+        x = fifo_fractions(mx, aware=opts["aware"])
+        fun, status = float((x.sum(axis=1) > 0).sum()), Termination.COMPLETED
+    elif policy in ("max_min_fairness", "max_min_fairness_agnostic"):
+        if policy == "max_min_fairness":
+            coef = T / (w * eq[:, None])
+            gain = T / eq[:, None]
+        else:
+            f = min(1.0, mx.capacity.sum() / float(mx.scale_factor.sum()))
+            coef = np.where(mx.runnable, 1.0, 0.0) / (w * f)
+            gain = np.where(mx.runnable, 1.0, 0.0)
+        model, out = run.solve("max-min", objective="max_min", coef=coef)
+        _require(out, policy, "max-min")
+        x, fun = fg.fractions(model, mx), float(out.objective)
+        if opts["second_stage"]:
+            t_min = fun * (1.0 - opts["tolerance"])
+            model2, out2 = run.solve("fill", objective="max_sum", coef=(gain, coef), t_min=t_min)
+            _require(out2, policy, "fill")
+            x = fg.fractions(model2, mx)
+    elif policy == "max_total_throughput":
+        scale = T.max(axis=1, keepdims=True) if opts["normalise"] else 1.0
+        model, out = run.solve("max-sum", objective="max_sum", coef=T / scale)
+        _require(out, policy, "max-sum")
+        x, fun = fg.fractions(model, mx), float(out.objective)
+    elif policy == "min_cost":
+        floor = float(opts["floor"])
+        if not 0 <= floor:
+            raise ValidationError("options.floor", f"must be >= 0, got {floor}", "1.0 = equal-share throughput")
+        model, out = run.solve("min-cost", objective="min_cost", floor=floor * eq)
+        _require(out, policy, "min-cost", hint="lower the floor (<= 1 is always feasible)")
+        x, fun = fg.fractions(model, mx), float(out.objective)
+    elif policy == "min_makespan":
+        R = _need(mx, "remaining_steps", policy)
+        if np.any(R <= 0):
+            raise ValidationError("remaining_steps", "must be > 0 for min_makespan", "drop finished jobs")
+        model, out = run.solve("makespan", objective="max_min", coef=T / R[:, None])
+        _require(out, policy, "makespan")
+        x, fun = fg.fractions(model, mx), 1.0 / float(out.objective)
+    elif policy == "finish_time_fairness":
+        x, fun, status = _finish_time_fairness(mx, run, eq, opts)
+    else:  # pragma: no cover - guarded by _check
+        raise AssertionError(policy)
+    thr = mx.effective_throughput(x)
+    return FractionResult(policy=policy, x=x, status=status, fun=fun, message=POLICIES[policy], throughput=thr,
+                          normalised=thr / eq, n_lps=len(run.stages), seconds=time.perf_counter() - t0,
+                          stages=run.stages, options=opts)
+
+
+def _need(mx, name, policy):
+    v = getattr(mx, name)
+    if v is None:
+        raise ValidationError(name, f"is required by policy {policy!r}", f"give the matrix its {name}")
+    return v
+
+
+def _require(out, policy, stage, hint="check the throughput matrix"):
+    if out.termination == Termination.OPTIMAL and out.has_solution:
+        return
+    raise SolverError(f"Gavel policy {policy!r}, LP {stage!r}: status {out.termination} ({out.raw_status}), "
+                      f"objective {out.objective}, bound {out.bound}; {hint}")
+
+
+def _finish_time_fairness(mx, run, eq, opts):
+    """Bisection on ``r`` over the feasibility LPs (8)."""
+    R = _need(mx, "remaining_steps", "finish_time_fairness")
+    a = _need(mx, "elapsed_s", "finish_time_fairness")
+    D = a + R / eq
+    lo, hi = float(np.max(a / D)), 1.0
+    x_best = mx.equal_share()
+    status = Termination.OPTIMAL
+    while hi - lo > opts["rel_tol"] * hi:
+        if len(run.stages) >= opts["max_lps"]:
+            status = Termination.ITERATION_LIMIT
+            break
+        r = 0.5 * (lo + hi)
+        slack = r * D - a
+        if np.any(slack <= 0):
+            lo = r
+            continue
+        model, out = run.solve(f"ftf r={r:.6g}", objective="feasibility", floor=R / slack)
+        if out.termination == Termination.OPTIMAL and out.has_solution:
+            hi, x_best = r, fg.fractions(model, mx)
+        elif out.termination == Termination.INFEASIBLE:
+            lo = r
+        elif out.termination == Termination.TIME_LIMIT:
+            status = Termination.TIME_LIMIT
+            break
+        else:
+            raise SolverError(f"finish_time_fairness LP at r={r:.6g}: status {out.termination} ({out.raw_status})")
+    thr = mx.effective_throughput(x_best)
+    rho = float(np.max((a + R / np.maximum(thr, 1e-300)) / D))
+    return x_best, rho, status
+
+
+def fifo_fractions(matrix, *, aware: bool = True) -> np.ndarray:
+    """FIFO: in arrival order each job takes its whole time on one type with room for it.
+
+    Heterogeneity-aware picks the fastest such type, agnostic the first (in
+    type order). Jobs that find no room get nothing. Shapes: -> (J, K).
+    """
+    mx = matrix
+    free = mx.capacity.astype(np.int64).copy()
+    x = np.zeros((mx.n_jobs, mx.n_types))
+    for j in np.argsort(mx.arrival_order, kind="stable"):
+        ok = mx.runnable[j] & (free >= mx.scale_factor[j])
+        if not ok.any():
+            continue
+        k = int(np.argmax(np.where(ok, mx.throughput[j], -1.0))) if aware else int(np.argmax(ok))
+        x[j, k] = 1.0
+        free[k] -= mx.scale_factor[j]
+    return x
