@@ -199,6 +199,22 @@ def cmd_fit(args) -> int:
                       f"{g.fit['rms_log_compute_time']:.3f}", str(g.fit["multi_node_identified"]))
     con.print(t)
     con.print(f"wrote {len(args.apps or POLLUX_APPS)} profiles to {out}")
+    gavel_file = root / "gavel" / "simulation_throughputs.json"
+    if gavel_file.is_file():
+        from .gavel import gavel_scenario, read_gavel_throughputs
+        from .scenario import save_scenario
+
+        g = read_gavel_throughputs(gavel_file)
+        (out / "gavel").mkdir(exist_ok=True)
+        for name, prof in g.profiles().items():
+            prof.save(out / "gavel" / f"{name}.yaml")
+        sc = gavel_scenario(g)
+        dest = Path(args.scenarios) if args.scenarios else out.parent
+        rel = {app: str(Path((out / "gavel").resolve()).relative_to(dest.resolve()) / f"{app}.yaml")
+               for app in sorted(sc.profiles)}
+        save_scenario(sc, dest / "gavel-default.yaml", profile_paths=rel)
+        con.print(f"wrote {len(g.job_types)} Gavel throughput profiles to {out / 'gavel'} and "
+                  f"{dest / 'gavel-default.yaml'}")
     return 0
 
 
@@ -210,6 +226,15 @@ def cmd_simulate(args) -> int:
 
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     options = _key_values(args.option)
+    # ``POLICY.KEY=VALUE`` applies to that policy only; plain ``KEY=VALUE`` to every policy
+    per_policy = {p: {k: v for k, v in options.items() if "." not in k} for p in policies}
+    for key, value in options.items():
+        if "." in key:
+            pol, _, name = key.partition(".")
+            if pol not in per_policy:
+                raise ValidationError("--option", f"{key!r} names policy {pol!r}, which is not run",
+                                      f"policies run: {policies}")
+            per_policy[pol][name] = value
     if args.truth == "model":
         truth = "model"
     else:
@@ -220,7 +245,12 @@ def cmd_simulate(args) -> int:
                 raise
             truth = "model"
             log.warning("no traces found: using the model ground truth of the shipped profiles")
-    cluster = Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),))
+    if args.cluster:
+        from .scenario import load_scenario
+
+        cluster = load_scenario(args.cluster).cluster
+    else:
+        cluster = Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),))
     config = SimConfig(interval_s=args.interval, restart_delay_s=args.restart_delay,
                        interference_slowdown=args.interference, gpu_type=args.gpu_type)
     workloads = expand_workloads(args.workloads)
@@ -230,9 +260,9 @@ def cmd_simulate(args) -> int:
         from .sim.sweep import cached_truth
 
         wl = resolve_workload(workloads[0])
-        t = cached_truth(truth, tuple(sorted({j.application for j in wl.jobs})))
+        t = cached_truth(truth, tuple(sorted({j.application for j in wl.jobs})), cluster.gpu_type_names)
         res = simulate(wl, cluster, policies[0], truth=t, config=config, seed=args.seed,
-                       policy_options=options, progress=not args.quiet and not args.json)
+                       policy_options=per_policy[policies[0]], progress=not args.quiet and not args.json)
         res.write(out)
         if args.json:
             print(json.dumps({**res.summary, "metadata": res.metadata}, indent=2, default=str))
@@ -249,12 +279,12 @@ def cmd_simulate(args) -> int:
         con.print(f"wrote {out}/jobs.csv, rounds.csv, allocations.csv, summary.json")
         return 0
     tasks = grid(workloads, policies, cluster, seeds=range(args.seed, args.seed + args.seeds), config=config,
-                 truth=truth, policy_options={p: options for p in policies}, out_dir=out)
+                 truth=truth, policy_options=per_policy, out_dir=out)
     table = run_tasks(tasks, workers=args.workers, progress=not args.quiet and not args.json)
     from .compare import write_table
 
     write_table(table, out / "sweep.csv", workloads=workloads, policies=policies, truth=truth,
-                config=config.__dict__, policy_options=options)
+                config=config.__dict__, policy_options=per_policy)
     if args.json:
         print(table.to_json(orient="records", indent=2))
         return 0
@@ -313,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
     p.add_argument("--out", default="scenarios/profiles", help="output folder for <app>.yaml")
     p.add_argument("--apps", nargs="*", default=None, help="applications (default: the six Pollux ones)")
+    p.add_argument("--scenarios", default=None,
+                   help="folder for the generated gavel-default.yaml (default: the parent of --out)")
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("simulate", help="simulate workloads under scheduling policies")
@@ -327,12 +359,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--restart-delay", type=float, default=30.0, help="restart delay in seconds")
     p.add_argument("--interference", type=float, default=0.0,
                    help="slowdown of multi-node jobs sharing a node with another (0.25 = 25%%)")
+    p.add_argument("--cluster", default=None,
+                   help="take the cluster of a scenario (file, shipped name such as sia-default, or "
+                        "family:NAME:SEED); overrides --nodes/--gpus-per-node/--gpu-type")
     p.add_argument("--nodes", type=int, default=16, help="nodes in the cluster")
     p.add_argument("--gpus-per-node", type=int, default=4, help="GPUs per node")
     p.add_argument("--gpu-type", default="t4", help="GPU type of the nodes")
     p.add_argument("--seed", type=int, default=0, help="seed of the policy's random choices")
     p.add_argument("--seeds", type=int, default=1, help="number of seeds (seed, seed+1, ...)")
-    p.add_argument("--option", action="append", help="policy option KEY=VALUE (repeatable), e.g. n_gen=50")
+    p.add_argument("--option", action="append",
+                   help="policy option KEY=VALUE or POLICY.KEY=VALUE (repeatable), e.g. milp.time_limit_s=2")
     p.add_argument("--workers", type=int, default=1, help="parallel processes for several runs")
     p.add_argument("--out", default="sim_out", help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -65,6 +65,19 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("cluster-2048", ((_T4, 8, 256),), 0.4, "256 x 8 T4 = 2048 GPUs, 819 jobs"),
     Family("mixed-2048", ((_T4, 4, 128), ("a100", 8, 96), ("rtx2080ti", 8, 96)), 0.4,
            "2048 GPUs of three types (128 x 4 T4, 96 x 8 A100, 96 x 8 RTX 2080Ti), 819 jobs"),
+    Family("hetero-tiny", ((_T4, 2, 2), ("a100", 2, 1)), 0.5,
+           "6 GPUs of two types (2 x 2 T4, 1 x 2 A100), 3 jobs: small enough for brute force"),
+    Family("hetero-16", ((_T4, 4, 2), ("a100", 8, 1)), 1.0, "16 GPUs of two types (2 x 4 T4, 1 x 8 A100), 16 jobs"),
+    Family("sia-64", ((_T4, 4, 6), ("a100", 8, 2), ("rtx2080ti", 8, 3)), 0.5,
+           "Sia's default cluster: 6 x 4 T4 + 2 x 8 A100 + 3 x 8 RTX 2080Ti = 64 GPUs, 32 jobs"),
+    Family("five-types-512", ((_T4, 4, 32), ("a100", 8, 16), ("rtx2080ti", 8, 8), ("v100", 8, 8),
+                              ("rtx6000", 4, 16)), 0.4,
+           "512 GPUs of five types (32 x 4 T4, 16 x 8 A100, 8 x 8 RTX 2080Ti, 8 x 8 V100, 16 x 4 RTX 6000), "
+           "205 jobs"),
+    Family("five-types-2048", ((_T4, 4, 128), ("a100", 8, 64), ("rtx2080ti", 8, 32), ("v100", 8, 64),
+                               ("rtx6000", 4, 64)), 0.4,
+           "2048 GPUs of five types (128 x 4 T4, 64 x 8 A100, 32 x 8 RTX 2080Ti, 64 x 8 V100, 64 x 4 RTX 6000), "
+           "819 jobs"),
 )}
 
 

@@ -267,3 +267,50 @@ def matrix_from_problem(problem, n_gpus=None, *, price_per_gpu_h=None) -> Throug
         prices = [GAVEL_PRICES_PER_GPU_H.get(name, 1.0) for name in pr.type_names]
     return ThroughputMatrix(job_names=pr.job_names, type_names=pr.type_names, throughput=t, scale_factor=k,
                             capacity=cap, weights=pr.weights, price_per_gpu_h=np.asarray(prices, dtype=float))
+
+
+#: Gavel's distribution of job scale factors in its generated workloads (GPUs: probability).
+GAVEL_SCALE_FACTORS = {1: 0.70, 2: 0.10, 4: 0.15, 8: 0.05}
+#: Gavel's default simulated cluster: 36 GPUs of each type, here 9 servers of 4 GPUs each.
+GAVEL_CLUSTER = (("v100", 4, 9), ("p100", 4, 9), ("k80", 4, 9))
+
+
+def gavel_jobs(throughputs: GavelThroughputs, seed: int, n_jobs: int):
+    """Rigid throughput-only jobs drawn like Gavel's generator: a uniform job type and a scale factor.
+
+    Scale factors follow :data:`GAVEL_SCALE_FACTORS`, restricted to those the job
+    type was measured at. Returns ``[(name, profile_name, scale_factor), ...]``.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    sizes = np.array(list(GAVEL_SCALE_FACTORS))
+    probs = np.array(list(GAVEL_SCALE_FACTORS.values()))
+    for i in range(int(n_jobs)):
+        jt = throughputs.job_types[int(rng.integers(len(throughputs.job_types)))]
+        ok = np.isin(sizes, throughputs.scale_factors(jt))
+        s = int(rng.choice(sizes[ok], p=probs[ok] / probs[ok].sum()))
+        slug = job_type_slug(jt)
+        out.append((f"{slug}-{i}", slug, s))
+    return out
+
+
+def gavel_scenario(throughputs: GavelThroughputs, seed: int = 0, n_jobs: int = 60, *, cluster_groups=GAVEL_CLUSTER,
+                   max_age_s: float = 7200.0):
+    """A scheduling round on Gavel's default cluster with :func:`gavel_jobs` (all waiting, rigid sizes).
+
+    Returns the :class:`~goodopt.scenario.Scenario`; its profiles are the file's job types.
+    """
+    from .cluster import Cluster, NodeGroup
+    from .scenario import Job, Scenario
+
+    profiles = throughputs.profiles()
+    rng = np.random.default_rng(seed + 1)
+    jobs, used = [], {}
+    for name, slug, s in gavel_jobs(throughputs, seed, n_jobs):
+        jobs.append(Job(name=name, application=slug, age_s=float(np.round(rng.uniform(0, max_age_s))),
+                        n_reallocs=0, min_gpus=s, max_gpus=s))
+        used[slug] = profiles[slug]
+    cluster = Cluster(tuple(NodeGroup(t, g, n) for t, g, n in cluster_groups))
+    desc = (f"Gavel's default cluster (36 V100 + 36 P100 + 36 K80 as 9 servers of 4 each), {n_jobs} rigid "
+            f"throughput-only jobs drawn like Gavel's generator (seed {seed})")
+    return Scenario(cluster=cluster, jobs=tuple(jobs), profiles=used, name="gavel-default", description=desc)

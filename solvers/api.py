@@ -36,11 +36,14 @@ METHOD_OPTIONS: dict[str, dict] = {
     "greedy": {**_COMMON, "start": "empty"},
     "equal-share": dict(_COMMON),
     "brute-force": {**_COMMON, "max_allocations": 2_000_000},
+    "gavel": {**_COMMON, "policy": "max_min_fairness", "n_gpus": "min_gpus", "policy_options": {}},
 }
 METHODS = tuple(METHOD_OPTIONS)
 _CHOICES = {"formulation": ("auto", "placement", "config"), "symmetry": ("order", "none"),
             "spacing": ("adaptive", "uniform"), "start": ("empty", "current"),
-            "engine": ("pymoo", "numpy")}
+            "engine": ("pymoo", "numpy"), "policy": ("max_min_fairness", "max_min_fairness_agnostic",
+                                                     "max_total_throughput", "min_cost", "finish_time_fairness",
+                                                     "min_makespan", "fifo")}
 
 
 def _check_options(method: str, options) -> dict:
@@ -141,7 +144,9 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
     """Solve one allocation problem with ``method`` and re-score the answer.
 
     Methods: ``milp`` (exact, certified), ``milp-pwl``, ``ga``, ``nsga2``,
-    ``greedy``, ``equal-share``, ``brute-force``. See :data:`METHOD_OPTIONS`.
+    ``greedy``, ``equal-share``, ``brute-force``, ``gavel`` (a Gavel policy's
+    time fractions, realised for one round; the fractions are in
+    ``extra["fractions"]``). See :data:`METHOD_OPTIONS`.
     The returned :class:`SolveResult` always carries the evaluator's fitness of
     the allocation, the termination status, and the bound and gap where the
     method gives one.
@@ -166,6 +171,8 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
         from .exact import solve_pwl
 
         fields = solve_pwl(problem, ev, opts, t_start)
+    elif method == "gavel":
+        fields = _solve_gavel_round(problem, opts)
     elif method in ("ga", "nsga2"):
         from .genetic import solve_ga
 
@@ -174,6 +181,46 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
     else:
         fields = _solve_simple(problem, ev, method, opts)
     return _result(problem, ev, method, opts, fields, t_start)
+
+
+def _solve_gavel_round(problem, opts):
+    """Gavel's time fractions at fixed GPU counts, realised for one round (fresh history)."""
+    from goodopt.gavel import matrix_from_problem
+
+    from .gavel import solve_gavel
+    from .rounds import RoundMechanism, place_round
+
+    t0 = time.perf_counter()
+    n = opts["n_gpus"]
+    if n == "min_gpus":
+        k = problem.min_gpus
+    elif n == "base":
+        k = problem.base_gpus
+    elif isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        k = np.full(problem.n_jobs, n)
+    else:
+        raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number >= 1, got {n!r}")
+    mx = matrix_from_problem(problem, k)
+    po = dict(opts["policy_options"] or {})
+    if opts["time_limit_s"] is not None:
+        po.setdefault("time_limit_s", opts["time_limit_s"])
+    build_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    fr = solve_gavel(mx, opts["policy"], po)
+    cur = problem.current
+    running = cur.sum(axis=1) > 0
+    cur_type = np.full(problem.n_jobs, -1)
+    cur_type[running] = problem.node_type[np.argmax(cur[running] > 0, axis=1)]
+    assigned = RoundMechanism(problem.type_names).assign(problem.job_names, fr.x, mx.scale_factor, mx.capacity,
+                                                         cur_type)
+    alloc, failed = place_round(problem.node_type, problem.node_capacity, assigned, mx.scale_factor, cur)
+    extra = {"fractions": fr.to_dict(mx)["fractions"], "policy": fr.policy, "policy_objective": fr.fun,
+             "lp_stages": fr.stages, "unplaced_jobs": [problem.job_names[j] for j in failed]}
+    return dict(alloc=alloc, status=Termination.COMPLETED if fr.success else fr.status, bound=np.nan,
+                objective=fr.fun, objective_bound=np.nan, build_s=build_s, solve_s=time.perf_counter() - t1,
+                nodes=None, solver="gavel", solver_version="", raw_status=str(fr.status), n_variables=None,
+                n_constraints=None, n_configs=None, extra=extra,
+                message=f"{fr.policy}: {fr.message} = {fr.fun:.6g}")
 
 
 def _solve_simple(problem, ev, method, opts):

@@ -85,11 +85,15 @@ def ref_fitness_and_speedups(scenario, problem, alloc):
                 s = ref_goodput(prof, gpu_type, k, nodes > 1, phi,
                                 scenario.objective.n_batch_candidates) / problem.base_goodput[j]
         if row != [int(x) for x in problem.current[j]]:
-            t, r, d = job.age_s, job.n_reallocs, scenario.objective.restart_delay_s
+            d = scenario.objective.restart_delays_s.get(job.application, scenario.objective.restart_delay_s)
+            t, r = job.age_s, job.n_reallocs
             s *= max(t - r * d, 0.0) / (t + d) if t + d > 0 else 1.0
         speedups.append(s)
-    eps = scenario.objective.eps
-    fit = ref_power_mean([s + eps for s in speedups], scenario.objective.p, [j.weight for j in scenario.jobs])
+    o = scenario.objective
+    eps, lam = o.eps, o.idle_penalty
+    # an idle job enters the mean as the speedup whose h-value is Sia's penalty (h(t) = t^p, log t at p = 0)
+    idle = eps if lam is None else (math.exp(lam) if o.p == 0 else lam ** (1.0 / o.p))
+    fit = ref_power_mean([s + eps if s > 0 else idle for s in speedups], o.p, [j.weight for j in scenario.jobs])
     return fit, speedups
 
 

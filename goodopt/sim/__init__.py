@@ -47,7 +47,7 @@ def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, 
         raise ValidationError("cluster", f"must be a Cluster, got {type(cluster).__name__}",
                               "use goodopt.generate.testbed_cluster() or a scenario's cluster")
     config = config or SimConfig()
-    truth = truth or model_truth(sorted({j.application for j in workload.jobs}))
+    truth = truth or model_truth(sorted({j.application for j in workload.jobs}), gpu_type=cluster.gpu_type_names)
     missing = sorted({j.application for j in workload.jobs} - set(truth.apps))
     if missing:
         raise ValidationError("workload.application", f"no ground truth for {missing}",
@@ -72,7 +72,10 @@ def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, 
 
 
 def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
-    per_node = int(cluster.node_capacity.max())
+    # isolated run: on the truth's primary GPU type, packed on that type's nodes
+    primary = truth.gpu_types[0]
+    per_node = cluster.max_gpus_per_node(primary) if primary in cluster.gpu_type_names \
+        else int(cluster.node_capacity.max())
     rows = []
     for job in engine.jobs:
         app = truth[job.application]

@@ -15,6 +15,14 @@ GPUs (at least 1): the exploration limit.
 
 A job with a fixed batch (``fixed_batch``, e.g. ncf's 32768) keeps it and at
 most ``max_gpus`` GPUs.
+
+On a heterogeneous cluster :class:`HeteroAgent` keeps one model per GPU type
+(Sia): its observations, fit and batch limits are per type, the noise scale
+is shared, and :meth:`HeteroAgent.bootstrap` records one-GPU measurements of
+every type at a few batch sizes when the job arrives (Sia's initial
+profiling; its cost is not charged). With ``pooled=True`` it is Pollux
+unaware of heterogeneity: every type feeds one model and the scheduler is told
+the same parameters for every type.
 """
 
 from __future__ import annotations
@@ -51,8 +59,12 @@ class JobAgent:
         self.n_fits = 0
 
     # ------------------------------------------------------------ observing
-    def observe(self, placement, local_bsz: int, step_s: float, sync_s: float, phi: float) -> None:
-        """Record one configuration's measured step and sync time and the current noise scale."""
+    def observe(self, placement, local_bsz: int, step_s: float, sync_s: float, phi: float,
+                gpu_type: str | None = None) -> None:
+        """Record one configuration's measured step and sync time and the current noise scale.
+
+        ``gpu_type`` is accepted for interface parity with :class:`HeteroAgent` and ignored.
+        """
         key = (sum(1 for c in placement if c), int(sum(placement)), int(local_bsz))
         if key not in self._obs:
             self._obs[key] = (float(step_s), float(sync_s))
@@ -88,26 +100,28 @@ class JobAgent:
         return int(max(1, min(2 * self.max_profiled_gpus, EXPLORATION_CAP, batch_limit)))
 
     # ------------------------------------------------------------- choosing
-    def choose(self, placement, *, refit: bool = True) -> tuple[int, int]:
+    def choose(self, placement, *, refit: bool = True, gpu_type: str | None = None, limits=None) -> tuple[int, int]:
         """(local_bsz, accum_steps) for ``placement`` (GPUs per node).
 
         With ``refit`` the model is brought up to date first (done when the job
         is (re)started); at epoch boundaries the engine re-chooses with the
-        current fit, as a job re-tunes its batch between refits.
+        current fit, as a job re-tunes its batch between refits. ``limits``
+        (an AppTruth) overrides the batch limits (the GPU type actually used).
         """
+        app = limits or self.app
         k = int(sum(placement))
         if self.fixed_batch is not None:
-            return self.app.fixed_config(self.fixed_batch, k)
+            return app.fixed_config(self.fixed_batch, k)
         if self.phi is None or not self._obs:
             # nothing measured yet: start at the initial batch size
-            return self.app.fixed_config(self.app.init_batch_size, k)
+            return app.fixed_config(app.init_batch_size, k)
         multi = sum(1 for c in placement if c) > 1
         params = self.refit() if refit else self._params
-        _, local, accum = gp.best_config(params, k, multi, self.phi, self.app.init_batch_size,
-                                         self.app.max_batch_size, self.app.min_local_bsz, self.app.max_local_bsz,
+        _, local, accum = gp.best_config(params, k, multi, self.phi, app.init_batch_size,
+                                         app.max_batch_size, app.min_local_bsz, app.max_local_bsz,
                                          n_candidates=self.n_candidates)
         if int(local) == 0:  # no valid candidate (e.g. too many GPUs for M_max): smallest valid batch
-            return self.app.fixed_config(max(self.app.init_batch_size, k * self.app.min_local_bsz), k)
+            return app.fixed_config(max(app.init_batch_size, k * app.min_local_bsz), k)
         return int(local), int(accum)
 
     def profile(self, key: str) -> AppProfile:
@@ -119,4 +133,73 @@ class JobAgent:
         if self.fixed_batch is not None:
             m0 = m_max = self.fixed_batch
         return AppProfile(name=key, init_batch_size=m0, max_batch_size=m_max, gpu_types={self.gpu_type: gpu},
+                          phi_epochs=(1.0,), phi_values=(self.phi or 1e12,), target_epochs=1.0)
+
+
+class HeteroAgent:
+    """A job's models on a heterogeneous cluster (see the module docstring).
+
+    ``apps`` maps GPU type -> AppTruth (only static batch limits are read).
+    """
+
+    def __init__(self, apps: dict, *, pooled: bool = False, fixed_batch: int | None = None,
+                 max_gpus: int | None = None, n_candidates: int = gp.N_BATCH_CANDIDATES):
+        self.apps = dict(apps)
+        self.gpu_types = tuple(self.apps)
+        self.pooled = pooled
+        self.fixed_batch = fixed_batch
+        self.max_gpus = max_gpus
+        first = self.gpu_types[0]
+        if pooled:
+            one = JobAgent(self.apps[first], first, fixed_batch=fixed_batch, max_gpus=max_gpus,
+                           n_candidates=n_candidates)
+            self.models = {t: one for t in self.gpu_types}
+        else:
+            self.models = {t: JobAgent(a, t, fixed_batch=fixed_batch, max_gpus=max_gpus, n_candidates=n_candidates)
+                           for t, a in self.apps.items()}
+        self.app = self.apps[first]
+
+    @property
+    def phi(self):
+        values = [m.phi for m in self.models.values() if m.phi is not None]
+        return values[-1] if values else None
+
+    @property
+    def n_fits(self) -> int:
+        return sum(m.n_fits for m in set(self.models.values()))
+
+    def observe(self, placement, local_bsz, step_s, sync_s, phi, gpu_type: str | None = None) -> None:
+        for m in set(self.models.values()):  # the noise scale is the job's, whatever the type
+            if math.isfinite(phi) and phi > 0:
+                m.phi = float(phi)
+        self.models[gpu_type or self.gpu_types[0]].observe(placement, local_bsz, step_s, sync_s, phi)
+
+    def bootstrap(self, truth_by_type: dict, phi: float, n_batches: int = 3) -> None:
+        """One-GPU measurements of every type at ``n_batches`` per-GPU batch sizes (Sia's profiling)."""
+        if self.pooled:
+            return
+        for t, app in truth_by_type.items():
+            hi = max(app.min_local_bsz, min(app.max_local_bsz, app.init_batch_size))
+            for m in np.unique(np.geomspace(app.min_local_bsz, hi, n_batches).round().astype(int)):
+                step, sync = app.times((1,), int(m))
+                self.models[t].observe((1,), int(m), step, sync, phi)
+
+    def gpu_limit(self) -> int:
+        return max(m.gpu_limit() for m in self.models.values())
+
+    def choose(self, placement, *, refit: bool = True, gpu_type: str | None = None, limits=None):
+        t = gpu_type or self.gpu_types[0]
+        return self.models[t].choose(placement, refit=refit, limits=limits or self.apps[t])
+
+    def profile(self, key: str) -> AppProfile:
+        """Fitted parameters and limits per GPU type (the same parameters on every type when pooled)."""
+        gpus = {}
+        for t in self.gpu_types:
+            m = self.models[t]
+            lim = self.apps[self.gpu_types[0]] if self.pooled else self.apps[t]
+            gpus[t] = GpuProfile(params=m.refit(), min_local_bsz=lim.min_local_bsz, max_local_bsz=lim.max_local_bsz)
+        m0, m_max = self.app.init_batch_size, self.app.max_batch_size
+        if self.fixed_batch is not None:
+            m0 = m_max = self.fixed_batch
+        return AppProfile(name=key, init_batch_size=m0, max_batch_size=m_max, gpu_types=gpus,
                           phi_epochs=(1.0,), phi_values=(self.phi or 1e12,), target_epochs=1.0)

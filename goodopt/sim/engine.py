@@ -20,9 +20,15 @@ returns an allocation. Each round of ``interval_s`` seconds:
    (its completion time is exact within the round);
 5. the agent of every job that ran records what it observed.
 
+On a heterogeneous cluster every job runs on one GPU type at a time (checked)
+with that type's ground truth; its agent keeps a model per type
+(:class:`~goodopt.sim.agent.HeteroAgent`), pooled into one when the policy is
+heterogeneity-unaware (``policy.hetero_aware`` false), and is profiled on one
+GPU of every type when it arrives if the policy is aware.
+
 Invariants checked each round (a :class:`~goodopt.errors.SimulationError`
-names the round and job): no node over capacity, no progress without GPUs,
-time moves forward; at the end every job has completed (or the run stops at
+names the round and job): no node over capacity, one GPU type per job, no
+progress without GPUs, time moves forward; at the end every job has completed (or the run stops at
 ``max_time_s`` with the unfinished jobs named).
 """
 
@@ -38,7 +44,7 @@ from goodopt.cluster import Cluster
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.validation import check_number
 
-from .agent import JobAgent
+from .agent import HeteroAgent, JobAgent
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +106,8 @@ class SimJob:
     def placement(self) -> tuple[int, ...]:
         return tuple(int(x) for x in self.row[self.row > 0])
 
+    gpu_type: str | None = None  # type of the GPUs it holds (None when it holds none)
+
 
 @dataclass(frozen=True)
 class RoundState:
@@ -129,15 +137,24 @@ class Engine:
     def __init__(self, workload, cluster: Cluster, policy, truth, config: SimConfig, rng: np.random.Generator):
         self.workload, self.cluster, self.policy, self.truth, self.config = workload, cluster, policy, truth, config
         self.rng = rng
-        if len(cluster.gpu_type_names) != 1:
-            raise ValidationError("cluster", "the simulator runs homogeneous clusters",
-                                  "give node groups of one GPU type")
+        self.types = cluster.gpu_type_names
+        self.hetero = len(self.types) > 1
+        self.node_type = np.array([self.types.index(t) for t in cluster.node_gpu_types])
+        missing = [t for t in self.types if t not in truth.gpu_types] if self.hetero else []
+        if missing:
+            raise ValidationError("truth", f"no ground truth for GPU types {missing}",
+                                  f"build it for all of {list(self.types)} (trace_truth / model_truth gpu_types=)")
+        aware = getattr(policy, "hetero_aware", True)
         fixed = dict(config.fixed_apps)
         self.jobs = []
         for i, wj in enumerate(workload.jobs):
             app = truth[wj.application]
             batch, gpus = fixed.get(wj.application, (None, None))
-            agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus)
+            if self.hetero:
+                agent = HeteroAgent({t: truth.on(wj.application, t) for t in self.types}, pooled=not aware,
+                                    fixed_batch=batch, max_gpus=gpus)
+            else:
+                agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus)
             self.jobs.append(SimJob(i, wj.name, wj.application, float(wj.arrival_s), wj.num_replicas,
                                     batch or wj.batch_size, agent, fixed_gpus=gpus,
                                     row=np.zeros(cluster.n_nodes, dtype=np.int64)))
@@ -161,7 +178,12 @@ class Engine:
                                       f"include {left} (a policy may be starving them)")
             e0 = time.perf_counter()
             while pending and pending[0].arrival_s <= t:
-                active.append(pending.pop(0))
+                job = pending.pop(0)
+                if self.hetero and getattr(self.policy, "hetero_aware", True) and self.policy.adaptive_batch:
+                    apps = {ty: self.truth.on(job.application, ty) for ty in self.types}
+                    app0 = apps[self.types[0]]
+                    job.agent.bootstrap(apps, app0.phi(app0.init_batch_size, 0))
+                active.append(job)
             if not active:
                 t = max(t + cfg.interval_s, np.floor(pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
                 continue
@@ -214,6 +236,13 @@ class Engine:
             n = over[0]
             raise SimulationError(f"{where}: node {self.cluster.node_names[n]} over capacity "
                                   f"({a[:, n].sum()} > {self.cluster.node_capacity[n]})")
+        if self.hetero:
+            per_type = np.stack([(a[:, self.node_type == g]).sum(axis=1) for g in range(len(self.types))], axis=1)
+            mixed = np.flatnonzero((per_type > 0).sum(axis=1) > 1)
+            if len(mixed):
+                j = mixed[0]
+                raise SimulationError(f"{where}: job {state.jobs[j].name} spans GPU types "
+                                      f"{[self.types[g] for g in np.flatnonzero(per_type[j])]}")
         for j, job in enumerate(state.jobs):
             if job.fixed_gpus is not None and a[j].sum() not in (0, job.fixed_gpus):
                 raise SimulationError(f"{where}: job {job.name} must run on exactly {job.fixed_gpus} GPU(s), "
@@ -232,6 +261,7 @@ class Engine:
             row = alloc[j]
             if not np.array_equal(row, job.row):
                 job.row = row.copy()
+                job.gpu_type = self.types[int(self.node_type[np.flatnonzero(row)[0]])] if row.any() else None
                 if row.any():
                     job.restart_left_s = cfg.restart_delay_s
                     if job.n_starts:
@@ -264,15 +294,21 @@ class Engine:
                 job.row = np.zeros_like(job.row)
         return finished
 
+    def _truth(self, job):
+        """The job's ground truth on the GPU type it holds."""
+        return self.truth.on(job.application, job.gpu_type) if self.hetero else self.truth[job.application]
+
     def _batch(self, job, adaptive):
-        app = self.truth[job.application]
+        app = self._truth(job)
         if adaptive or job.agent.fixed_batch is not None:
-            return job.agent.choose(job.placement)
+            return job.agent.choose(job.placement, gpu_type=job.gpu_type) if self.hetero \
+                else job.agent.choose(job.placement)
         return app.fixed_config(job.batch_size, job.n_gpus)
 
     def _advance(self, job, t, seconds, slow, adaptive):
         """Run ``job`` for ``seconds`` from ``t`` on its allocation (no-op while restarting)."""
-        app = self.truth[job.application]
+        app = self._truth(job)
+        kind = {"gpu_type": job.gpu_type} if self.hetero else {}
         wait = min(job.restart_left_s, seconds)
         job.restart_left_s -= wait
         left = seconds - wait
@@ -286,7 +322,7 @@ class Engine:
             t_iter = step + job.accum_steps * max(step - sync, 0.0)
             rate = app.gain(batch, job.epoch) / t_iter * slow  # progress per second
             if not observed:
-                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch))
+                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), **kind)
                 observed = True
             boundary = app.epoch_end_progress[job.epoch]
             need = (boundary - job.progress) / rate
@@ -302,6 +338,6 @@ class Engine:
                 if job.epoch >= target:
                     job.completion_s = now
                     return
-                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch))
+                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), **kind)
                 if adaptive and job.agent.fixed_batch is None:
-                    job.local_bsz, job.accum_steps = job.agent.choose(placement, refit=False)
+                    job.local_bsz, job.accum_steps = job.agent.choose(placement, refit=False, **kind)

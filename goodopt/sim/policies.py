@@ -15,7 +15,20 @@ Pollux's ``(T - R delta) / (T + delta)`` when their allocation changes.
 
 Fixed-size policies (``optimus``, ``tiresias``, ``fifo``) run each job with
 the workload's ``batch_size`` and place it packed (one node if it fits, else
-the freest nodes); a job whose GPU count is unchanged keeps its placement.
+the freest nodes; on a heterogeneous cluster on the first GPU type with room,
+i.e. heterogeneity-agnostic); a job whose GPU count is unchanged keeps its
+placement.
+
+``gavel`` runs one of Gavel's time-fraction policies
+(:mod:`goodopt.solvers.gavel`) on the jobs' true throughputs at their
+requested GPU count and fixed batch (an oracle, as in Gavel's simulator), and
+realises the fractions with the round mechanism of :mod:`goodopt.solvers.rounds`
+every ``round_s`` seconds (Gavel's 6-minute rounds by default): between its
+rounds allocations stand, and arriving jobs wait for the next round.
+
+On heterogeneous clusters ``pollux`` is heterogeneity-unaware (its jobs' agents
+pool every type into one model, as Sia's baseline); the other goodput policies
+see one model per type, bootstrapped by one-GPU profiling of every type.
 """
 
 from __future__ import annotations
@@ -28,8 +41,9 @@ import numpy as np
 
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.formulations.placement import place_packed
-from goodopt.scenario import Job, Objective, Scenario
+from goodopt.scenario import PRESETS, Job, Objective, Scenario
 from goodopt.solvers import solve
+from goodopt.solvers.rounds import RoundMechanism, place_round
 
 from .truth import packed_placement
 
@@ -45,6 +59,8 @@ class Policy:
     name = "policy"
     adaptive_batch = True
     needs_oracle = False
+    #: Whether the policy tells GPU types apart (heterogeneous clusters only).
+    hetero_aware = True
 
     def __init__(self):
         self.last_stats: dict = {}
@@ -77,6 +93,9 @@ def goodput_problem(state, objective: Objective):
         jobs.append(Job(name=job.name, application=job.name, age_s=max(state.time_s - job.arrival_s, 0.0),
                         n_reallocs=job.n_restarts, allocation=alloc, min_gpus=job.fixed_gpus or 1,
                         max_gpus=job.agent.gpu_limit(), phi=job.agent.phi or 1e12))
+    if objective.restart_delays_s:  # per-application delays, keyed by the job names used as profile keys
+        objective = dataclasses.replace(objective, restart_delays_s={
+            job.name: objective.restart_delay_of(job.application) for job in state.jobs})
     problem = Scenario(cluster=cl, jobs=tuple(jobs), profiles=profiles, objective=objective).problem()
     idle = state.current.sum(axis=1) == 0
     return dataclasses.replace(problem, realloc=np.where(idle, 1.0, problem.realloc))
@@ -87,15 +106,26 @@ class GoodputPolicy(Policy):
 
     method = "greedy"
 
-    def __init__(self, *, p: float = -1.0, base: str = "fair-share", interference_avoidance: bool = True,
-                 restart_delay_s: float = 30.0, options: dict | None = None):
+    def __init__(self, *, p: float | None = None, base: str | None = None, interference_avoidance: bool = True,
+                 restart_delay_s: float = 30.0, preset: str = "pollux", idle_penalty: float | None = None,
+                 options: dict | None = None):
+        """``preset="sia"`` starts from Sia's objective (:meth:`Objective.sia`); ``p``, ``base`` and
+        ``idle_penalty`` override the preset's values."""
         super().__init__()
-        self.objective = Objective(p=p, base=base, interference_avoidance=interference_avoidance,
-                                   restart_delay_s=restart_delay_s)
+        if preset not in PRESETS:
+            raise ValidationError("preset", f"unknown objective preset {preset!r}", f"choose one of {list(PRESETS)}")
+        start = Objective.sia() if preset == "sia" else Objective()
+        changes = {"interference_avoidance": interference_avoidance, "restart_delay_s": restart_delay_s}
+        for name, value in (("p", p), ("base", base), ("idle_penalty", idle_penalty)):
+            if value is not None:
+                changes[name] = value
+        self.objective = dataclasses.replace(start, **changes)
+        self.preset = preset
         self.options = dict(options or {})
 
     def describe(self) -> dict:
-        return {"name": self.name, "method": self.method, "p": self.objective.p, "base": self.objective.base,
+        return {"name": self.name, "method": self.method, "preset": self.preset, "p": self.objective.p,
+                "base": self.objective.base, "idle_penalty": self.objective.idle_penalty,
                 "interference_avoidance": self.objective.interference_avoidance, "options": self.options}
 
     def _options(self, state, problem) -> dict:
@@ -129,6 +159,7 @@ class PolluxPolicy(GoodputPolicy):
 
     name = "pollux"
     method = "ga"
+    hetero_aware = False  # Pollux treats every GPU as the same type
 
     def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy",
                  stall_generations: int | None | str = "auto", **kw):
@@ -174,6 +205,16 @@ class MilpPolicy(GoodputPolicy):
         self.options.update(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, warm_start="greedy")
 
 
+class SiaPolicy(MilpPolicy):
+    """The exact MILP with Sia's objective: p = -0.5, min-config normalisation, idle penalty 1.1,
+    per-application restart delays (:meth:`goodopt.scenario.Objective.sia`)."""
+
+    name = "sia"
+
+    def __init__(self, *, preset: str = "sia", **kw):
+        super().__init__(preset=preset, **kw)
+
+
 class GreedyPolicy(GoodputPolicy):
     name = "greedy"
     method = "greedy"
@@ -194,9 +235,12 @@ class FixedSizePolicy(Policy):
     #: Whether a job that does not fit at its size may run on fewer GPUs.
     shrink_to_fit = False
 
+    hetero_aware = False
+
     def reset(self, cluster, rng) -> None:
         super().reset(cluster, rng)
-        self._node_type = np.zeros(cluster.n_nodes, dtype=np.int64)  # the simulator's clusters are homogeneous
+        types = cluster.gpu_type_names
+        self._node_type = np.array([types.index(t) for t in cluster.node_gpu_types], dtype=np.int64)
 
     def _requested(self, job) -> int:
         k = job.fixed_gpus or job.num_replicas
@@ -224,7 +268,11 @@ class FixedSizePolicy(Policy):
             k = int(sizes[j])
             lowest = k if (job.fixed_gpus or not self.shrink_to_fit) else 1
             for kk in range(k, lowest - 1, -1):
-                row = place_packed(self._node_type, free, blocked, 0, kk)
+                row = None
+                for g in range(len(self.cluster.gpu_type_names)):  # first type with room (agnostic)
+                    row = place_packed(self._node_type, free, blocked, g, kk)
+                    if row is not None:
+                        break
                 if row is not None:
                     alloc[j] = row
                     free -= row
@@ -346,15 +394,110 @@ class FifoPolicy(TiresiasPolicy):
         return self._place_admitted(state, sizes)
 
 
+# --------------------------------------------------------------------- Gavel
+class GavelPolicy(Policy):
+    """A Gavel policy on oracle throughputs, realised by the round mechanism (see the module docstring).
+
+    ``policy`` is any of :data:`goodopt.solvers.gavel.POLICIES`; the time
+    fractions are recomputed when the set of active jobs changes.
+    """
+
+    name = "gavel"
+    adaptive_batch = False
+    needs_oracle = True
+    hetero_aware = True
+
+    def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict | None = None):
+        super().__init__()
+        from goodopt.solvers.gavel import POLICIES as GAVEL_POLICIES
+
+        if policy not in GAVEL_POLICIES:
+            raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(GAVEL_POLICIES)}")
+        if not round_s > 0:
+            raise ValidationError("round_s", f"must be > 0 seconds, got {round_s}")
+        self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
+
+    def describe(self) -> dict:
+        return {"name": self.name, "policy": self.policy, "round_s": self.round_s, "options": self.options}
+
+    def reset(self, cluster, rng) -> None:
+        super().reset(cluster, rng)
+        self.types = cluster.gpu_type_names
+        self.node_type = np.array([self.types.index(t) for t in cluster.node_gpu_types], dtype=np.int64)
+        self.capacity = np.array([cluster.gpus_of_type(t) for t in self.types], dtype=np.int64)
+        self.mechanism = RoundMechanism(self.types)
+        self._names: tuple[str, ...] = ()
+        self._x = None
+        self._next_round_s = -np.inf
+
+    def matrix(self, state):
+        """Jobs x types throughput (steps/s at the requested GPUs, fixed batch, packed). Shapes: (J, K)."""
+        from goodopt.gavel import ThroughputMatrix
+
+        J, K = state.n_jobs, len(self.types)
+        thr = np.zeros((J, K))
+        scale = np.array([job.fixed_gpus or job.num_replicas for job in state.jobs], dtype=np.int64)
+        too_big = np.flatnonzero(scale > self.capacity.max())
+        if len(too_big):
+            job = state.jobs[too_big[0]]
+            raise ValidationError(f"workload[{job.name}].num_replicas",
+                                  f"requests {scale[too_big[0]]} GPUs but no GPU type has more than "
+                                  f"{self.capacity.max()} (Gavel runs a job on one type)",
+                                  "use a larger cluster or edit the workload")
+        remaining = np.zeros(J)
+        for j, job in enumerate(state.jobs):
+            for k, t in enumerate(self.types):
+                if scale[j] > self.capacity[k]:
+                    continue
+                app = state.truth.on(job.application, t) if len(self.types) > 1 else state.truth[job.application]
+                local, accum = app.fixed_config(job.batch_size, scale[j])
+                thr[j, k] = 1.0 / app.iteration_time(packed_placement(scale[j], self.cluster.max_gpus_per_node(t)),
+                                                     local, accum)
+            app0 = state.truth[job.application]
+            remaining[j] = max(app0.remaining_steps(job.progress, job.epoch, job.batch_size), 1e-9)
+        return ThroughputMatrix(job_names=tuple(job.name for job in state.jobs), type_names=self.types,
+                                throughput=thr, scale_factor=scale, capacity=self.capacity,
+                                remaining_steps=remaining,
+                                elapsed_s=np.array([max(state.time_s - job.arrival_s, 0.0) for job in state.jobs]),
+                                arrival_order=np.arange(J))
+
+    def allocate(self, state) -> np.ndarray:
+        from goodopt.solvers.gavel import solve_gavel
+
+        names = tuple(job.name for job in state.jobs)
+        if state.time_s < self._next_round_s - 1e-9:
+            self.last_stats = {}
+            return state.current  # between Gavel rounds allocations stand (finished jobs are gone)
+        self._next_round_s = state.time_s + self.round_s
+        mx = self.matrix(state)
+        if names != self._names or self._x is None:
+            self.mechanism.forget(set(self.mechanism.rounds) - set(names))
+            res = solve_gavel(mx, self.policy, self.options)
+            self._x, self._names = res.x, names
+            self.last_stats = {"lp_s": res.seconds, "objective": res.fun}
+        cur_type = np.full(state.n_jobs, -1)
+        running = state.current.sum(axis=1) > 0
+        cur_type[running] = self.node_type[np.argmax(state.current[running] > 0, axis=1)]
+        assigned = self.mechanism.assign(names, self._x, mx.scale_factor, self.capacity, cur_type)
+        alloc, failed = place_round(self.node_type, self.cluster.node_capacity, assigned, mx.scale_factor,
+                                    state.current)
+        assigned[failed] = -1
+        self.mechanism.record(names, assigned, self.round_s)
+        self.last_stats["n_unplaced"] = len(failed)
+        return alloc
+
+
 #: Policy name -> class.
 POLICIES = {
     "pollux": PolluxPolicy,
     "milp": MilpPolicy,
+    "sia": SiaPolicy,
     "greedy": GreedyPolicy,
     "equal-share": EqualSharePolicy,
     "optimus": OptimusPolicy,
     "tiresias": TiresiasPolicy,
     "fifo": FifoPolicy,
+    "gavel": GavelPolicy,
 }
 
 

@@ -75,11 +75,13 @@ def expand_workloads(specs) -> list[str]:
 
 
 @lru_cache(maxsize=4)
-def cached_truth(source: str, apps: tuple[str, ...]):
+def cached_truth(source: str, apps: tuple[str, ...], gpu_types: tuple[str, ...] = ("t4",)):
     """Ground truth by source (``"model"`` or a traces folder), built once per process."""
     from .truth import model_truth, trace_truth
 
-    return model_truth(apps) if source == "model" else trace_truth(source, apps)
+    if source == "model":
+        return model_truth(apps, gpu_type=gpu_types)
+    return trace_truth(source, apps, gpu_types=gpu_types)
 
 
 def run_task(task: SimTask) -> dict:
@@ -87,7 +89,7 @@ def run_task(task: SimTask) -> dict:
     from . import simulate
 
     wl = resolve_workload(task.workload)
-    truth = cached_truth(task.truth, tuple(sorted({j.application for j in wl.jobs})))
+    truth = cached_truth(task.truth, tuple(sorted({j.application for j in wl.jobs})), task.cluster.gpu_type_names)
     res = simulate(wl, task.cluster, task.policy, truth=truth, config=task.config, seed=task.seed,
                    policy_options=task.policy_options)
     if task.out_dir:

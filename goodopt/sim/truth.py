@@ -5,7 +5,10 @@ they only observe what the engine reports after a job has run (step times,
 gradient statistics). Two sources of truth share one interface,
 :class:`AppTruth`:
 
-* :class:`TraceTruth` — the published Pollux measurements (T4 nodes):
+* :class:`TraceAppTruth` — the published measurements: the Pollux traces
+  (T4 nodes) or, per GPU type, the Sia traces (``placements-<cluster>.csv``,
+  ``scalability-<cluster>.csv``; training curves from ``pollux/<app>``,
+  which do not depend on the GPU type):
 
   - step and sync time of a placement at per-GPU batch ``m``: for a measured
     placement (``placements.csv``, rotations of the per-node digits are the
@@ -25,6 +28,11 @@ gradient statistics). Two sources of truth share one interface,
   profile's per-epoch curve, ``epoch_iterations`` per epoch. It makes the
   embedded default runnable without the traces.
 
+A :class:`Truth` holds one :class:`AppTruth` per (application, GPU type);
+progress is counted in the same units on every type (iterations at the
+initial batch size of the shared training curve), so a job may move between
+types.
+
 Per optimiser step a job at total batch ``M`` gains ``scale * E`` progress with
 ``scale = M / M0`` and ``E = (phi + M0) / (phi + M)``; written with the
 gradient statistics this is ``(var + sqr) / (var / scale + sqr)``.
@@ -42,8 +50,8 @@ import pandas as pd
 from goodopt import goodput as gp
 from goodopt.errors import TraceError, ValidationError
 from goodopt.profiles import shipped_profile
-from goodopt.traces import (POLLUX_APPS, TARGET_EPOCHS, read_placements, read_scalability, read_validation,
-                            traces_dir)
+from goodopt.traces import (GPU_TYPE_CLUSTER, POLLUX_APPS, TARGET_EPOCHS, read_placements, read_scalability,
+                            read_validation, traces_dir)
 
 log = logging.getLogger(__name__)
 
@@ -131,9 +139,9 @@ def packed_placement(n_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
 class TraceAppTruth(AppTruth):
     """Truth from one application's Pollux trace folder."""
 
-    def __init__(self, app_dir, name: str, target_epochs: int):
-        placements = read_placements(app_dir / "placements.csv")
-        scal = read_scalability(app_dir / "scalability.csv")
+    def __init__(self, app_dir, name: str, target_epochs: int, *, placements_csv=None, scalability_csv=None):
+        placements = read_placements(placements_csv or app_dir / "placements.csv")
+        scal = read_scalability(scalability_csv or app_dir / "scalability.csv")
         curves = read_validation(app_dir)
         m0, m_max = min(curves), max(curves)
         first = curves[m0]["progress"].to_numpy(dtype=float)
@@ -265,10 +273,22 @@ class ModelAppTruth(AppTruth):
 
 
 class Truth:
-    """Ground truth for a set of applications, keyed by application name."""
+    """Ground truth per application and GPU type.
 
-    def __init__(self, apps: dict[str, AppTruth], source: str):
-        self.apps = dict(apps)
+    ``truth[app]`` is the application on the first (primary) GPU type;
+    :meth:`on` selects a type.
+    """
+
+    def __init__(self, apps: dict, source: str, gpu_types: tuple[str, ...] = ("t4",)):
+        """``apps`` maps application -> AppTruth (primary type) or -> {gpu_type: AppTruth}."""
+        self.gpu_types = tuple(gpu_types)
+        self.by_type = {}
+        for app, value in apps.items():
+            per_type = value if isinstance(value, dict) else {self.gpu_types[0]: value}
+            for gpu, t in per_type.items():
+                self.by_type[(app, gpu)] = t
+        self.apps = {app: self.by_type[(app, self.gpu_types[0])] for app in apps
+                     if (app, self.gpu_types[0]) in self.by_type}
         self.source = source
 
     def __getitem__(self, app: str) -> AppTruth:
@@ -278,19 +298,46 @@ class Truth:
             raise ValidationError("application", f"no ground truth for {app!r}",
                                   f"known applications: {sorted(self.apps)}") from None
 
+    def on(self, app: str, gpu_type: str) -> AppTruth:
+        """Ground truth of ``app`` on ``gpu_type``."""
+        try:
+            return self.by_type[(app, gpu_type)]
+        except KeyError:
+            raise ValidationError("gpu_type", f"no ground truth for {app!r} on {gpu_type!r}",
+                                  f"this truth covers {list(self.gpu_types)}") from None
+
     def __contains__(self, app: str) -> bool:
         return app in self.apps
 
 
-def trace_truth(traces=None, apps=POLLUX_APPS) -> Truth:
-    """Ground truth from the Pollux traces (``traces`` or ``$GOODOPT_TRACES``)."""
+def trace_truth(traces=None, apps=POLLUX_APPS, gpu_types: tuple[str, ...] = ("t4",)) -> Truth:
+    """Ground truth from the traces (``traces`` or ``$GOODOPT_TRACES``).
+
+    T4 alone uses the Pollux traces; other GPU types (or several) use the Sia
+    traces of the matching cluster (:data:`goodopt.traces.GPU_TYPE_CLUSTER`).
+    """
     root = traces_dir(traces)
-    out = {app: TraceAppTruth(root / "pollux" / app, app, TARGET_EPOCHS[app]) for app in apps}
-    return Truth(out, source=f"traces:{root}")
+    gpu_types = tuple(gpu_types)
+    if gpu_types == ("t4",):
+        out = {app: TraceAppTruth(root / "pollux" / app, app, TARGET_EPOCHS[app]) for app in apps}
+        return Truth(out, source=f"traces:{root}", gpu_types=gpu_types)
+    out = {}
+    for app in apps:
+        out[app] = {}
+        for gpu in gpu_types:
+            if gpu not in GPU_TYPE_CLUSTER:
+                raise ValidationError("gpu_type", f"no traces for GPU type {gpu!r}",
+                                      f"traced types: {sorted(GPU_TYPE_CLUSTER)}")
+            cl = GPU_TYPE_CLUSTER[gpu]
+            out[app][gpu] = TraceAppTruth(root / "pollux" / app, app, TARGET_EPOCHS[app],
+                                          placements_csv=root / "sia" / app / f"placements-{cl}.csv",
+                                          scalability_csv=root / "sia" / app / f"scalability-{cl}.csv")
+    return Truth(out, source=f"traces:{root}", gpu_types=gpu_types)
 
 
-def model_truth(apps=POLLUX_APPS, profiles=None, gpu_type: str = "t4") -> Truth:
-    """Ground truth from the fitted (shipped unless given) profiles."""
+def model_truth(apps=POLLUX_APPS, profiles=None, gpu_type: str | tuple[str, ...] = "t4") -> Truth:
+    """Ground truth from the fitted (shipped unless given) profiles, on one or several GPU types."""
     profiles = profiles or {}
-    out = {app: ModelAppTruth(profiles.get(app) or shipped_profile(app), gpu_type) for app in apps}
-    return Truth(out, source="model:profiles")
+    types = (gpu_type,) if isinstance(gpu_type, str) else tuple(gpu_type)
+    out = {app: {t: ModelAppTruth(profiles.get(app) or shipped_profile(app), t) for t in types} for app in apps}
+    return Truth(out, source="model:profiles", gpu_types=types)
