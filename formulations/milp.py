@@ -56,10 +56,27 @@ Constraints, configuration level (the relaxation; no x, u, v)::
     (R2) Σ_{c: g_c = g} k_c z_c <= Σ_{n: g(n) = g} cap_n         ∀ g
     (R3) Σ_{c multi, g_c = g} max(2, ceil(k_c / cap_g^max)) z_c <= |{n: g(n) = g}|  ∀ g
          (only with interference avoidance: each node hosts at most one multi-node job)
+    (R4) Σ_{c single-node, g_c = g} f(k_c) z_c <= |{n: g(n) = g}|   ∀ g with one node size C,
+         ∀ dual-feasible f with f(C) = 1 (:func:`dual_feasible_functions`)
+
+(R4) are bin-packing cuts: the single-node jobs of one node sum to at most C
+GPUs, so their f-values sum to at most 1 (dropping multi-node parts keeps the
+inequality valid, f >= 0). E.g. on 4-GPU nodes ``f(3) = 1, f(2) = 1/2``
+forbids two 3-GPU and nine 2-GPU jobs on six nodes, which R2 allows.
 
 Every placement-level solution maps to a configuration-level one with the same
 objective, so the configuration level's optimum (and bound) bounds the
 placement level's from the right side.
+
+Placement cuts (configuration level, added lazily)::
+
+    (C1) Σ_{c ∈ S_g} z_c <= |S_g| - 1    for a set S_g of configurations of GPU type g
+                                         that the placement level proved unplaceable together
+
+Jobs on different GPU types share no node, so placeability is decided per
+type; a cut removes only choices that contain an unplaceable set, hence no
+placeable solution. The first configuration optimum that places is therefore
+the placement level's optimum.
 """
 
 from __future__ import annotations
@@ -180,6 +197,43 @@ def _config_constraints(m, pr, cs):
         m.multi_nodes = pyo.Constraint(
             [g for g in range(G) if multi[g]],
             rule=lambda m, g: sum(need[c] * z[c] for c in multi[g]) <= int(n_nodes[g]))  # (R3)
+    rows = []
+    for g in range(G):
+        caps = np.unique(pr.node_capacity[pr.node_type == g])
+        single = [c for c in of_type[g] if not cs.multi[c]]
+        if len(caps) != 1 or not single:
+            continue
+        for f in dual_feasible_functions(int(caps[0])):
+            coef = f[np.asarray(k)[single]]
+            if np.any(coef > 0):
+                rows.append((g, tuple(single), tuple(coef.tolist())))
+    if rows:
+        m.packing = pyo.Constraint(range(len(rows)), rule=lambda m, r: sum(
+            a * z[c] for c, a in zip(rows[r][1], rows[r][2]) if a > 0) <= int(n_nodes[rows[r][0]]))  # (R4)
+
+
+def dual_feasible_functions(capacity: int) -> list[np.ndarray]:
+    """Dual-feasible functions ``f`` on GPU counts ``0..capacity`` with ``f(capacity) = 1`` (R4).
+
+    Any set of counts that fits one node (sum <= capacity) has ``Σ f <= 1``:
+    the "more than half" function and Fekete and Schepers' ``u^(λ)``,
+    ``λ = 1..capacity-1``; duplicates and the plain ``k / capacity`` (already R2) dropped.
+    Shapes: -> list of (capacity + 1,).
+    """
+    C = int(capacity)
+    k = np.arange(C + 1)
+    out = [np.where(2 * k > C, 1.0, np.where(2 * k == C, 0.5, 0.0))]
+    x = k / C
+    for lam in range(1, C):
+        y = (lam + 1) * x
+        integral = np.isclose(y, np.round(y))
+        out.append(np.where(integral, x, np.floor(y + 1e-12) / lam))
+    unique = []
+    for f in out:
+        if np.allclose(f, x) or any(np.allclose(f, u) for u in unique):
+            continue
+        unique.append(f)
+    return unique
 
 
 def _placement_constraints(m, pr, cs, by_job, symmetry):
@@ -313,3 +367,15 @@ def warm_start_values(model, problem, configs: ConfigSet, alloc) -> ComponentMap
             for (j, n), var in model.v.items():
                 values[var] = int(placed[j] and alloc[j, n] > 0 and mult.get(j, 0) > 1)
     return values
+
+
+def exclude_choice(model, config_indices) -> None:
+    """Add the no-good cut (C1) ``Σ_{c ∈ S} z_c <= |S| - 1``: the configurations ``S`` are not all chosen.
+
+    Used on the configuration level when ``S`` (one GPU type's chosen
+    configurations) cannot be placed on that type's nodes.
+    """
+    idx = [int(c) for c in config_indices]
+    if not hasattr(model, "placement_cuts"):
+        model.placement_cuts = pyo.ConstraintList()
+    model.placement_cuts.add(sum(model.z[c] for c in idx) <= len(idx) - 1)

@@ -26,7 +26,7 @@ _MILP = {"mip_rel_gap": 1e-6, "solver": "highs", "highs_options": {}}
 #: Options each method accepts, with their defaults.
 METHOD_OPTIONS: dict[str, dict] = {
     "milp": {**_COMMON, **_MILP, "formulation": "auto", "symmetry": "order", "warm_start": None,
-             "placement_check_s": 5.0, "max_placement_pairs": 100_000},
+             "placement_check_s": 5.0, "max_placement_pairs": 100_000, "placement_cuts": 10},
     "milp-pwl": {**_COMMON, **_MILP, "breakpoints": 8, "spacing": "adaptive"},
     "ga": {**_COMMON, "pop_size": 100, "n_gen": 100, "mutation_rate": None, "crossover_prob": 0.9,
            "warm_start": None, "initial_population": None, "engine": "pymoo",
@@ -63,7 +63,7 @@ def _check_options(method: str, options) -> dict:
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or not np.isfinite(t)):
         raise ValidationError("options.time_limit_s", f"must be a number > 0 seconds, got {t!r}",
                               "omit it for no limit")
-    for name in ("seed", "threads", "pop_size", "n_gen", "max_allocations", "max_placement_pairs"):
+    for name in ("seed", "threads", "pop_size", "n_gen", "max_allocations", "max_placement_pairs", "placement_cuts"):
         v = opts.get(name)
         if v is None and name in ("seed", "threads"):
             continue

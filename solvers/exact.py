@@ -111,6 +111,14 @@ def solve_milp(problem, evaluator, opts, t_start):
         info["stages"].append(_stage("config", out))
         if hasattr(model, "t") and out.termination == Termination.OPTIMAL:
             out = _certify_epigraph(model, out, cfg_kw, deadline, info)
+        if formulation == "auto" and opts["placement_cuts"] > 0:
+            result = _placement_cut_loop(problem, cs, model, out, evaluator, opts, deadline, cfg_kw, info)
+            if result is not None:
+                out, placed = result
+                if placed is not None:
+                    return _finish(problem, placed, out, build_s, info,
+                                   min(fit_bound, objective_to_fitness(problem, out.bound))
+                                   if np.isfinite(out.bound) else fit_bound)
         if out.termination == Termination.INFEASIBLE:
             return _finish(problem, None, out, build_s, info, np.nan)
         if np.isfinite(out.bound):
@@ -225,6 +233,62 @@ def _epigraph_value(model) -> float:
     t = float(model.t.value)
     worst = max(float(pyo.value(c.body)) - float(c.upper) for c in model.epigraph.values())
     return t - worst
+
+
+def _placement_cut_loop(problem, cs, model, out, evaluator, opts, deadline, cfg_kw, info):
+    """Re-solve the configuration level with placement cuts (C1) until its optimum places.
+
+    Returns ``(outcome, allocation)`` with the certified allocation, ``(outcome, None)``
+    when the loop stopped without one (the caller continues with the last
+    outcome), or ``None`` when nothing was tried.
+    """
+    n_cuts = 0
+    for _ in range(int(opts["placement_cuts"])):
+        if out.termination != Termination.OPTIMAL or not out.has_solution or _expired(deadline):
+            break
+        chosen = fm.chosen_configs(model, cs, problem.n_jobs)
+        alloc, failed = place_configs(problem, cs, chosen)
+        if not failed:
+            info["proof"] = f"configuration optimum placed exactly after {n_cuts} placement cut(s)"
+            info["placement_cuts"] = n_cuts
+            return out, alloc
+        bad_types = sorted({int(cs.gpu_type[chosen[j]]) for j in failed if chosen[j] >= 0})
+        unplaceable = []
+        for g in bad_types:
+            sub = np.where((chosen >= 0) & (cs.gpu_type[np.maximum(chosen, 0)] == g), chosen, -1)
+            check = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"], fixed_choice=sub)
+            kw = _backend_kwargs(opts, deadline)
+            kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, opts["placement_check_s"])
+            chk = solve_model(check, **kw)
+            info["stages"].append(_stage(f"placement-check type {problem.type_names[g]}", chk))
+            if chk.termination == Termination.INFEASIBLE:
+                unplaceable.append(sub[sub >= 0])
+            elif not chk.has_solution:
+                info["placement_cuts"] = n_cuts
+                return out, None  # undecided (time limit): leave it to the placement level
+        if not unplaceable:
+            # every type places on its own, so the whole choice places
+            check = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"], fixed_choice=chosen)
+            chk = solve_model(check, **_backend_kwargs(opts, deadline))
+            info["stages"].append(_stage("placement-check", chk))
+            if chk.has_solution:
+                placed = fm.placement_allocation(check, problem)
+                if evaluator.violation(placed) == 0:
+                    info["proof"] = f"configuration optimum placed by the placement model after {n_cuts} cut(s)"
+                    info["placement_cuts"] = n_cuts
+                    return out, placed
+            info["placement_cuts"] = n_cuts
+            return out, None
+        for s in unplaceable:
+            fm.exclude_choice(model, s)
+            n_cuts += 1
+        start = fm.warm_start_values(model, problem, cs, alloc) if evaluator.violation(alloc) == 0 else None
+        out = solve_model(model, warm_start=start, **{**cfg_kw, "time_limit_s": _remaining(deadline)})
+        info["stages"].append(_stage(f"config + {n_cuts} cut(s)", out))
+        if hasattr(model, "t") and out.termination == Termination.OPTIMAL:
+            out = _certify_epigraph(model, out, cfg_kw, deadline, info)
+    info["placement_cuts"] = n_cuts
+    return out, None
 
 
 def _placement_pairs(problem, cs):
