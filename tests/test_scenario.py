@@ -102,7 +102,11 @@ def test_shipped_scenarios_load_and_round_trip(name, tmp_path):
     ev = pr.evaluator()
     assert ev.violation(pr.current) == 0
     out = tmp_path / "s.yaml"
-    save_scenario(sc, out)
+    from goodopt.profiles import ThroughputProfile, shipped_profiles_dir
+
+    paths = {app: str(shipped_profiles_dir() / "gavel" / f"{app}.yaml") for app, p in sc.profiles.items()
+             if isinstance(p, ThroughputProfile)}
+    save_scenario(sc, out, profile_paths=paths or None)
     again = goodopt.load_scenario(out)
     assert again.jobs == sc.jobs and again.cluster == sc.cluster and again.objective == sc.objective
     assert ev.fitness(pr.current) == again.problem().evaluator().fitness(pr.current)
