@@ -31,6 +31,9 @@ import numpy as np
 from .errors import ShapeError, TraceError, ValidationError
 from .profiles import ThroughputProfile
 
+#: Gavel's policies (solved by :func:`goodopt.solvers.gavel.solve_gavel`).
+POLICY_NAMES = ("max_min_fairness", "max_min_fairness_agnostic", "max_total_throughput", "min_cost",
+                "finish_time_fairness", "min_makespan", "fifo")
 #: Cloud on-demand prices per GPU-hour (USD) Gavel used for its cost policies.
 GAVEL_PRICES_PER_GPU_H = {"k80": 0.45, "p100": 1.46, "v100": 2.48}
 

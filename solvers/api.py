@@ -15,6 +15,7 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.formulations.configs import enumerate_configs
+from goodopt.gavel import POLICY_NAMES
 
 from .result import SolveResult, SolverStats, Termination
 
@@ -41,9 +42,7 @@ METHOD_OPTIONS: dict[str, dict] = {
 METHODS = tuple(METHOD_OPTIONS)
 _CHOICES = {"formulation": ("auto", "placement", "config"), "symmetry": ("order", "none"),
             "spacing": ("adaptive", "uniform"), "start": ("empty", "current"),
-            "engine": ("pymoo", "numpy"), "policy": ("max_min_fairness", "max_min_fairness_agnostic",
-                                                     "max_total_throughput", "min_cost", "finish_time_fairness",
-                                                     "min_makespan", "fifo")}
+            "engine": ("pymoo", "numpy"), "policy": POLICY_NAMES}
 
 
 def _check_options(method: str, options) -> dict:

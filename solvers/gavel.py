@@ -19,6 +19,7 @@ import numpy as np
 
 from goodopt.errors import SolverError, ValidationError
 from goodopt.formulations import gavel as fg
+from goodopt.gavel import POLICY_NAMES
 
 from .backend import solve_model
 from .result import Termination
@@ -35,6 +36,8 @@ POLICIES = {
     "min_makespan": "makespan in seconds",
     "fifo": "number of jobs running (arrival order, fastest free type first)",
 }
+if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kept in step
+    raise ImportError("goodopt.gavel.POLICY_NAMES and goodopt.solvers.gavel.POLICIES disagree")
 #: Options per policy with their defaults.
 POLICY_OPTIONS = {
     "max_min_fairness": {"second_stage": True, "tolerance": 1e-6},
