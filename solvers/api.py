@@ -187,7 +187,7 @@ def _solve_gavel_round(problem, opts):
     from goodopt.gavel import matrix_from_problem
 
     from .gavel import solve_gavel
-    from .rounds import RoundMechanism, place_round
+    from .rounds import RoundMechanism, current_types, place_round
 
     t0 = time.perf_counter()
     n = opts["n_gpus"]
@@ -207,11 +207,8 @@ def _solve_gavel_round(problem, opts):
     t1 = time.perf_counter()
     fr = solve_gavel(mx, opts["policy"], po)
     cur = problem.current
-    running = cur.sum(axis=1) > 0
-    cur_type = np.full(problem.n_jobs, -1)
-    cur_type[running] = problem.node_type[np.argmax(cur[running] > 0, axis=1)]
     assigned = RoundMechanism(problem.type_names).assign(problem.job_names, fr.x, mx.scale_factor, mx.capacity,
-                                                         cur_type)
+                                                         current_types(problem.node_type, cur))
     alloc, failed = place_round(problem.node_type, problem.node_capacity, assigned, mx.scale_factor, cur)
     extra = {"fractions": fr.to_dict(mx)["fractions"], "policy": fr.policy, "policy_objective": fr.fun,
              "lp_stages": fr.stages, "unplaced_jobs": [problem.job_names[j] for j in failed]}

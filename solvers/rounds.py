@@ -95,6 +95,18 @@ class RoundMechanism:
             self.rounds.pop(n, None)
 
 
+def current_types(node_type, current) -> np.ndarray:
+    """GPU type index of each job's current row (-1 for jobs holding no GPUs).
+
+    Shapes: node_type (N,), current (J, N) -> (J,).
+    """
+    current = np.asarray(current)
+    out = np.full(len(current), -1, dtype=np.int64)
+    running = current.sum(axis=1) > 0
+    out[running] = np.asarray(node_type)[np.argmax(current[running] > 0, axis=1)]
+    return out
+
+
 def place_round(node_type, node_capacity, assigned, scale_factor, current=None) -> tuple[np.ndarray, list[int]]:
     """Node rows for a round's type assignment, keeping unchanged jobs in place.
 

@@ -80,3 +80,19 @@ def test_solve_rejects_unknown_method():
     out = subprocess.run([sys.executable, "-m", "goodopt.cli", "solve", "small-2node", "--method", "nope"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "--method" in out.stderr
+
+
+def test_solve_accepts_heterogeneous_scenarios_and_gavel_policies():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "goodopt.cli", "solve", "sia-default", "--method", "gavel",
+                          "--option", "policy=max_total_throughput", "--json"],
+                         capture_output=True, text=True, check=True)
+    d = json.loads(out.stdout)
+    assert d["status"] == "completed" and d["feasible"]
+    assert d["extra"]["policy"] == "max_total_throughput" and d["extra"]["fractions"]
+    out = subprocess.run([sys.executable, "-m", "goodopt.cli", "solve", "sia-default", "--method", "milp", "--json"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["status"] == "optimal"

@@ -28,8 +28,8 @@ GPU of every type when it arrives if the policy is aware.
 
 Invariants checked each round (a :class:`~goodopt.errors.SimulationError`
 names the round and job): no node over capacity, one GPU type per job, no
-progress without GPUs, time moves forward; at the end every job has completed (or the run stops at
-``max_time_s`` with the unfinished jobs named).
+progress without GPUs, time moves forward; at the end every job has completed
+(or the run stops at ``max_time_s`` with the unfinished jobs named).
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class SimJob:
     attained_gpu_s: float = 0.0
     start_s: float | None = None
     completion_s: float | None = None
+    gpu_type: str | None = None  # type of the GPUs it holds (None when it holds none)
 
     @property
     def n_gpus(self) -> int:
@@ -105,8 +106,6 @@ class SimJob:
     @property
     def placement(self) -> tuple[int, ...]:
         return tuple(int(x) for x in self.row[self.row > 0])
-
-    gpu_type: str | None = None  # type of the GPUs it holds (None when it holds none)
 
 
 @dataclass(frozen=True)

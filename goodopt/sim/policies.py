@@ -43,7 +43,7 @@ from goodopt.errors import SimulationError, ValidationError
 from goodopt.formulations.placement import place_packed
 from goodopt.scenario import PRESETS, Job, Objective, Scenario
 from goodopt.solvers import solve
-from goodopt.solvers.rounds import RoundMechanism, place_round
+from goodopt.solvers.rounds import RoundMechanism, current_types, place_round
 
 from .truth import packed_placement
 
@@ -475,10 +475,8 @@ class GavelPolicy(Policy):
             res = solve_gavel(mx, self.policy, self.options)
             self._x, self._names = res.x, names
             self.last_stats = {"lp_s": res.seconds, "objective": res.fun}
-        cur_type = np.full(state.n_jobs, -1)
-        running = state.current.sum(axis=1) > 0
-        cur_type[running] = self.node_type[np.argmax(state.current[running] > 0, axis=1)]
-        assigned = self.mechanism.assign(names, self._x, mx.scale_factor, self.capacity, cur_type)
+        assigned = self.mechanism.assign(names, self._x, mx.scale_factor, self.capacity,
+                                         current_types(self.node_type, state.current))
         alloc, failed = place_round(self.node_type, self.cluster.node_capacity, assigned, mx.scale_factor,
                                     state.current)
         assigned[failed] = -1
