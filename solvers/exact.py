@@ -56,6 +56,13 @@ def _backend_kwargs(opts, deadline):
                 threads=opts["threads"], highs_options=opts["highs_options"])
 
 
+def _check_kwargs(opts, deadline):
+    """Solver arguments of a placement check: the time left, capped at ``placement_check_s``."""
+    kw = _backend_kwargs(opts, deadline)
+    kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, opts["placement_check_s"])
+    return kw
+
+
 def _config_highs_options(opts):
     """Native options for configuration-level models: presolve off unless the user says otherwise.
 
@@ -139,9 +146,7 @@ def solve_milp(problem, evaluator, opts, t_start):
                 check = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"],
                                        fixed_choice=chosen)
                 build_s += time.perf_counter() - t0
-                kw = _backend_kwargs(opts, deadline)
-                kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, opts["placement_check_s"])
-                chk = solve_model(check, **kw)
+                chk = solve_model(check, **_check_kwargs(opts, deadline))
                 info["stages"].append(_stage("placement-check", chk))
                 if chk.has_solution:
                     placed = fm.placement_allocation(check, problem)
@@ -257,9 +262,7 @@ def _placement_cut_loop(problem, cs, model, out, evaluator, opts, deadline, cfg_
         for g in bad_types:
             sub = np.where((chosen >= 0) & (cs.gpu_type[np.maximum(chosen, 0)] == g), chosen, -1)
             check = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"], fixed_choice=sub)
-            kw = _backend_kwargs(opts, deadline)
-            kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, opts["placement_check_s"])
-            chk = solve_model(check, **kw)
+            chk = solve_model(check, **_check_kwargs(opts, deadline))
             info["stages"].append(_stage(f"placement-check type {problem.type_names[g]}", chk))
             if chk.termination == Termination.INFEASIBLE:
                 unplaceable.append(sub[sub >= 0])

@@ -143,14 +143,14 @@ class Engine:
         if missing:
             raise ValidationError("truth", f"no ground truth for GPU types {missing}",
                                   f"build it for all of {list(self.types)} (trace_truth / model_truth gpu_types=)")
-        aware = getattr(policy, "hetero_aware", True)
+        self.aware = getattr(policy, "hetero_aware", True)
         fixed = dict(config.fixed_apps)
         self.jobs = []
         for i, wj in enumerate(workload.jobs):
             app = truth[wj.application]
             batch, gpus = fixed.get(wj.application, (None, None))
             if self.hetero:
-                agent = HeteroAgent({t: truth.on(wj.application, t) for t in self.types}, pooled=not aware,
+                agent = HeteroAgent({t: truth.on(wj.application, t) for t in self.types}, pooled=not self.aware,
                                     fixed_batch=batch, max_gpus=gpus)
             else:
                 agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus)
@@ -178,7 +178,7 @@ class Engine:
             e0 = time.perf_counter()
             while pending and pending[0].arrival_s <= t:
                 job = pending.pop(0)
-                if self.hetero and getattr(self.policy, "hetero_aware", True) and self.policy.adaptive_batch:
+                if self.hetero and self.aware and self.policy.adaptive_batch:
                     apps = {ty: self.truth.on(job.application, ty) for ty in self.types}
                     app0 = apps[self.types[0]]
                     job.agent.bootstrap(apps, app0.phi(app0.init_batch_size, 0))

@@ -409,10 +409,10 @@ class GavelPolicy(Policy):
 
     def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict | None = None):
         super().__init__()
-        from goodopt.solvers.gavel import POLICIES as GAVEL_POLICIES
+        from goodopt.gavel import POLICY_NAMES
 
-        if policy not in GAVEL_POLICIES:
-            raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(GAVEL_POLICIES)}")
+        if policy not in POLICY_NAMES:
+            raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {list(POLICY_NAMES)}")
         if not round_s > 0:
             raise ValidationError("round_s", f"must be > 0 seconds, got {round_s}")
         self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
