@@ -1,4 +1,4 @@
-"""Command-line interface: ``goodopt info | evaluate | solve | compare | fit | simulate``."""
+"""Command-line interface: ``goodopt info | evaluate | solve | compare | fit | simulate | sweep``."""
 
 from __future__ import annotations
 
@@ -305,6 +305,25 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    import os
+
+    from .sweep import load_spec, run_sweep
+
+    spec = load_spec(args.spec)
+    out = Path(args.out or f"{spec.name}.csv")
+    cache = None if args.no_cache else Path(args.cache or out.with_name(f"{out.stem}-cache"))
+    workers = args.workers or (os.cpu_count() or 1)
+    res = run_sweep(spec, cache_dir=cache, workers=workers, dask=args.dask, progress=not args.quiet)
+    res.write(out, spec_file=str(args.spec), cache=str(cache) if cache else None,
+              executor=args.dask or f"{workers} local process(es)")
+    con = _console()
+    con.print(f"{spec.name}: {res.n_computed} task(s) computed, {res.n_cached} from the cache")
+    con.print(f"wrote {out} ({len(res.table)} rows), {out.with_name(out.stem + '-jobs.csv')} "
+              f"({len(res.jobs)} rows) and their .json metadata")
+    return 0
+
+
 # ------------------------------------------------------------------ plumbing
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="goodopt", description=__doc__)
@@ -374,6 +393,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("sweep", help="run a grid of solves or simulations from a YAML spec; one tidy table")
+    p.add_argument("spec", help="sweep spec (YAML; see goodopt.sweep.spec_from_dict)")
+    p.add_argument("--out", default=None, help="output CSV (default: <spec name>.csv)")
+    p.add_argument("--cache", default=None,
+                   help="cache folder of finished tasks (default: <out stem>-cache next to --out)")
+    p.add_argument("--no-cache", action="store_true", help="compute every task, keep nothing")
+    p.add_argument("--workers", type=int, default=None, help="local processes (default: one per CPU)")
+    p.add_argument("--dask", default=None, metavar="tcp://HOST:PORT",
+                   help="run on this Dask scheduler instead of local processes")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_sweep)
     return ap
 
 

@@ -45,7 +45,9 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
              for seed in (range(n_seeds) if m in RANDOMISED else [None])]
     rows = []
     problems = {}
-    bar = _progress(progress)
+    from .sweep import progress_bar
+
+    bar = progress_bar(progress)
     with bar:
         task = bar.add_task("solving", total=len(tasks))
         for sc, m, seed in tasks:
@@ -57,22 +59,35 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
                 opts["seed"] = seed
             bar.update(task, description=f"{sc.name}: {m}" + (f" seed {seed}" if seed is not None else ""))
             res = solve(pr, m, opts)
-            rows.append({
-                "scenario": sc.name, "n_jobs": pr.n_jobs, "n_nodes": pr.n_nodes, "n_gpus": pr.n_gpus,
-                "method": m, "seed": seed, "status": str(res.status), "has_solution": res.has_solution,
-                "feasible": res.feasible, "fitness": res.fitness, "bound": res.bound, "gap": res.gap,
-                "seconds": res.stats.total_s, "build_s": res.stats.build_s, "solve_s": res.stats.solve_s,
-                "n_evaluations": res.stats.n_evaluations, "nodes": res.stats.nodes,
-            })
+            rows.append({"scenario": sc.name, **result_row(pr, m, seed, res)})
             bar.advance(task)
-    df = pd.DataFrame(rows)
-    best_bound = df.groupby("scenario")["bound"].transform(lambda b: b[np.isfinite(b)].min())
-    best_fit = df.groupby("scenario")["fitness"].transform("max")
+    df = add_reference_columns(pd.DataFrame(rows), by=["scenario"])
+    return df[list(COLUMNS)]
+
+
+def result_row(problem, method: str, seed, res) -> dict:
+    """The table row of one solve (without the scenario name and the reference columns)."""
+    return {
+        "n_jobs": problem.n_jobs, "n_nodes": problem.n_nodes, "n_gpus": problem.n_gpus,
+        "method": method, "seed": seed, "status": str(res.status), "has_solution": res.has_solution,
+        "feasible": res.feasible, "fitness": res.fitness, "bound": res.bound, "gap": res.gap,
+        "seconds": res.stats.total_s, "build_s": res.stats.build_s, "solve_s": res.stats.solve_s,
+        "n_evaluations": res.stats.n_evaluations, "nodes": res.stats.nodes,
+    }
+
+
+def add_reference_columns(df: pd.DataFrame, by) -> pd.DataFrame:
+    """Add ``best_bound`` (smallest proven bound in the group), ``gap_to_bound`` and ``relative_fitness``
+    (fitness over the group's best fitness) per group of rows solving the same problem."""
+    df = df.copy()
+    g = df.groupby(by, dropna=False)
+    best_bound = g["bound"].transform(lambda b: b[np.isfinite(b)].min())
+    best_fit = g["fitness"].transform("max")
     df["best_bound"] = best_bound
     gap = (best_bound - df["fitness"]) / best_bound.abs()
     df["gap_to_bound"] = gap.where(gap.abs() > 1e-9, 0.0)  # numerical noise of proven optima
     df["relative_fitness"] = df["fitness"] / best_fit
-    return df[list(COLUMNS)]
+    return df
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -94,10 +109,3 @@ def write_table(table: pd.DataFrame, path, **metadata) -> Path:
     meta = {"goodopt_version": __version__, "columns": list(table.columns), "n_rows": len(table), **metadata}
     path.with_suffix(".json").write_text(json.dumps(meta, indent=2, default=str))
     return path
-
-
-def _progress(enabled: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    disable=not enabled, transient=True)

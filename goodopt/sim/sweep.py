@@ -8,8 +8,6 @@ or their order. The tidy table has one row per task with the run's summary.
 from __future__ import annotations
 
 import logging
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -44,7 +42,8 @@ class SimTask:
 
 
 def resolve_workload(spec) -> Workload:
-    """A workload from a CSV path or ``generated:LOAD:SEED`` (Pollux-style generator)."""
+    """A workload from a CSV path or ``generated:LOAD:SEED[:HOURS]`` (Pollux-style generator, 8 hours
+    by default)."""
     if isinstance(spec, Workload):
         return spec
     s = str(spec)
@@ -52,10 +51,15 @@ def resolve_workload(spec) -> Workload:
         parts = s.split(":")
         try:
             load, seed = float(parts[1]), int(parts[2])
+            hours = float(parts[3]) if len(parts) > 3 else 8.0
+            if len(parts) > 4:
+                raise ValueError
         except (IndexError, ValueError):
             raise ValidationError("workload", f"bad generated workload {s!r}",
-                                  "write generated:LOAD:SEED, e.g. generated:1.0:0") from None
-        return generate_workload(seed, load=load, name=f"generated-{load:g}-{seed}")
+                                  "write generated:LOAD:SEED or generated:LOAD:SEED:HOURS, e.g. generated:1.0:0") \
+                from None
+        suffix = f"-{hours:g}h" if len(parts) > 3 else ""
+        return generate_workload(seed, load=load, hours=hours, name=f"generated-{load:g}-{seed}{suffix}")
     return load_workload(s)
 
 
@@ -84,8 +88,8 @@ def cached_truth(source: str, apps: tuple[str, ...], gpu_types: tuple[str, ...] 
     return trace_truth(source, apps, gpu_types=gpu_types)
 
 
-def run_task(task: SimTask) -> dict:
-    """Run one task; returns its summary row (and writes its tables when ``out_dir`` is set)."""
+def run_task_result(task: SimTask):
+    """Run one task; returns ``(SimulationResult, Workload)`` (tables written when ``out_dir`` is set)."""
     from . import simulate
 
     wl = resolve_workload(task.workload)
@@ -94,35 +98,25 @@ def run_task(task: SimTask) -> dict:
                    policy_options=task.policy_options)
     if task.out_dir:
         res.write(task.out_dir)
+    return res, wl
+
+
+def run_task(task: SimTask) -> dict:
+    """Run one task; returns its summary row (and writes its tables when ``out_dir`` is set)."""
+    res, _ = run_task_result(task)
     row = {"workload": _stem(str(task.workload)), "policy": task.policy, "seed": task.seed}
     row.update({k: res.summary.get(k) for k in SUMMARY_COLUMNS if k not in row})
     return row
 
 
-def run_tasks(tasks, *, workers: int = 1, progress: bool = True) -> pd.DataFrame:
-    """Run ``tasks`` (in a process pool when ``workers > 1``); one tidy row per task, in task order."""
-    tasks = list(tasks)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValidationError("workers", f"must be a whole number >= 1, got {workers!r}")
-    workers = min(workers, len(tasks), os.cpu_count() or 1) or 1
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def run_tasks(tasks, *, workers: int = 1, dask: str | None = None, progress: bool = True) -> pd.DataFrame:
+    """Run ``tasks`` (on a process pool when ``workers > 1``, or on a Dask cluster at ``dask``);
+    one tidy row per task, in task order."""
+    from goodopt.sweep import map_tasks
 
-    rows: dict[int, dict] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=True) as bar:
-        t = bar.add_task("simulations", total=len(tasks))
-        if workers == 1:
-            for i, task in enumerate(tasks):
-                bar.update(t, description=f"{Path(task.workload).stem} / {task.policy}")
-                rows[i] = run_task(task)
-                bar.advance(t)
-        else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(run_task, task): i for i, task in enumerate(tasks)}
-                for fut in as_completed(futures):
-                    rows[futures[fut]] = fut.result()
-                    bar.advance(t)
-    return pd.DataFrame([rows[i] for i in range(len(tasks))], columns=list(SUMMARY_COLUMNS))
+    rows = map_tasks(run_task, list(tasks), workers=workers, dask=dask, progress=progress, label="simulations",
+                     describe=lambda t: f"{Path(t.workload).stem} / {t.policy}")
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
 def grid(workloads, policies, cluster: Cluster, *, seeds=(0,), config: SimConfig = SimConfig(), truth="model",
