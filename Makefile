@@ -6,7 +6,11 @@ STAMP  := $(VENV)/.installed
 GOODOPT_TRACES ?= ../shared/traces
 export GOODOPT_TRACES
 
-.PHONY: venv test test-slow test-all figures bench fit clean
+# make figures FULL=1: paper scale on the published traces (hours, not minutes).
+FIGURE_ARGS := $(if $(FULL),--scale full,)
+FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7
+
+.PHONY: venv test test-slow test-all figures $(FIGS) bench fit clean
 
 venv: $(STAMP)
 
@@ -26,7 +30,11 @@ test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 figures: $(STAMP)
-	$(BIN)/python -m paper_figures
+	$(BIN)/python -m paper_figures $(FIGURE_ARGS)
+
+# one figure alone, e.g. make fig5 (its tables, plots and the index)
+$(FIGS): $(STAMP)
+	$(BIN)/python -m paper_figures --only $@ $(FIGURE_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m goodopt.bench

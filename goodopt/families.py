@@ -60,6 +60,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("testbed-over", ((_T4, 4, 16),), 1.5, "Pollux testbed (16 x 4 T4), 96 jobs (more jobs than GPUs)"),
     Family("mixed-64", ((_T4, 4, 8), ("a100", 8, 2), ("rtx2080ti", 8, 2)), 0.6,
            "64 GPUs of three types (8 x 4 T4, 2 x 8 A100, 2 x 8 RTX 2080Ti), 38 jobs"),
+    Family("knob-32", ((_T4, 4, 8),), 0.25, "8 x 4 T4 = 32 GPUs, 8 jobs: spare GPUs to share out (the fairness knob)"),
+    Family("cluster-16", ((_T4, 8, 2),), 0.4, "2 x 8 T4 = 16 GPUs, 6 jobs (the cluster-N scaling series)"),
+    Family("cluster-64", ((_T4, 8, 8),), 0.4, "8 x 8 T4 = 64 GPUs, 26 jobs (the cluster-N scaling series)"),
     Family("cluster-256", ((_T4, 8, 32),), 0.4, "32 x 8 T4 = 256 GPUs, 102 jobs"),
     Family("cluster-1024", ((_T4, 8, 128),), 0.4, "128 x 8 T4 = 1024 GPUs, 410 jobs"),
     Family("cluster-2048", ((_T4, 8, 256),), 0.4, "256 x 8 T4 = 2048 GPUs, 819 jobs"),
@@ -71,8 +74,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("sia-64", ((_T4, 4, 6), ("a100", 8, 2), ("rtx2080ti", 8, 3)), 0.5,
            "Sia's default cluster: 6 x 4 T4 + 2 x 8 A100 + 3 x 8 RTX 2080Ti = 64 GPUs, 32 jobs"),
     Family("five-types-512", ((_T4, 4, 32), ("a100", 8, 16), ("rtx2080ti", 8, 8), ("v100", 8, 8),
-                              ("rtx6000", 4, 16)), 0.4,
-           "512 GPUs of five types (32 x 4 T4, 16 x 8 A100, 8 x 8 RTX 2080Ti, 8 x 8 V100, 16 x 4 RTX 6000), "
+                              ("rtx6000", 4, 32)), 0.4,
+           "512 GPUs of five types (32 x 4 T4, 16 x 8 A100, 8 x 8 RTX 2080Ti, 8 x 8 V100, 32 x 4 RTX 6000), "
            "205 jobs"),
     Family("five-types-2048", ((_T4, 4, 128), ("a100", 8, 64), ("rtx2080ti", 8, 32), ("v100", 8, 64),
                                ("rtx6000", 4, 64)), 0.4,

@@ -283,6 +283,9 @@ def expand(spec: SweepSpec) -> list[dict]:
                         tasks.append({"kind": "solve", "scenario": sc, "p": None if p is None else _p_str(p),
                                       "label": v.label, "method": v.name, "seed": s, "options": opts})
         return tasks
+    from .sim.engine import SimConfig
+
+    defaults = {k: getattr(SimConfig(), k) for k in _SIM_CONFIG_FIELDS}  # explicit: equal runs share a key
     axes = list(spec.vary.items())
     combos = [{}]
     for k, values in axes:
@@ -293,14 +296,21 @@ def expand(spec: SweepSpec) -> list[dict]:
                 for s in spec.seeds:
                     tasks.append({"kind": "simulate", "workload": w, "cluster": spec.cluster, "truth": spec.truth,
                                   "label": v.label, "policy": v.name, "seed": s, "options": dict(v.options),
-                                  "config": {**dict(spec.config), **combo}, "vary": combo})
+                                  "config": {k: float(v) for k, v in {**defaults, **dict(spec.config),
+                                                                      **combo}.items()}, "vary": combo})
     return tasks
 
 
+#: Task fields that only name the result (added to its row), not inputs of the computation.
+_NAMING = ("label", "vary")
+
+
 def task_key(task: Mapping) -> str:
-    """Hash of a task's inputs: its JSON, the files it reads and the goodopt version."""
+    """Hash of a task's inputs: its JSON (without the naming fields), the files it reads and the goodopt
+    version. Tasks of different sweeps that compute the same thing share a key."""
     from . import __version__
 
+    task = {k: v for k, v in task.items() if k not in _NAMING}
     files = {}
     for k in ("scenario", "workload", "cluster"):
         v = task.get(k)
@@ -311,7 +321,8 @@ def task_key(task: Mapping) -> str:
 
 
 def run_task(task: Mapping) -> dict:
-    """Compute one task (on any worker); returns ``{"row": {...}, "jobs": [{...}, ...]}``."""
+    """Compute one task (on any worker); returns ``{"row": {...}, "jobs": [{...}, ...]}`` without the
+    naming columns (see :func:`_with_names`)."""
     if task["kind"] == "solve":
         return _run_solve(task)
     return _run_simulation(task)
@@ -322,24 +333,34 @@ def _run_solve(task) -> dict:
     from .scenario import load_scenario
     from .solvers import solve
 
+    _import_solver(task["method"])  # first-use imports are not part of the solve time
     sc = load_scenario(task["scenario"])
     if task["p"] is not None:
         sc = sc.with_objective(p=float(task["p"]))
     pr = sc.problem()
     res = solve(pr, task["method"], dict(task["options"]))
-    row = {"scenario": sc.name, "p": sc.objective.p, "label": task["label"],
-           **result_row(pr, task["method"], task["seed"], res)}
+    row = {"scenario": sc.name, "p": sc.objective.p, **result_row(pr, task["method"], task["seed"], res)}
     row["pwl_breakpoints"] = task["options"].get("breakpoints") if task["method"] == "milp-pwl" else None
     row["pwl_error_bound"] = res.extra.get("pwl_error_bound")
+    row["n_placement_failed"] = len(res.extra.get("placement_failed_jobs", ()))  # jobs a count-level answer
+    # could not place on nodes (they run on fewer GPUs)
     jobs = []
     if res.has_solution:
         gpus = res.x.sum(axis=1)
         nodes = (res.x > 0).sum(axis=1)
         for j, name in enumerate(pr.job_names):
-            jobs.append({"scenario": sc.name, "p": sc.objective.p, "label": task["label"], "seed": task["seed"],
+            jobs.append({"scenario": sc.name, "p": sc.objective.p, "seed": task["seed"],
                          "job": name, "application": sc.jobs[j].application, "n_gpus": int(gpus[j]),
                          "n_nodes": int(nodes[j]), "speedup": float(res.speedups[j])})
     return {"row": row, "jobs": jobs}
+
+
+def _import_solver(method: str) -> None:
+    import importlib
+
+    module = {"milp": "exact", "milp-pwl": "exact", "gavel": "gavel", "ga": "genetic", "nsga2": "genetic"}.get(method)
+    if module:
+        importlib.import_module(f"goodopt.solvers.{module}")
 
 
 def _run_simulation(task) -> dict:
@@ -356,18 +377,32 @@ def _run_simulation(task) -> dict:
                  dict(task["options"]))
     res, wl = run_task_result(st)
     load, hours = _generated_load(task["workload"])
-    head = {"workload": wl.name, "load": load, "hours": hours, "label": task["label"], "policy": task["policy"],
-            "seed": task["seed"], **task["vary"]}
+    head = {"workload": wl.name, "load": load, "hours": hours, "policy": task["policy"], "seed": task["seed"]}
     row = {**head, **{k: res.summary.get(k) for k in SUMMARY_COLUMNS if k not in head}}
     jobs = [{**head, **r} for r in res.jobs.to_dict(orient="records")]
     return {"row": row, "jobs": jobs}
 
 
 def _generated_load(spec: str):
+    """(load, hours) of ``generated:LOAD:SEED[:HOURS]``; a CSV in a ``load-X`` folder has load X."""
     parts = str(spec).split(":")
     if parts[0] != "generated":
+        folder = Path(str(spec)).parent.name
+        if folder.startswith("load-"):
+            with contextlib.suppress(ValueError):
+                return float(folder[5:]), float("nan")
         return float("nan"), float("nan")
     return float(parts[1]), float(parts[3]) if len(parts) > 3 else 8.0
+
+
+def _with_names(task: Mapping, rows: list[dict]) -> list[dict]:
+    """Rows with the task's label (after the first column) and its ``vary`` values."""
+    out = []
+    for r in rows:
+        items = list(r.items())
+        named = dict(items[:1] + [("label", task["label"])] + list(task.get("vary", {}).items()) + items[1:])
+        out.append(named)
+    return out
 
 
 # ------------------------------------------------------------------ execution
@@ -394,14 +429,19 @@ def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None =
     """``[fn(item) for item in items]`` inline, on a process pool or on Dask, with a done/total bar.
 
     ``on_result(i, result)`` is called as each result arrives (e.g. to cache
-    it), so work finished before an interruption is kept.
+    it), so work finished before an interruption is kept. ``progress`` is a
+    flag, or a live ``rich.progress.Progress`` to which a row is added.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValidationError("workers", f"must be a whole number >= 1, got {workers!r}")
     items = list(items)
     workers = max(1, min(workers, len(items), os.cpu_count() or 1))
     results: dict[int, object] = {}
-    with progress_bar(progress) as bar, open_executor(workers, dask) as ex:
+    from rich.progress import Progress
+
+    shared = isinstance(progress, Progress)  # a caller's live bar: add a row to it
+    with (contextlib.nullcontext(progress) if shared else progress_bar(progress)) as bar, \
+            open_executor(workers, dask) as ex:
         t = bar.add_task(label, total=len(items))
         if ex is None:
             for i, item in enumerate(items):
@@ -419,6 +459,8 @@ def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None =
                 if on_result is not None:
                     on_result(i, results[i])
                 bar.advance(t)
+        if shared:
+            bar.remove_task(t)
     return [results[i] for i in range(len(items))]
 
 
@@ -488,8 +530,8 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
 
     map_tasks(run_task, [tasks[i] for i in todo], workers=workers, dask=dask, progress=progress,
               label=spec.name, describe=_describe, on_result=store)
-    rows = [done[i]["row"] for i in range(len(tasks))]
-    jobs = [r for i in range(len(tasks)) for r in done[i]["jobs"]]
+    rows = [_with_names(tasks[i], [done[i]["row"]])[0] for i in range(len(tasks))]
+    jobs = [r for i in range(len(tasks)) for r in _with_names(tasks[i], done[i]["jobs"])]
     table = pd.DataFrame(rows)
     if spec.kind == "solve":
         from .compare import add_reference_columns

@@ -1,30 +1,47 @@
-"""Experiment steps: compute model curves from the shipped profiles into tidy tables."""
+"""Experiment steps: each writes tidy tables (CSV + JSON metadata) that the plotting scripts read.
+
+The model figures (1, 2) evaluate the shipped profiles directly; the others
+run sweeps (:mod:`goodopt.sweep`) from the specs in :mod:`paper_figures.specs`,
+cached by input hash under the output folder so a rerun only computes what
+changed.
+"""
 
 from __future__ import annotations
 
-import json
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
-import goodopt
 from goodopt import goodput as gp
+from goodopt.compare import write_table as _write_csv
 from goodopt.profiles import shipped_profile
 from goodopt.traces import POLLUX_APPS, measurements, traces_dir
+
+from . import specs
 
 GPU_COUNTS = np.arange(1, 65)
 
 
+@dataclass(frozen=True)
+class Context:
+    """Where and how the experiments run."""
+
+    tables: Path
+    cache: Path
+    scale: str = "default"
+    traces: str | None = None  # the traces folder when found, else None
+    workers: int = 1
+    progress: object = False  # False, True or a live rich Progress
+
+
 def write_table(df: pd.DataFrame, out: Path, name: str, **meta) -> Path:
     """Write ``name.csv`` and ``name.json`` (metadata) under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / f"{name}.csv", index=False)
-    meta = {"table": name, "rows": len(df), "columns": list(df.columns), "goodopt": goodopt.__version__,
-            "numpy": np.__version__, "python": platform.python_version(), **meta}
-    (out / f"{name}.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
-    return out / f"{name}.csv"
+    return _write_csv(df, Path(out) / f"{name}.csv", table_name=name, numpy=np.__version__,
+                      python=platform.python_version(), **meta)
 
 
 def throughput_table(gpu_type="t4") -> pd.DataFrame:
@@ -111,20 +128,98 @@ def speedup_types_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run_model_experiments(out: Path, traces=None) -> list[Path]:
-    """Every model table; measured points are added when the traces are available."""
+def find_traces(traces=None) -> str | None:
+    """The traces folder (argument, ``$GOODOPT_TRACES`` or ``../shared/traces``), or None when absent."""
+    try:
+        return str(traces_dir(traces))
+    except FileNotFoundError:
+        return None
+
+
+def model_tables(ctx: Context) -> list[Path]:
+    """Figure 1: model curves; measured throughput points when the traces are available."""
+    out = ctx.tables
     written = [
         write_table(throughput_table(), out, "throughput", gpu_type="t4", note="model curves, accumulation 0"),
         write_table(efficiency_table(), out, "efficiency", note="E = (phi + M0) / (phi + M)"),
         write_table(goodput_table(), out, "goodput", gpu_type="t4", gpus_per_node=4,
                     note="50 Pollux batch candidates; speedup relative to one GPU"),
-        write_table(speedup_types_table(), out, "speedup_types", note="half-way through training"),
     ]
-    try:
-        root = traces_dir(traces)
-    except FileNotFoundError:
-        root = None
-    if root is not None:
-        written.append(write_table(measured_throughput(root), out, "throughput_measured",
+    measured = out / "throughput_measured.csv"
+    if ctx.traces is not None:
+        written.append(write_table(measured_throughput(Path(ctx.traces)), out, "throughput_measured",
                                    traces="pollux/<app>/placements.csv, scalability.csv"))
+    elif measured.exists():  # a stale overlay from an earlier run with traces must not be plotted
+        measured.unlink()
+        measured.with_suffix(".json").unlink(missing_ok=True)
     return written
+
+
+def speedup_tables(ctx: Context) -> list[Path]:
+    """Figure 2: speedup curves per application and GPU type."""
+    return [write_table(speedup_types_table(), ctx.tables, "speedup_types", note="half-way through training")]
+
+
+def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
+    """Run one sweep spec (cached) and write its tables, its spec (YAML) and metadata."""
+    from goodopt.sweep import run_sweep, spec_from_dict, spec_to_dict
+
+    sp = spec_from_dict(spec, base_dir=base_dir)
+    res = run_sweep(sp, cache_dir=ctx.cache, workers=ctx.workers, progress=ctx.progress)
+    ctx.tables.mkdir(parents=True, exist_ok=True)
+    (ctx.tables / f"{sp.name}.spec.yaml").write_text(yaml.safe_dump(spec_to_dict(sp), sort_keys=False))
+    return res.write(ctx.tables / f"{sp.name}.csv", scale=ctx.scale,
+                     truth="traces" if spec.get("truth") == "traces" else "model",
+                     computed=res.n_computed, from_cache=res.n_cached)
+
+
+def fairness_tables(ctx: Context) -> list[Path]:
+    """Figure 3: the exact optimum for each p of the fairness knob."""
+    return [sweep_table(ctx, specs.fairness(ctx.scale))]
+
+
+def exact_vs_heuristic_tables(ctx: Context) -> list[Path]:
+    """Figure 4: every method on homogeneous clusters of growing size."""
+    return [sweep_table(ctx, specs.exact_vs_heuristic(ctx.scale))]
+
+
+def runtime_tables(ctx: Context) -> list[Path]:
+    """Figure 7: every method on heterogeneous clusters of growing size."""
+    return [sweep_table(ctx, specs.runtime_scaling(ctx.scale))]
+
+
+def _need_traces(ctx: Context, what: str) -> str:
+    if ctx.traces is None:
+        from goodopt.errors import TraceError
+
+        raise TraceError(f"the full-scale {what} runs on the published traces, which were not found: "
+                         "set GOODOPT_TRACES to the traces folder, or drop FULL=1")
+    return ctx.traces
+
+
+def simulation_tables(ctx: Context) -> list[Path]:
+    """Figure 5: the simulation sweeps (policies x workloads x loads; interval; interference)."""
+    traces = _need_traces(ctx, "simulation") if ctx.scale == "full" else None
+    return [sweep_table(ctx, spec) for spec in specs.simulation(ctx.scale, traces)]
+
+
+def hetero_workloads(ctx: Context) -> list[str]:
+    """Generated workloads for the heterogeneous cluster, written as inputs next to the tables."""
+    from goodopt.sim.workload import APP_MIX, generate_workload
+
+    apps = specs.TINY_HETERO_APPS if ctx.scale == "tiny" else specs.HETERO_APPS
+    mix = {a: APP_MIX[a] for a in apps}
+    load, hours, seeds = (0.5, 0.5, [0]) if ctx.scale == "tiny" else (1.0, 2.0, [0, 1, 2])
+    folder = ctx.tables / "workloads"
+    paths = []
+    for s in seeds:
+        wl = generate_workload(s, load=load, hours=hours, mix=mix, name=f"hetero-{load:g}-{s}")
+        paths.append(str(wl.save(folder / f"{wl.name}.csv")))
+    return paths
+
+
+def heterogeneity_tables(ctx: Context) -> list[Path]:
+    """Figure 6: heterogeneity-aware and unaware policies on Sia's cluster."""
+    if ctx.scale == "full":
+        return [sweep_table(ctx, specs.heterogeneity("full", _need_traces(ctx, "heterogeneity")))]
+    return [sweep_table(ctx, specs.heterogeneity(ctx.scale, workloads=hetero_workloads(ctx)))]

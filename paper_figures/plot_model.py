@@ -4,35 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from .style import plain_log as _plain_log
+from .style import save
 
 APPS = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
-PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
-
-
-def save(fig, out: Path, name: str) -> list[Path]:
-    """PNG + byte-stable PDF."""
-    out.mkdir(parents=True, exist_ok=True)
-    png, pdf = out / f"{name}.png", out / f"{name}.pdf"
-    fig.savefig(png, dpi=130, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(pdf, bbox_inches="tight", metadata=PDF_META)
-    plt.close(fig)
-    return [png, pdf]
-
-
-def _plain_log(ax, axis="both"):
-    """Log axis with plain major labels and unlabeled minor ticks (no overlapping text)."""
-    for a in ([ax.xaxis, ax.yaxis] if axis == "both" else [getattr(ax, f"{axis}axis")]):
-        lo, hi = a.get_view_interval()
-        wide = hi / max(lo, 1e-12) > 300  # more than ~2.5 decades: label only powers of ten
-        a.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
-        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        a.set_minor_formatter(NullFormatter())
 
 
 COLORS = dict(zip(APPS, plt.get_cmap("tab10").colors))
@@ -122,11 +100,3 @@ def plot_speedup_types(tables: Path, out: Path):
         ax.plot([1, 64], [1, 64], ":", color="grey")
         _panel(ax, app, "GPUs", "speedup")
     return _finish(fig, axes, out, "model_speedup_types")
-
-
-FIGURES = {
-    "model_throughput": (plot_throughput, "Throughput vs per-GPU batch size per application on T4, fitted model and measured points (yolov3 capped at 8 per GPU as in the Pollux paper)"),
-    "model_efficiency": (plot_efficiency, "Statistical efficiency vs batch size over training"),
-    "model_goodput": (plot_goodput, "Goodput-optimal batch size and speedup vs GPUs"),
-    "model_speedup_types": (plot_speedup_types, "Speedup curves per application and GPU type"),
-}

@@ -1,30 +1,97 @@
-"""Smoke test of the figure pipeline: tables with the expected columns, then plots."""
+"""Smoke run of every figure at tiny scale: tables with the expected columns, every PNG/PDF, the index,
+plots that read only the tables and byte-stable PDFs."""
 
 import json
+import shutil
 
 import pandas as pd
+import pytest
 
-from paper_figures import experiments, plot_model
+from paper_figures import specs
+from paper_figures.__main__ import main
+from paper_figures.figures import FIGURES
+
+EXPECTED = {
+    "throughput": {"application", "gpu_type", "n_gpus", "n_nodes", "local_bsz", "throughput"},
+    "efficiency": {"application", "training_fraction", "batch_size", "efficiency"},
+    "goodput": {"application", "n_gpus", "best_batch_size", "speedup_vs_1gpu"},
+    "speedup_types": {"application", "gpu_type", "n_gpus", "speedup_vs_1gpu"},
+    "fairness": {"scenario", "p", "label", "fitness", "status"},
+    "fairness-jobs": {"p", "job", "application", "n_gpus", "speedup"},
+    "exact_vs_heuristic": {"label", "method", "n_gpus", "fitness", "best_bound", "seconds", "pwl_breakpoints",
+                           "pwl_error_bound"},
+    "runtime_scaling": {"label", "method", "n_gpus", "fitness", "best_bound", "seconds"},
+    "sim_policies": {"workload", "label", "load", "avg_jct", "makespan"},
+    "sim_policies-jobs": {"workload", "label", "load", "job", "jct_s"},
+    "sim_interval": {"label", "interval_s", "avg_jct"},
+    "sim_interference": {"label", "interference_slowdown", "avg_jct"},
+    "heterogeneity": {"workload", "label", "avg_jct", "makespan", "avg_ftf_rho"},
+}
 
 
-def test_model_figures(tmp_path):
-    tables = tmp_path / "tables"
-    experiments.run_model_experiments(tables, traces=str(tmp_path / "no-traces"))
-    expected = {
-        "throughput": {"application", "gpu_type", "n_gpus", "n_nodes", "local_bsz", "throughput"},
-        "efficiency": {"application", "training_fraction", "batch_size", "efficiency"},
-        "goodput": {"application", "n_gpus", "best_batch_size", "speedup_vs_1gpu"},
-        "speedup_types": {"application", "gpu_type", "n_gpus", "speedup_vs_1gpu"},
-    }
-    for name, cols in expected.items():
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("figures")
+    assert main(["--scale", "tiny", "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    return out
+
+
+def test_every_figure_and_table_exists(tiny):
+    tables = tiny / "tables"
+    for name, cols in EXPECTED.items():
         df = pd.read_csv(tables / f"{name}.csv")
-        assert cols <= set(df.columns) and len(df) > 0
+        assert cols <= set(df.columns), name
+        assert len(df) > 0, name
         meta = json.loads((tables / f"{name}.json").read_text())
-        assert meta["rows"] == len(df)
-    for name, (plot, _) in plot_model.FIGURES.items():
-        files = plot(tables, tmp_path)
-        assert all(f.stat().st_size > 1000 for f in files), name
-    # same inputs give byte-identical PDFs
-    first = (tmp_path / "model_goodput.pdf").read_bytes()
-    plot_model.plot_goodput(tables, tmp_path)
-    assert (tmp_path / "model_goodput.pdf").read_bytes() == first
+        assert meta["n_rows"] == len(df) and meta["columns"] == list(df.columns)
+    for fig in FIGURES.values():
+        for plot in fig.plots:
+            for ext in ("png", "pdf"):
+                assert (tiny / f"{plot.name}.{ext}").stat().st_size > 5000, plot.name
+    index = (tiny / "README.md").read_text()
+    for fid, fig in FIGURES.items():
+        assert f"make {fid}" in index
+        assert all(f"{p.name}.png" in index and "not made yet" not in index for p in fig.plots)
+    spec = (tables / "fairness.spec.yaml").read_text()
+    assert "kind: solve" in spec and "milp" in spec
+
+
+def test_tiny_tables_hold_the_grid(tiny):
+    t = tiny / "tables"
+    fair = pd.read_csv(t / "fairness.csv")
+    assert len(fair) == 3 and (fair.status == "optimal").all()
+    sim = pd.read_csv(t / "sim_interference.csv")
+    # 2 policies x 3 slowdowns
+    assert len(sim) == 6 and set(sim.interference_slowdown) == {0.0, 0.25, 0.5}
+    het = pd.read_csv(t / "heterogeneity.csv")
+    assert set(het.label) == {"greedy", "gavel max-min"} and (het.avg_jct > 0).all()
+
+
+def test_plots_read_only_tables_and_pdfs_are_byte_stable(tiny, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny / "tables", copy / "tables")  # no cache, no workloads besides the tables folder
+    assert main(["--scale", "tiny", "--out", str(copy), "--plot-only", "--quiet"]) == 0
+    for fig in FIGURES.values():
+        for plot in fig.plots:
+            assert (copy / f"{plot.name}.pdf").read_bytes() == (tiny / f"{plot.name}.pdf").read_bytes(), plot.name
+
+
+def test_rerun_is_served_from_the_cache(tiny):
+    assert main(["--scale", "tiny", "--out", str(tiny), "--only", "fig3", "fig7", "--quiet"]) == 0
+    for name in ("fairness", "runtime_scaling"):
+        meta = json.loads((tiny / "tables" / f"{name}.json").read_text())
+        assert meta["computed"] == 0 and meta["from_cache"] == meta["n_rows"]
+
+
+def test_full_scale_without_traces_says_what_to_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("GOODOPT_TRACES", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="GOODOPT_TRACES"):
+        main(["--scale", "full", "--out", str(tmp_path), "--only", "fig5", "--quiet"])
+
+
+def test_specs_are_valid_at_every_scale():
+    from goodopt.sweep import spec_from_dict
+
+    for scale in specs.SCALES:
+        for spec in (specs.fairness(scale), specs.exact_vs_heuristic(scale), specs.runtime_scaling(scale)):
+            spec_from_dict(spec)

@@ -123,3 +123,14 @@ def test_p_infinity_in_yaml(tmp_path):
 def test_missing_file():
     with pytest.raises(ScenarioError, match="not found"):
         goodopt.load_scenario("no/such/file.yaml")
+
+
+def test_family_descriptions_state_their_size():
+    import re
+
+    from goodopt.families import FAMILIES
+
+    for f in FAMILIES.values():
+        assert f"{f.n_jobs} jobs" in f.description, f.name
+        groups = re.findall(r"(\d+) x (\d+) ", f.description)  # "NODES x GPUS_PER_NODE"
+        assert sum(int(n) * int(g) for n, g in groups) == f.n_gpus, f.name

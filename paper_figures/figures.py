@@ -1,0 +1,76 @@
+"""The figure set: for each figure, its experiment step and its plots with captions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import experiments as ex
+from . import plot_model, plot_simulation, plot_solvers
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str  # output file stem
+    draw: Callable  # (tables, out) -> [png, pdf]; reads only tables
+    caption: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    id: str
+    title: str
+    experiment: Callable  # (Context) -> [table paths]
+    plots: tuple[Plot, ...]
+
+
+FIGURES: dict[str, Figure] = {f.id: f for f in (
+    Figure("fig1", "Pollux's system-throughput, efficiency and goodput models", ex.model_tables, (
+        Plot("model_throughput", plot_model.plot_throughput,
+             "Throughput vs per-GPU batch size per application on T4 at four placements: fitted model (lines) "
+             "and, with the traces, measured points (dots); yolov3 capped at 8 per GPU as in the Pollux paper"),
+        Plot("model_efficiency", plot_model.plot_efficiency,
+             "Statistical efficiency vs total batch size at five points of training (gradient noise scale "
+             "grows as training progresses)"),
+        Plot("model_goodput", plot_model.plot_goodput,
+             "Goodput-optimal total batch size and speedup over one GPU vs GPU count, early and late in "
+             "training (T4, 4 GPUs per node)"),
+    )),
+    Figure("fig2", "Speedup curves per application and GPU type", ex.speedup_tables, (
+        Plot("model_speedup_types", plot_model.plot_speedup_types,
+             "Goodput speedup over one GPU of the same type vs GPU count, per application, on the five "
+             "profiled GPU types (half-way through training)"),
+    )),
+    Figure("fig3", "The fairness knob p", ex.fairness_tables, (
+        Plot("fairness_knob", plot_solvers.plot_fairness,
+             "Exact (MILP) allocations and per-job speedups as p goes from 1 (total speedup) to -inf "
+             "(max-min) on one contended scenario"),
+    )),
+    Figure("fig4", "Exact vs heuristic allocation", ex.exact_vs_heuristic_tables, (
+        Plot("exact_vs_heuristic", plot_solvers.plot_exact_vs_heuristic,
+             "Fitness relative to the best proven bound and solve time vs cluster size for the exact MILP, "
+             "the piecewise-linear MILP at several K, the GA and greedy"),
+        Plot("pwl_error", plot_solvers.plot_pwl_error,
+             "Piecewise-linear MILP: the solver's a-priori error bound and the fitness actually lost vs the "
+             "number of breakpoints K"),
+    )),
+    Figure("fig5", "Simulated job completion times", ex.simulation_tables, (
+        Plot("sim_policies", plot_simulation.plot_policies,
+             "Average JCT per policy per workload, and vs job load (Pollux Fig. 8a)"),
+        Plot("sim_jct_cdf", plot_simulation.plot_cdf, "Distribution of job completion times per policy"),
+        Plot("sim_sensitivity", plot_simulation.plot_sensitivity,
+             "Average JCT vs scheduling interval (Pollux Fig. 8b) and vs interference slowdown with and "
+             "without interference avoidance (Fig. 8c)"),
+    )),
+    Figure("fig6", "Heterogeneous cluster", ex.heterogeneity_tables, (
+        Plot("heterogeneity", plot_simulation.plot_heterogeneity,
+             "Average JCT, makespan and finish-time fairness on Sia's heterogeneous cluster: Sia's and "
+             "Pollux's objectives in the exact MILP, Gavel's max-min and finish-time fairness, and "
+             "heterogeneity-unaware Pollux"),
+    )),
+    Figure("fig7", "Scheduler runtime vs cluster size", ex.runtime_tables, (
+        Plot("scheduler_runtime", plot_solvers.plot_runtime,
+             "Solve time and fitness relative to the best proven bound of one scheduling round vs cluster "
+             "size (16 to 2048 GPUs of up to five types) per method"),
+    )),
+)}

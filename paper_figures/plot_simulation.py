@@ -1,0 +1,143 @@
+"""Figures 5 and 6: simulated job completion times (Pollux Fig. 8 style) and heterogeneity.
+
+Reads only the sweep tables in ``out/tables`` (``sim_policies``, ``sim_loads``,
+``sim_interval``, ``sim_interference``, ``heterogeneity`` and ``-jobs`` tables).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .style import colours, markers, plain_log, save
+
+H = 3600.0
+
+
+def _read(tables: Path, name: str) -> pd.DataFrame | None:
+    f = tables / f"{name}.csv"
+    return pd.read_csv(f) if f.exists() else None
+
+
+def _short(workload: str) -> str:
+    return workload.replace("workload-", "w").replace("generated-", "g")
+
+
+def _bars(ax, df: pd.DataFrame, value: str, scale: float, ylabel: str, labels, col):
+    """Grouped bars: one group per workload, one bar per policy label; the mean as the last group."""
+    wls = list(dict.fromkeys(df.workload))
+    width = 0.8 / len(labels)
+    groups = wls + ["mean"]
+    for i, lab in enumerate(labels):
+        a = df[df.label == lab].groupby("workload")[value].mean() / scale
+        vals = [a.get(w, np.nan) for w in wls] + [a.mean()]
+        ax.bar(np.arange(len(groups)) + (i - (len(labels) - 1) / 2) * width, vals, width, color=col[lab], label=lab)
+    ax.set_xticks(range(len(groups)), [_short(w) for w in wls] + ["mean"], rotation=30 if len(groups) > 6 else 0,
+                  ha="right" if len(groups) > 6 else "center")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, axis="y")
+
+
+def plot_policies(tables: Path, out: Path):
+    df = _read(tables, "sim_policies")
+    loads = _read(tables, "sim_loads")
+    both = pd.concat([df, loads]) if loads is not None else df
+    labels = list(dict.fromkeys(df.label))
+    col, mk = colours(labels), markers(labels)
+    base_load = 1.0 if (df.load == 1.0).any() else df.load.iloc[0]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [1.4, 1]})
+    fig.suptitle("Average job completion time per policy (64 T4 GPUs; cf. Pollux Fig. 8a)")
+    _bars(axes[0], df[df.load == base_load], "avg_jct", H, "average JCT (h)", labels, col)
+    axes[0].set_title(f"per workload at load {base_load:g}")
+    axes[0].set_xlabel("workload")
+    axes[0].legend(ncol=len(labels), fontsize=7, loc="upper left")
+    for lab in labels:
+        a = both[both.label == lab].groupby("load")["avg_jct"].agg(["mean", "min", "max"]) / H
+        axes[1].errorbar(a.index, a["mean"], yerr=[a["mean"] - a["min"], a["max"] - a["mean"]], marker=mk[lab],
+                         color=col[lab], label=lab, capsize=2)
+    axes[1].set_xlabel("relative job load (jobs per hour / 20)")
+    axes[1].set_ylabel("average JCT (h)")
+    axes[1].set_title("vs job load (mean, range over workloads)")
+    axes[1].set_xticks(sorted(both.load.unique()))
+    axes[1].grid(alpha=0.3)
+    fig.tight_layout()
+    return save(fig, out, "sim_policies")
+
+
+def plot_cdf(tables: Path, out: Path):
+    jobs = _read(tables, "sim_policies-jobs")
+    base_load = 1.0 if (jobs.load == 1.0).any() else jobs.load.iloc[0]
+    jobs = jobs[jobs.load == base_load]
+    labels = list(dict.fromkeys(jobs.label))
+    col = colours(labels)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for lab in labels:
+        v = np.sort(jobs[jobs.label == lab].jct_s.to_numpy() / H)
+        ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", color=col[lab], label=lab)
+    ax.set_xscale("log")
+    plain_log(ax, "x")
+    ax.set_xlabel("job completion time (h)")
+    ax.set_ylabel("fraction of jobs")
+    n_wl = jobs.workload.nunique()
+    ax.set_title(f"JCT distribution, {n_wl} workload{'s' if n_wl > 1 else ''} at load {base_load:g}")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return save(fig, out, "sim_jct_cdf")
+
+
+def plot_sensitivity(tables: Path, out: Path):
+    iv, itf = _read(tables, "sim_interval"), _read(tables, "sim_interference")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig.suptitle("Sensitivity (cf. Pollux Fig. 8b, 8c)")
+    a = iv.groupby("interval_s")["avg_jct"].agg(["mean", "min", "max"]) / H
+    axes[0].errorbar(a.index, a["mean"], yerr=[a["mean"] - a["min"], a["max"] - a["mean"]], marker="o", capsize=2,
+                     color="C0", label=iv.label.iloc[0])
+    axes[0].set_xscale("log", base=2)
+    axes[0].set_xticks(a.index, [f"{v:g}" for v in a.index])
+    axes[0].set_xlabel("scheduling interval (s)")
+    axes[0].set_ylabel("average JCT (h)")
+    axes[0].set_title("scheduling interval")
+    axes[0].legend()
+    labels = list(dict.fromkeys(itf.label))
+    col, mk = colours(labels), markers(labels)
+    for lab in labels:
+        b = itf[itf.label == lab].groupby("interference_slowdown")["avg_jct"].mean() / H
+        axes[1].plot(100 * b.index, b.to_numpy(), marker=mk[lab], color=col[lab], label=lab)
+    axes[1].set_xlabel("slowdown of co-located multi-node jobs (%)")
+    axes[1].set_ylabel("average JCT (h)")
+    axes[1].set_title("interference avoidance")
+    axes[1].legend()
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    return save(fig, out, "sim_sensitivity")
+
+
+def plot_heterogeneity(tables: Path, out: Path):
+    df = _read(tables, "heterogeneity")
+    labels = list(dict.fromkeys(df.label))
+    col = colours(labels)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
+    fig.suptitle("Heterogeneous cluster: goodput MILP vs Gavel vs heterogeneity-unaware Pollux "
+                 "(Sia's 64-GPU cluster: T4, A100, RTX 2080Ti)")
+    for ax, (value, scale, ylabel) in zip(axes, [("avg_jct", H, "average JCT (h)"), ("makespan", H, "makespan (h)"),
+                                                 ("avg_ftf_rho", 1.0, "mean finish-time fairness rho")]):
+        means = [df[df.label == lab][value].mean() / scale for lab in labels]
+        x = np.arange(len(labels))
+        ax.bar(x, means, color=[col[lab] for lab in labels], alpha=0.85)
+        for i, lab in enumerate(labels):
+            pts = df[df.label == lab][value].to_numpy() / scale
+            ax.plot(np.full(len(pts), i) + np.linspace(-0.15, 0.15, len(pts)), pts, "k.", ms=4)
+        ax.set_xticks(x, labels, rotation=25, ha="right")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3, axis="y")
+    axes[2].axhline(1.0, color="grey", ls=":", lw=1)
+    n = df.workload.nunique()
+    axes[0].set_title(f"bars: mean over {n} workload{'s' if n > 1 else ''}; dots: each", fontsize=9)
+    fig.tight_layout()
+    return save(fig, out, "heterogeneity")

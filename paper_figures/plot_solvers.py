@@ -1,0 +1,151 @@
+"""Figures 3, 4 and 7: the fairness knob, exact vs heuristic allocation, scheduler runtime.
+
+Reads only the sweep tables in ``out/tables`` (``fairness``, ``exact_vs_heuristic``,
+``runtime_scaling`` and their ``-jobs`` tables).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .style import colours, markers, plain_log, save
+
+
+def _p_label(p: float) -> str:
+    return "-inf" if p == -math.inf else f"{p:g}"
+
+
+def plot_fairness(tables: Path, out: Path):
+    jobs = pd.read_csv(tables / "fairness-jobs.csv")
+    runs = pd.read_csv(tables / "fairness.csv")
+    ps = sorted(jobs.p.unique(), reverse=True)
+    order = (jobs[jobs.p == ps[0]].sort_values(["application", "job"]).job.tolist())
+    gpus = jobs.pivot_table(index="job", columns="p", values="n_gpus").loc[order, ps]
+    speed = jobs.pivot_table(index="job", columns="p", values="speedup").loc[order, ps]
+    apps = jobs.drop_duplicates("job").set_index("job").loc[order, "application"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.32 * len(order) + 2.4), gridspec_kw={"width_ratios": [1, 1.15]})
+    scen = runs.scenario.iloc[0]
+    n_gpus = int(runs.n_gpus.iloc[0])
+    fig.suptitle(f"The fairness knob p: exact optima of {scen} ({len(order)} jobs, {n_gpus} GPUs)")
+    ax = axes[0]
+    im = ax.imshow(gpus.to_numpy(), aspect="auto", cmap="Blues", vmin=0)
+    for (i, j), v in np.ndenumerate(gpus.to_numpy()):
+        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=7,
+                color="white" if v > 0.6 * gpus.to_numpy().max() else "black")
+    ax.set_xticks(range(len(ps)), [_p_label(p) for p in ps])
+    ax.set_yticks(range(len(order)), [f"{j} ({a})" if not j.startswith(a) else j for j, a in zip(order, apps)])
+    ax.set_xlabel("p (1 = total speedup, -inf = max-min)")
+    ax.set_title("GPUs per job")
+    fig.colorbar(im, ax=ax, label="GPUs", shrink=0.8)
+    ax = axes[1]
+    x = np.arange(len(ps))
+    col = colours(sorted(apps.unique()))
+    for job in order:
+        ax.plot(x, speed.loc[job], "-", lw=0.8, alpha=0.6, color=col[apps[job]])
+    ax.plot(x, speed.min(axis=0), "k-", lw=2.2, label="smallest speedup")
+    ax.plot(x, speed.mean(axis=0), "k--", lw=2.2, label="mean speedup")
+    for a, c in col.items():
+        ax.plot([], [], color=c, lw=1, label=a)
+    ax.set_xticks(x, [_p_label(p) for p in ps])
+    ax.set_xlabel("p")
+    ax.set_ylabel("speedup over the fair share")
+    ax.set_title("Per-job speedups (thin: one job, coloured by application)")
+    ax.grid(alpha=0.3)
+    ax.legend(ncol=2, loc="upper right")
+    fig.tight_layout()
+    return save(fig, out, "fairness_knob")
+
+
+def _by_size(df: pd.DataFrame, value: str) -> pd.DataFrame:
+    """Mean of ``value`` per (label, n_gpus) over scenarios and seeds, in the table's label order."""
+    g = df.groupby(["label", "n_gpus"], sort=False)[value].agg(["mean", "min", "max"]).reset_index()
+    return g
+
+
+def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
+    df = df.copy()
+    df["relative"] = df.fitness / df.best_bound
+    labels = list(dict.fromkeys(df.label))
+    col, mk = colours(labels), markers(labels)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    fig.suptitle(title)
+    q, t = _by_size(df, "relative"), _by_size(df, "seconds")
+    for lab in labels:
+        a = q[q.label == lab]
+        axes[0].errorbar(a.n_gpus, a["mean"], yerr=[a["mean"] - a["min"], a["max"] - a["mean"]], marker=mk[lab],
+                         color=col[lab], label=lab, capsize=2, lw=1.2, ms=5)
+        b = t[t.label == lab]
+        axes[1].plot(b.n_gpus, b["mean"], marker=mk[lab], color=col[lab], label=lab, lw=1.2, ms=5)
+    limit = df.attrs.get("time_limit_s")
+    if limit:
+        axes[1].axhline(limit, color="grey", ls=":", lw=1, label=f"time limit ({limit:g} s)")
+    axes[0].set_ylabel("fitness / best proven bound (1 = certified optimum)")
+    axes[1].set_ylabel("solve time (s)")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(df.n_gpus.unique()), [str(v) for v in sorted(df.n_gpus.unique())])
+        ax.set_xlabel("cluster size (GPUs)")
+        ax.grid(alpha=0.3, which="both")
+    axes[1].set_yscale("log")
+    plain_log(axes[1], "y")
+    lo = float(np.nanmin(q["min"]))
+    axes[0].set_ylim(max(0.0, min(lo, 0.99) - 0.02), 1.005)
+    handles, names = axes[1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=min(len(names), 7), frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return save(fig, out, name)
+
+
+def _time_limit(tables: Path, name: str):
+    import json
+
+    meta = json.loads((tables / f"{name}.json").read_text())
+    return meta.get("sweep", {}).get("time_limit_s")
+
+
+def plot_exact_vs_heuristic(tables: Path, out: Path):
+    df = pd.read_csv(tables / "exact_vs_heuristic.csv")
+    df.attrs["time_limit_s"] = _time_limit(tables, "exact_vs_heuristic")
+    return _quality_and_time(df, "Exact vs heuristic allocation on homogeneous T4 clusters (p = -1; mean, "
+                             "range over scenarios and seeds)", "exact_vs_heuristic", out)
+
+
+def plot_pwl_error(tables: Path, out: Path):
+    df = pd.read_csv(tables / "exact_vs_heuristic.csv")
+    pwl = df[df.method == "milp-pwl"].copy()
+    pwl["relative_loss"] = 1 - pwl.fitness / pwl.best_bound
+    sizes = sorted(pwl.n_gpus.unique())
+    col = colours([str(s) for s in sizes])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig.suptitle("Piecewise-linear MILP: error vs number of breakpoints K")
+    for s in sizes:
+        a = pwl[pwl.n_gpus == s].groupby("pwl_breakpoints")[["pwl_error_bound", "relative_loss"]].mean()
+        axes[0].plot(a.index, a.pwl_error_bound.clip(lower=1e-4), "o-", color=col[str(s)], label=f"{s} GPUs")
+        axes[1].plot(a.index, a.relative_loss.clip(lower=1e-6), "o-", color=col[str(s)], label=f"{s} GPUs")
+    axes[0].set_ylabel("largest interpolation error of a job's term")
+    axes[1].set_ylabel("1 - fitness / best proven bound")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ks = sorted(pwl.pwl_breakpoints.dropna().unique())
+        ax.set_xticks(ks, [f"{k:g}" for k in ks])
+        ax.set_xlabel("breakpoints K")
+        ax.set_yscale("log")
+        plain_log(ax, "y")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend()
+    axes[1].set_title("fitness lost by decoding the PWL optimum (floored at 1e-6)", fontsize=9)
+    axes[0].set_title("a-priori error bound reported by the solver (0 = exact, plotted at 1e-4)", fontsize=9)
+    fig.tight_layout()
+    return save(fig, out, "pwl_error")
+
+
+def plot_runtime(tables: Path, out: Path):
+    df = pd.read_csv(tables / "runtime_scaling.csv")
+    df.attrs["time_limit_s"] = _time_limit(tables, "runtime_scaling")
+    return _quality_and_time(df, "Scheduler runtime vs cluster size on heterogeneous clusters (one scheduling "
+                             "round; mean, range over scenarios and seeds)", "scheduler_runtime", out)

@@ -1,0 +1,121 @@
+"""The sweep specs behind the figures, at three scales.
+
+``tiny``
+    seconds per figure; the test suite's smoke run.
+``default``
+    what ``make figures`` runs from the embedded defaults (shipped profiles,
+    generated workloads, model ground truth), within minutes on 2 cores.
+``full``
+    paper scale on the published traces (``make figures FULL=1``): the
+    Pollux and Sia workloads, trace ground truth, cluster sizes up to 2048
+    GPUs, more seeds, longer time limits. Hours, not minutes.
+
+Every spec is a plain mapping accepted by :func:`goodopt.sweep.spec_from_dict`;
+the experiments write each one next to its table (``tables/<name>.spec.yaml``)
+so a figure's data can be recomputed with ``goodopt sweep``.
+"""
+
+from __future__ import annotations
+
+SCALES = ("tiny", "default", "full")
+
+#: p values of the fairness knob (figure 3), from utilitarian to max-min.
+P_KNOB = (1, 0.5, 0, -0.5, -1, -2, -4, -10, "-inf")
+
+#: Applications of the generated workloads on heterogeneous clusters: imagenet asks for 24-48 GPUs,
+#: more than any one GPU type of Sia's 64-GPU cluster holds, and jobs do not span types.
+HETERO_APPS = ("bert", "cifar10", "deepspeech2", "ncf", "yolov3")
+TINY_HETERO_APPS = ("ncf", "yolov3")  # requests of 1 and 4 GPUs fit the tiny 8 + 8 GPU cluster
+
+
+def fairness(scale: str) -> dict:
+    """Figure 3: one contended scenario solved exactly for each p."""
+    scenario = "family:tiny:0" if scale == "tiny" else "family:knob-32:0"
+    p = [1, -1, "-inf"] if scale == "tiny" else list(P_KNOB)
+    return {"name": "fairness", "kind": "solve", "scenarios": [scenario], "methods": ["milp"], "p": p,
+            "time_limit_s": 60}
+
+
+def _solver_methods(scale: str, pwl_k) -> list:
+    ga = {"label": "ga", "method": "ga", "options": {"pop_size": 20, "n_gen": 10} if scale == "tiny" else {}}
+    return (["milp"] + [{"label": f"milp-pwl K={k}", "method": "milp-pwl", "options": {"breakpoints": k}}
+                        for k in pwl_k] + [ga, "greedy"])
+
+
+def exact_vs_heuristic(scale: str) -> dict:
+    """Figure 4: homogeneous clusters of 16 to 2048 GPUs, exact vs piecewise-linear vs heuristics."""
+    sizes = {"tiny": [16], "default": [16, 64, 256], "full": [16, 64, 256, 1024, 2048]}[scale]
+    pwl_k = {"tiny": [4], "default": [2, 4, 8, 16], "full": [2, 4, 8, 16, 32]}[scale]
+    return {"name": "exact_vs_heuristic", "kind": "solve",
+            "families": {"names": [f"cluster-{n}" for n in sizes], "seeds": [0, 1, 2] if scale == "full" else [0]},
+            "methods": _solver_methods(scale, pwl_k), "seeds": 3 if scale == "full" else 1,
+            "time_limit_s": {"tiny": 10, "default": 20, "full": 120}[scale]}
+
+
+def runtime_scaling(scale: str) -> dict:
+    """Figure 7: scheduler runtime vs cluster size on heterogeneous clusters (the Sia paper's scaling axis)."""
+    fams = {"tiny": ["hetero-tiny"], "default": ["hetero-16", "sia-64", "five-types-512"],
+            "full": ["hetero-16", "sia-64", "five-types-512", "five-types-2048"]}[scale]
+    ga_opts = {"pop_size": 20, "n_gen": 10} if scale == "tiny" else {}
+    return {"name": "runtime_scaling", "kind": "solve",
+            "families": {"names": fams, "seeds": [0, 1] if scale == "full" else [0]},
+            "methods": ["milp", {"label": "milp (configuration level)", "method": "milp",
+                                 "options": {"formulation": "config"}},
+                        {"label": "ga", "method": "ga", "options": ga_opts}, "greedy",
+                        {"label": "gavel max-min", "method": "gavel", "options": {"policy": "max_min_fairness"}}],
+            "time_limit_s": {"tiny": 10, "default": 20, "full": 60}[scale]}
+
+
+def _pollux_workloads(scale: str, traces) -> dict:
+    """Workload fields of the homogeneous simulations."""
+    if scale == "full":
+        return {"workloads": [f"{traces}/pollux/workloads/load-{x}" for x in ("0.5", "1.0", "1.5", "2.0")],
+                "truth": "traces"}
+    if scale == "tiny":
+        return {"generated": {"loads": [0.5], "seeds": [0], "hours": 0.5}}
+    return {"generated": {"loads": [1.0], "seeds": [0, 1, 2], "hours": 2}}
+
+
+def simulation(scale: str, traces=None) -> list[dict]:
+    """Figure 5: JCT per policy across workloads and loads, the JCT CDF, interval and interference."""
+    if scale == "tiny":
+        policies = ["greedy", "tiresias"]
+        sensitive = "greedy"
+    else:
+        policies = ["pollux", {"label": "milp", "policy": "milp", "options": {"time_limit_s": 5}},
+                    "greedy", "optimus", "tiresias"]
+        sensitive = "pollux"
+    base = _pollux_workloads(scale, traces)
+    specs = [{"name": "sim_policies", "kind": "simulate", "policies": policies, **base}]
+    if scale == "default":  # the load axis: one more workload per extra load
+        specs.append({"name": "sim_loads", "kind": "simulate", "policies": policies,
+                      "generated": {"loads": [0.5, 1.5], "seeds": [0], "hours": 2}})
+    one = dict(base)
+    if scale == "default":
+        one = {"generated": {"loads": [1.0], "seeds": [0], "hours": 2}}
+    elif scale == "full":
+        one = {"workloads": [f"{traces}/pollux/workloads/load-1.0"], "truth": "traces"}
+    intervals = {"tiny": [60, 240], "default": [30, 60, 120, 240], "full": [30, 60, 120, 240, 480]}[scale]
+    specs.append({"name": "sim_interval", "kind": "simulate", "policies": [sensitive],
+                  "vary": {"interval_s": intervals}, **one})
+    specs.append({"name": "sim_interference", "kind": "simulate",
+                  "policies": [{"label": f"{sensitive} (avoidance on)", "policy": sensitive},
+                               {"label": f"{sensitive} (avoidance off)", "policy": sensitive,
+                                "options": {"interference_avoidance": False}}],
+                  "vary": {"interference_slowdown": [0.0, 0.25, 0.5]}, **one})
+    return specs
+
+
+def heterogeneity(scale: str, traces=None, workloads=()) -> dict:
+    """Figure 6: Gavel's policies vs the goodput MILP (Sia's and Pollux's objective) vs unaware Pollux."""
+    if scale == "tiny":
+        return {"name": "heterogeneity", "kind": "simulate", "cluster": "family:hetero-16:0",
+                "workloads": list(workloads), "policies": [
+                    "greedy", {"label": "gavel max-min", "policy": "gavel", "options": {"round_s": 120}}]}
+    fields = ({"workloads": [f"{traces}/sia/workloads/philly"], "truth": "traces"} if scale == "full"
+              else {"workloads": list(workloads)})
+    return {"name": "heterogeneity", "kind": "simulate", "cluster": "sia-default", **fields, "policies": [
+        "sia", {"label": "milp (Pollux objective)", "policy": "milp"},
+        {"label": "pollux (unaware)", "policy": "pollux"},
+        {"label": "gavel max-min", "policy": "gavel", "options": {"policy": "max_min_fairness"}},
+        {"label": "gavel finish-time", "policy": "gavel", "options": {"policy": "finish_time_fairness"}}]}

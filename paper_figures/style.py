@@ -1,0 +1,47 @@
+"""Shared figure style: byte-stable saving, log axes with plain labels, one colour per method."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+#: PDF metadata that would change from run to run (dates, versions) is left out: same table, same bytes.
+PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
+
+plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "legend.fontsize": 8, "svg.hashsalt": "goodopt",
+                     "pdf.compression": 6})
+
+
+def save(fig, out: Path, name: str) -> list[Path]:
+    """Write ``name.png`` (130 dpi) and a byte-stable ``name.pdf`` under ``out``; closes ``fig``."""
+    out.mkdir(parents=True, exist_ok=True)
+    png, pdf = out / f"{name}.png", out / f"{name}.pdf"
+    fig.savefig(png, dpi=130, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(pdf, bbox_inches="tight", metadata=PDF_META)
+    plt.close(fig)
+    return [png, pdf]
+
+
+def plain_log(ax, axis="both"):
+    """Log axis with plain major labels and unlabeled minor ticks (no overlapping text)."""
+    for a in ([ax.xaxis, ax.yaxis] if axis == "both" else [getattr(ax, f"{axis}axis")]):
+        lo, hi = a.get_view_interval()
+        wide = hi / max(lo, 1e-12) > 300  # more than ~2.5 decades: label only powers of ten
+        a.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
+        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a.set_minor_formatter(NullFormatter())
+
+
+def colours(labels) -> dict:
+    """A fixed colour per label, in the given order (tab10)."""
+    cmap = plt.get_cmap("tab10").colors
+    return {lab: cmap[i % len(cmap)] for i, lab in enumerate(labels)}
+
+
+def markers(labels) -> dict:
+    return {lab: "osD^vP*Xh<>"[i % 11] for i, lab in enumerate(labels)}

@@ -1,0 +1,129 @@
+"""Sweeps: spec validation, the tidy tables, the input-hash cache (resume) and Dask vs the local pool."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import goodopt.sweep as sweep
+from goodopt.cli import main
+from goodopt.errors import ValidationError
+from goodopt.sweep import TIMING_COLUMNS, expand, run_sweep, spec_from_dict, task_key
+
+SOLVE = {"name": "solve", "kind": "solve", "families": {"names": ["tiny"], "seeds": [0, 1]},
+         "methods": ["milp", "greedy", {"label": "ga-small", "method": "ga", "options": {"pop_size": 16, "n_gen": 8}}],
+         "seeds": 2, "p": [1, "-inf"]}
+SIM = {"name": "sim", "kind": "simulate", "generated": {"loads": [0.5], "seeds": [0], "hours": 0.5},
+       "policies": ["greedy", "tiresias"], "vary": {"interval_s": [60, 120]}}
+
+
+def _untimed(df: pd.DataFrame) -> pd.DataFrame:
+    return df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({**SOLVE, "colour": 1}, "spec.colour"),
+    ({**SOLVE, "kind": "race"}, "spec.kind"),
+    ({**SOLVE, "methods": ["simplex"]}, "spec.methods"),
+    ({**SOLVE, "seeds": [-1]}, "spec.seeds"),
+    ({**SOLVE, "time_limit_s": 0}, "spec.time_limit_s"),
+    ({**SOLVE, "methods": ["milp", {"label": "milp", "method": "greedy"}]}, "spec.methods"),
+    ({**SIM, "vary": {"speed": [1]}}, "spec.config.speed"),
+    ({**SIM, "vary": {"interval_s": [-5]}}, "interval_s"),
+    ({**SIM, "policies": ["lottery"]}, "spec.policies"),
+])
+def test_bad_specs_name_the_field(bad, field):
+    with pytest.raises(ValidationError) as exc:
+        spec_from_dict(bad)
+    assert exc.value.field == field
+    assert isinstance(exc.value, ValueError)
+
+
+def test_expand_is_the_full_grid_and_keys_ignore_labels():
+    tasks = expand(spec_from_dict(SOLVE))
+    # 2 scenarios x 2 p x (milp + greedy + 2 GA seeds)
+    assert len(tasks) == 2 * 2 * 4
+    assert len({task_key(t) for t in tasks}) == len(tasks)
+    renamed = dict(tasks[0], label="another name")
+    assert task_key(renamed) == task_key(tasks[0])
+    assert task_key(dict(tasks[0], options={"time_limit_s": 3})) != task_key(tasks[0])
+    sim = expand(spec_from_dict(SIM))
+    assert len(sim) == 1 * 2 * 2 and {t["config"]["interval_s"] for t in sim} == {60, 120}
+
+
+def test_solve_sweep_table():
+    res = run_sweep(SOLVE, progress=False)
+    t = res.table
+    assert len(t) == 16 and res.n_computed == 16
+    assert {"scenario", "p", "label", "method", "seed", "fitness", "bound", "gap_to_bound",
+            "relative_fitness", "status"} <= set(t.columns)
+    milp = t[t.label == "milp"]
+    assert (milp.status == "optimal").all() and np.allclose(milp.gap_to_bound, 0.0)
+    # nothing beats the certified optimum of its (scenario, p)
+    assert (t.fitness <= t.best_bound * (1 + 1e-9)).all()
+    assert set(t[t.method == "ga"].seed) == {0, 1}
+    # the per-job table: allocations use at most the cluster's GPUs, one row per job and solve
+    j = res.jobs
+    used = j.groupby(["scenario", "p", "label", "seed"], dropna=False).n_gpus.sum()
+    assert (used <= 8).all() and len(j) == 16 * 4
+
+
+def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    real = sweep.run_task
+    calls = []
+
+    def flaky(task):
+        if len(calls) == 5:
+            raise KeyboardInterrupt  # the user stops the sweep after five tasks
+        calls.append(task_key(task))
+        return real(task)
+
+    monkeypatch.setattr(sweep, "run_task", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(SOLVE, cache_dir=cache, progress=False)
+    assert len(list(cache.glob("*.json"))) == 5
+    monkeypatch.setattr(sweep, "run_task", lambda task: calls.append(task_key(task)) or real(task))
+    done_before = list(calls)
+    res = run_sweep(SOLVE, cache_dir=cache, progress=False)
+    assert res.n_cached == 5 and res.n_computed == 11
+    recomputed = calls[len(done_before):]
+    assert not set(recomputed) & set(done_before)  # nothing finished before the interruption ran again
+    again = run_sweep(SOLVE, cache_dir=cache, progress=False)
+    assert again.n_computed == 0
+    pd.testing.assert_frame_equal(again.table, res.table)
+    fresh = run_sweep(SOLVE, progress=False)
+    pd.testing.assert_frame_equal(_untimed(res.table), _untimed(fresh.table))
+
+
+def test_dask_local_cluster_gives_the_local_pool_table():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        on_dask = [run_sweep(s, dask=lc.scheduler_address, progress=False) for s in (SOLVE, SIM)]
+    on_pool = [run_sweep(s, workers=2, progress=False) for s in (SOLVE, SIM)]
+    for d, p in zip(on_dask, on_pool):
+        pd.testing.assert_frame_equal(_untimed(d.table), _untimed(p.table))
+        pd.testing.assert_frame_equal(_untimed(d.jobs), _untimed(p.jobs))
+    sim = on_pool[1].table
+    assert len(sim) == 4 and (sim.n_jobs == 5).all() and sim.avg_jct.gt(0).all()
+
+
+def test_cli_sweep_writes_tables_and_resumes(tmp_path, capsys):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(yaml.safe_dump({**SIM, "name": "grid"}))
+    out = tmp_path / "res" / "grid.csv"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    assert "4 task(s) computed, 0 from the cache" in capsys.readouterr().out
+    table = pd.read_csv(out)
+    jobs = pd.read_csv(out.with_name("grid-jobs.csv"))
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert len(table) == 4 and meta["n_rows"] == 4 and meta["sweep"]["kind"] == "simulate"
+    assert {"job", "jct_s", "label", "interval_s"} <= set(jobs.columns) and len(jobs) == 20
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert "0 task(s) computed, 4 from the cache" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: solve\nmethods: [milp]\n")
+    assert main(["sweep", str(bad), "--quiet"]) == 2
+    assert "spec.scenarios" in capsys.readouterr().err
