@@ -17,8 +17,9 @@ Variables::
 
 Objective (linear in z; ``h(t) = t^p`` for p ≠ 0, ``log t`` for p = 0)::
 
-    p < 0:    minimise  Σ_j w_j h(e0) + Σ_c w_j (h(S_c + eps) - h(e0)) z_c
+    p < 0:    minimise  Σ_c w_j h(S_c + eps) z_c + Σ_j w_j h(e0) u_j
     p > 0, 0: maximise  the same expression
+              with  u_j = 1 - Σ_{c ∈ C_j} z_c,  0 <= u_j <= 1        ∀ j   (0c)
     p = -inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c            ∀ j   (0a)
     p = +inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c
                                         + S_max (1 - y_j)                ∀ j   (0b)
@@ -97,23 +98,29 @@ SYMMETRY = ("order", "none")
 
 @dataclass(frozen=True)
 class ObjectiveCoefficients:
-    """Linear objective ``offset + Σ coef_c z_c`` and its sense (finite p).
+    """Linear objective ``Σ coef_c z_c + Σ_j idle_j u_j`` and its sense (finite p).
 
-    Shapes: coef (C,).
+    ``u_j = 1 - Σ_{c ∈ C_j} z_c`` marks an idle job. Keeping the idle terms on
+    their own variables (instead of a constant ``Σ_j w_j h(e0)`` and
+    coefficients ``w_j (h(S_c + eps) - h(e0))``) keeps every configuration's
+    coefficient at the scale of ``h(S_c + eps)``: for p << 0, ``h(eps) = eps^p``
+    is 1e12 at p = -4 and would swallow the differences between configurations
+    in floating point.
+
+    Shapes: coef (C,), idle (J,).
     """
 
     coef: np.ndarray
-    offset: float
+    idle: np.ndarray
     sense: str
 
 
 def objective_coefficients(problem, configs: ConfigSet) -> ObjectiveCoefficients:
-    """Coefficients of the finite-p objective. Shapes: -> coef (C,)."""
+    """Coefficients of the finite-p objective. Shapes: -> coef (C,), idle (J,)."""
     h, _, sense = objective_transform(problem.p)
     w = problem.weights
-    base = h(problem.idle)
-    coef = w[configs.job] * (h(problem.shifted(configs.speedup)) - base)
-    return ObjectiveCoefficients(coef=coef, offset=float(w.sum() * base), sense=sense)
+    coef = w[configs.job] * h(problem.shifted(configs.speedup))
+    return ObjectiveCoefficients(coef=coef, idle=w * h(problem.idle), sense=sense)
 
 
 def constraint(relation):
@@ -164,8 +171,12 @@ def _objective(m, pr, cs, by_job):
     p = pr.p
     if np.isfinite(p):
         oc = objective_coefficients(pr, cs)
-        coef = oc.coef.tolist()
-        expr = oc.offset + sum(coef[c] * z[c] for c in range(cs.n_configs))
+        coef, idle = oc.coef.tolist(), oc.idle.tolist()
+        m.idle_u = pyo.Var(range(pr.n_jobs), bounds=(0, 1))  # u_j: idle (integral through z)
+        m.idle_job = pyo.Constraint(range(pr.n_jobs),
+                                    rule=lambda m, j: m.idle_u[j] + sum(z[c] for c in by_job[j]) == 1)  # (0c)
+        expr = (sum(coef[c] * z[c] for c in range(cs.n_configs))
+                + sum(idle[j] * m.idle_u[j] for j in range(pr.n_jobs)))
         m.obj = pyo.Objective(expr=expr, sense=pyo.minimize if oc.sense == "min" else pyo.maximize)
         return
     s = cs.speedup.tolist()

@@ -28,6 +28,7 @@ def _fmt(x, digits=3) -> str:
 
 # ------------------------------------------------------------------ commands
 def cmd_info(args) -> int:
+    """``goodopt info``: print a scenario's cluster, objective and jobs."""
     from .scenario import load_scenario
 
     sc = load_scenario(args.scenario)
@@ -56,6 +57,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
+    """``goodopt evaluate``: score an allocation file on a scenario."""
     from .scenario import load_scenario
     from .errors import ScenarioError
 
@@ -122,6 +124,7 @@ def _key_values(items) -> dict:
 
 
 def cmd_solve(args) -> int:
+    """``goodopt solve``: one method on one scenario; a table or JSON."""
     from .scenario import load_scenario
     from .solvers import METHODS, solve
 
@@ -158,6 +161,7 @@ def cmd_solve(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    """``goodopt compare``: methods x scenarios x seeds into one tidy CSV."""
     from .compare import compare, summary
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -181,6 +185,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_fit(args) -> int:
+    """``goodopt fit``: fit application profiles (and Gavel's) from the traces."""
     from .fitting import fit_application
     from .traces import POLLUX_APPS, traces_dir
 
@@ -219,6 +224,7 @@ def cmd_fit(args) -> int:
 
 
 def cmd_simulate(args) -> int:
+    """``goodopt simulate``: run workloads under policies; per-run tables and a sweep table."""
     from .cluster import Cluster, NodeGroup
     from .sim import SimConfig, simulate
     from .sim.sweep import expand_workloads, grid, resolve_workload, run_tasks
@@ -306,6 +312,7 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    """``goodopt sweep``: run a sweep spec (cached, local processes or Dask) into tidy tables."""
     import os
 
     from .sweep import load_spec, run_sweep
@@ -326,6 +333,7 @@ def cmd_sweep(args) -> int:
 
 # ------------------------------------------------------------------ plumbing
 def build_parser() -> argparse.ArgumentParser:
+    """The ``goodopt`` argument parser with one sub-command per ``cmd_*`` function."""
     ap = argparse.ArgumentParser(prog="goodopt", description=__doc__)
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -409,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Entry point: parse, configure logging, run; returns the exit status (2 on bad input)."""
     args = build_parser().parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")

@@ -47,6 +47,7 @@ class Cluster:
 
     @cached_property
     def node_names(self) -> tuple[str, ...]:
+        """Node names ``<prefix>-<i>`` in node order."""
         names, counters = [], {}
         for g in self.groups:
             prefix = g.prefix or g.gpu_type
@@ -79,10 +80,12 @@ class Cluster:
         return int(self.node_capacity.sum())
 
     def gpus_of_type(self, gpu_type: str) -> int:
+        """Total GPUs of one type."""
         return int(sum(g.gpus_per_node * g.n_nodes for g in self.groups if g.gpu_type == gpu_type))
 
     def max_gpus_per_node(self, gpu_type: str) -> int:
         return max(g.gpus_per_node for g in self.groups if g.gpu_type == gpu_type)
 
     def describe(self) -> str:
+        """A short human-readable summary such as ``16 x 4 t4``."""
         return " + ".join(f"{g.n_nodes}x{g.gpus_per_node} {g.gpu_type}" for g in self.groups)

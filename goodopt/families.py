@@ -41,6 +41,7 @@ class Family:
         return max(1, round(self.jobs_per_gpu * self.n_gpus))
 
     def cluster(self) -> Cluster:
+        """The family's cluster."""
         return Cluster(tuple(NodeGroup(t, g, n) for t, g, n in self.groups))
 
     def scenario(self, seed: int) -> Scenario:
@@ -90,6 +91,7 @@ GREEDY_SUBOPTIMAL: dict[str, tuple[int, ...]] = {"tiny": (3, 10, 15, 19, 21, 35)
 
 
 def family(name: str) -> Family:
+    """The family called ``name`` (a :class:`ValidationError` lists the known ones)."""
     if name not in FAMILIES:
         raise ValidationError("family", f"unknown family {name!r}", f"choose one of {', '.join(FAMILIES)}")
     return FAMILIES[name]

@@ -168,6 +168,7 @@ class AllocationProblem:
     # ----------------------------------------------------------- building
     @classmethod
     def from_scenario(cls, scenario) -> "AllocationProblem":
+        """Validate a :class:`~goodopt.scenario.Scenario` and build its arrays and speedup tables."""
         cl, obj, jobs = scenario.cluster, scenario.objective, scenario.jobs
         type_names = cl.gpu_type_names
         node_type = np.array([type_names.index(t) for t in cl.node_gpu_types], dtype=np.int64)

@@ -85,6 +85,7 @@ class AppProfile:
 
     # ------------------------------------------------------------------ I/O
     def to_dict(self) -> dict:
+        """The YAML-ready mapping of this profile."""
         return {
             "name": self.name,
             "description": self.description,
@@ -108,6 +109,7 @@ class AppProfile:
 
     @classmethod
     def from_dict(cls, data, where: str = "profile") -> "AppProfile":
+        """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         gpus = {}
         types = r.mapping("gpu_types")
@@ -145,6 +147,7 @@ class AppProfile:
         return prof
 
     def save(self, path) -> None:
+        """Write the profile as YAML to ``path``; returns the path."""
         Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, width=100, default_flow_style=None))
 
 
@@ -201,6 +204,7 @@ class ThroughputProfile:
         return out
 
     def to_dict(self) -> dict:
+        """The YAML-ready mapping of this profile."""
         return {
             "kind": "throughput",
             "name": self.name,
@@ -213,6 +217,7 @@ class ThroughputProfile:
 
     @classmethod
     def from_dict(cls, data, where: str = "profile") -> "ThroughputProfile":
+        """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         r.string("kind", choices=("throughput",))
         rates = {}
@@ -236,6 +241,7 @@ class ThroughputProfile:
         return prof
 
     def save(self, path) -> None:
+        """Write the profile as YAML to ``path``; returns the path."""
         Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, width=100, default_flow_style=None))
 
 
@@ -268,6 +274,7 @@ def shipped_profiles_dir():
 
 
 def shipped_profile_names() -> list[str]:
+    """Names of the profiles shipped in ``scenarios/profiles`` (and its sub-folders)."""
     return sorted(p.name[:-5] for p in shipped_profiles_dir().iterdir() if p.name.endswith(".yaml"))
 
 

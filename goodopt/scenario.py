@@ -180,9 +180,11 @@ class Scenario:
         return AllocationProblem.from_scenario(self)
 
     def with_jobs(self, jobs) -> "Scenario":
+        """The same scenario with other jobs (validated again)."""
         return replace(self, jobs=tuple(jobs))
 
     def with_objective(self, **changes) -> "Scenario":
+        """The same scenario with objective fields changed, e.g. ``with_objective(p=-inf)``."""
         return replace(self, objective=replace(self.objective, **changes))
 
 
@@ -327,6 +329,7 @@ def objective_from_dict(data) -> Objective:
 
 
 def shipped_scenario_names() -> list[str]:
+    """Names of the scenarios shipped in ``scenarios/``."""
     root = resources.files("goodopt.scenarios")
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
 

@@ -4,7 +4,7 @@ A sweep is described by a :class:`SweepSpec` (usually a YAML file, see
 :func:`load_spec`). It expands to *tasks*: self-contained, JSON-ready inputs
 (scenario or workload, method or policy, options, seeds, engine settings).
 Each task is hashed (SHA-256 of its canonical JSON, the contents of the files
-it reads and the goodopt version); a finished task is stored as
+it reads, the goodopt version and its source code); a finished task is stored as
 ``<cache>/<hash>.json``, so an interrupted sweep re-run with the same cache
 folder only computes what is missing, and identical tasks of different sweeps
 are computed once.
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -306,8 +307,8 @@ _NAMING = ("label", "vary")
 
 
 def task_key(task: Mapping) -> str:
-    """Hash of a task's inputs: its JSON (without the naming fields), the files it reads and the goodopt
-    version. Tasks of different sweeps that compute the same thing share a key."""
+    """Hash of a task's inputs: its JSON (without the naming fields), the files it reads, the goodopt version
+    and its source (:func:`code_digest`). Tasks of different sweeps that compute the same thing share a key."""
     from . import __version__
 
     task = {k: v for k, v in task.items() if k not in _NAMING}
@@ -316,8 +317,25 @@ def task_key(task: Mapping) -> str:
         v = task.get(k)
         if v and Path(str(v)).is_file():
             files[k] = hashlib.sha256(Path(str(v)).read_bytes()).hexdigest()
-    blob = json.dumps({"task": task, "files": files, "goodopt": __version__}, sort_keys=True, default=str)
+    blob = json.dumps({"task": task, "files": files, "goodopt": __version__, "code": code_digest()}, sort_keys=True,
+                      default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """SHA-256 of goodopt's own source (``goodopt``, ``goodopt.formulations``, ``goodopt.solvers``): a cached
+    result is reused only by the code that computed it."""
+    import importlib
+
+    h = hashlib.sha256()
+    for pkg in ("goodopt", "goodopt.formulations", "goodopt.solvers"):
+        root = Path(importlib.import_module(pkg).__file__).parent
+        files = sorted(root.glob("*.py")) if pkg != "goodopt" else sorted(root.rglob("*.py"))
+        for f in files:
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def run_task(task: Mapping) -> dict:

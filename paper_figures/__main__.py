@@ -25,6 +25,7 @@ OUT = Path(__file__).resolve().parent / "out"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m paper_figures`` argument parser."""
     ap = argparse.ArgumentParser(prog="python -m paper_figures", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=OUT, help="output folder (default: paper_figures/out)")
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the experiments, then the plots, then the index; returns the exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     con = Console(highlight=False)

@@ -41,6 +41,7 @@ def _grid(title):
 
 
 def plot_throughput(tables: Path, out: Path):
+    """Figure 1a from ``throughput.csv`` (+ ``throughput_measured.csv`` when present)."""
     df = pd.read_csv(tables / "throughput.csv")
     measured_f = tables / "throughput_measured.csv"
     meas = pd.read_csv(measured_f) if measured_f.exists() else None
@@ -56,6 +57,7 @@ def plot_throughput(tables: Path, out: Path):
 
 
 def plot_efficiency(tables: Path, out: Path):
+    """Figure 1b from ``efficiency.csv``."""
     df = pd.read_csv(tables / "efficiency.csv")
     fig, axes = _grid("Statistical efficiency vs total batch size over training")
     for ax, app in zip(axes, APPS):
@@ -67,6 +69,7 @@ def plot_efficiency(tables: Path, out: Path):
 
 
 def plot_goodput(tables: Path, out: Path):
+    """Figure 1c from ``goodput.csv``."""
     df = pd.read_csv(tables / "goodput.csv")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     fig.suptitle("Goodput-optimal batch size and speedup vs GPUs (T4, 4 GPUs/node)")
@@ -92,6 +95,7 @@ def plot_goodput(tables: Path, out: Path):
 
 
 def plot_speedup_types(tables: Path, out: Path):
+    """Figure 2 from ``speedup_types.csv``."""
     df = pd.read_csv(tables / "speedup_types.csv")
     fig, axes = _grid("Speedup over one GPU of the same type vs GPUs (half-way through training)")
     for ax, app in zip(axes, APPS):

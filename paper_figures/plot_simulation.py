@@ -42,6 +42,7 @@ def _bars(ax, df: pd.DataFrame, value: str, scale: float, ylabel: str, labels, c
 
 
 def plot_policies(tables: Path, out: Path):
+    """Figure 5a from ``sim_policies.csv`` and ``sim_loads.csv``."""
     df = _read(tables, "sim_policies")
     loads = _read(tables, "sim_loads")
     both = pd.concat([df, loads]) if loads is not None else df
@@ -68,6 +69,7 @@ def plot_policies(tables: Path, out: Path):
 
 
 def plot_cdf(tables: Path, out: Path):
+    """Figure 5b from ``sim_policies-jobs.csv``."""
     jobs = _read(tables, "sim_policies-jobs")
     base_load = 1.0 if (jobs.load == 1.0).any() else jobs.load.iloc[0]
     jobs = jobs[jobs.load == base_load]
@@ -90,6 +92,7 @@ def plot_cdf(tables: Path, out: Path):
 
 
 def plot_sensitivity(tables: Path, out: Path):
+    """Figure 5c from ``sim_interval.csv`` and ``sim_interference.csv``."""
     iv, itf = _read(tables, "sim_interval"), _read(tables, "sim_interference")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     fig.suptitle("Sensitivity (cf. Pollux Fig. 8b, 8c)")
@@ -119,6 +122,7 @@ def plot_sensitivity(tables: Path, out: Path):
 
 
 def plot_heterogeneity(tables: Path, out: Path):
+    """Figure 6 from ``heterogeneity.csv``."""
     df = _read(tables, "heterogeneity")
     labels = list(dict.fromkeys(df.label))
     col = colours(labels)

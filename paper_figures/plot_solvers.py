@@ -21,6 +21,7 @@ def _p_label(p: float) -> str:
 
 
 def plot_fairness(tables: Path, out: Path):
+    """Figure 3 from ``fairness.csv`` and ``fairness-jobs.csv``."""
     jobs = pd.read_csv(tables / "fairness-jobs.csv")
     runs = pd.read_csv(tables / "fairness.csv")
     ps = sorted(jobs.p.unique(), reverse=True)
@@ -109,6 +110,7 @@ def _time_limit(tables: Path, name: str):
 
 
 def plot_exact_vs_heuristic(tables: Path, out: Path):
+    """Figure 4a from ``exact_vs_heuristic.csv``."""
     df = pd.read_csv(tables / "exact_vs_heuristic.csv")
     df.attrs["time_limit_s"] = _time_limit(tables, "exact_vs_heuristic")
     return _quality_and_time(df, "Exact vs heuristic allocation on homogeneous T4 clusters (p = -1; mean, "
@@ -116,6 +118,7 @@ def plot_exact_vs_heuristic(tables: Path, out: Path):
 
 
 def plot_pwl_error(tables: Path, out: Path):
+    """Figure 4b from the ``milp-pwl`` rows of ``exact_vs_heuristic.csv``."""
     df = pd.read_csv(tables / "exact_vs_heuristic.csv")
     pwl = df[df.method == "milp-pwl"].copy()
     pwl["relative_loss"] = 1 - pwl.fitness / pwl.best_bound
@@ -145,6 +148,7 @@ def plot_pwl_error(tables: Path, out: Path):
 
 
 def plot_runtime(tables: Path, out: Path):
+    """Figure 7 from ``runtime_scaling.csv``."""
     df = pd.read_csv(tables / "runtime_scaling.csv")
     df.attrs["time_limit_s"] = _time_limit(tables, "runtime_scaling")
     return _quality_and_time(df, "Scheduler runtime vs cluster size on heterogeneous clusters (one scheduling "

@@ -44,4 +44,5 @@ def colours(labels) -> dict:
 
 
 def markers(labels) -> dict:
+    """A fixed marker per label, in the given order."""
     return {lab: "osD^vP*Xh<>"[i % 11] for i, lab in enumerate(labels)}

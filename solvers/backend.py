@@ -78,6 +78,8 @@ def _solve_highs(model, time_limit_s, mip_rel_gap, threads, options, warm_start,
     A = sf.A.tocsc()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    # idle jobs cost eps^p (1e30 at p = -10); HiGHS would read costs >= 1e20 as infinite by default
+    h.setOptionValue("infinite_cost", highspy.kHighsInf)
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n, m
     lp.col_cost_ = np.asarray(sf.c[[0], :].todense()).ravel() if n else np.zeros(0)

@@ -75,6 +75,7 @@ class FractionResult:
         return self.status in (Termination.OPTIMAL, Termination.COMPLETED)
 
     def to_dict(self, matrix=None) -> dict:
+        """JSON-ready fractions (job -> type -> fraction), throughputs and status."""
         out = {"policy": self.policy, "status": str(self.status), "fun": float(self.fun), "message": self.message,
                "n_lps": self.n_lps, "seconds": self.seconds, "stages": self.stages, "options": self.options}
         if matrix is not None:

@@ -306,3 +306,24 @@ def test_families_heuristics_below_certified_optimum(name):
         res = goodopt.solve(pr, method, {"seed": 0} if method == "ga" else None)
         assert res.feasible
         assert res.fitness <= opt.bound * (1 + TOL)
+
+
+@pytest.mark.parametrize("p", [-4.0, -10.0])
+def test_milp_exact_at_strongly_negative_p(p):
+    """eps^p (1e12 at p = -4, 1e30 at p = -10) must not swamp the configuration terms: the MILP equals brute
+    force on tiny instances, and on a 32-GPU round its optimum is at least the p = -4 optimum's value."""
+    from goodopt.families import family
+    from goodopt.solvers import solve
+
+    for seed in range(4):
+        pr = family("tiny").scenario(seed).with_objective(p=p).problem()
+        exact, brute = solve(pr, "milp"), solve(pr, "brute-force")
+        assert exact.status == "optimal"
+        assert exact.fitness == pytest.approx(brute.fitness, rel=1e-9)
+        assert exact.fitness <= exact.bound * (1 + 1e-9)
+    sc = family("knob-32").scenario(0)
+    res = solve(sc.with_objective(p=p).problem(), "milp")
+    other = solve(sc.with_objective(p=-2.0).problem(), "milp")
+    ev = sc.with_objective(p=p).problem().evaluator()
+    assert res.status == "optimal" and res.fitness <= res.bound * (1 + 1e-9)
+    assert res.fitness >= ev.fitness(other.x) * (1 - 1e-12)

@@ -169,6 +169,7 @@ class HeteroAgent:
         return sum(m.n_fits for m in set(self.models.values()))
 
     def observe(self, placement, local_bsz, step_s, sync_s, phi, gpu_type: str | None = None) -> None:
+        """Record one round's measured step and sync times and the gradient noise scale."""
         for m in set(self.models.values()):  # the noise scale is the job's, whatever the type
             if math.isfinite(phi) and phi > 0:
                 m.phi = float(phi)
@@ -188,6 +189,7 @@ class HeteroAgent:
         return max(m.gpu_limit() for m in self.models.values())
 
     def choose(self, placement, *, refit: bool = True, gpu_type: str | None = None, limits=None):
+        """The goodput-optimal (per-GPU batch, accumulation steps) for a placement."""
         t = gpu_type or self.gpu_types[0]
         return self.models[t].choose(placement, refit=refit, limits=limits or self.apps[t])
 

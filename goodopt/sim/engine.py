@@ -164,6 +164,8 @@ class Engine:
 
     # ----------------------------------------------------------------- loop
     def run(self, progress=None):
+        """Run rounds until every job has completed (a :class:`SimulationError` at ``max_time_s`` names the
+        unfinished ones); ``progress(time_s, n_done, n_jobs)`` is called each round."""
         cfg, cap = self.config, self.cluster.node_capacity
         pending = list(self.jobs)
         active: list[SimJob] = []

@@ -68,13 +68,18 @@ class Policy:
         self.cluster = None
 
     def reset(self, cluster, rng: np.random.Generator) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         self.cluster, self.rng = cluster, rng
         self.last_stats = {}
 
     def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         raise NotImplementedError
 
     def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
         return {"name": self.name}
 
 
@@ -124,6 +129,7 @@ class GoodputPolicy(Policy):
         self.options = dict(options or {})
 
     def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
         return {"name": self.name, "method": self.method, "preset": self.preset, "p": self.objective.p,
                 "base": self.objective.base, "idle_penalty": self.objective.idle_penalty,
                 "interference_avoidance": self.objective.interference_avoidance, "options": self.options}
@@ -132,6 +138,9 @@ class GoodputPolicy(Policy):
         return dict(self.options)
 
     def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         problem = goodput_problem(state, self.objective)
         res = solve(problem, self.method, self._options(state, problem))
         if not res.has_solution or not res.feasible:
@@ -173,6 +182,7 @@ class PolluxPolicy(GoodputPolicy):
         self._prev_pop = None
 
     def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self._prev_names, self._prev_pop = (), None
 
@@ -238,6 +248,7 @@ class FixedSizePolicy(Policy):
     hetero_aware = False
 
     def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         types = cluster.gpu_type_names
         self._node_type = np.array([types.index(t) for t in cluster.node_gpu_types], dtype=np.int64)
@@ -293,6 +304,9 @@ class OptimusPolicy(FixedSizePolicy):
     shrink_to_fit = True
 
     def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         truth, cl = state.truth, self.cluster
         J, total = state.n_jobs, cl.n_gpus
         per_node = int(cl.node_capacity.max())
@@ -349,9 +363,13 @@ class TiresiasPolicy(FixedSizePolicy):
         self.threshold_gpu_s = threshold_gpu_s
 
     def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
         return {"name": self.name, "threshold_gpu_s": self.threshold_gpu_s}
 
     def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         J = state.n_jobs
         queue = np.array([job.attained_gpu_s >= self.threshold_gpu_s for job in state.jobs], dtype=int)
         order = np.lexsort((np.arange(J), queue))  # queue, then arrival order
@@ -385,9 +403,13 @@ class FifoPolicy(TiresiasPolicy):
         super().__init__(threshold_gpu_s=np.inf)
 
     def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
         return {"name": self.name}
 
     def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         running = state.current.sum(axis=1) > 0
         order = np.concatenate([np.flatnonzero(running), np.flatnonzero(~running)])
         sizes = self._admit(state, order, backfill=False)
@@ -418,9 +440,11 @@ class GavelPolicy(Policy):
         self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
 
     def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
         return {"name": self.name, "policy": self.policy, "round_s": self.round_s, "options": self.options}
 
     def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self.types = cluster.gpu_type_names
         self.node_type = np.array([self.types.index(t) for t in cluster.node_gpu_types], dtype=np.int64)
@@ -462,6 +486,9 @@ class GavelPolicy(Policy):
                                 arrival_order=np.arange(J))
 
     def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         from goodopt.solvers.gavel import solve_gavel
 
         names = tuple(job.name for job in state.jobs)

@@ -86,10 +86,12 @@ class Workload:
         return len(self.jobs)
 
     def to_frame(self) -> pd.DataFrame:
+        """The workload as a DataFrame with the CSV columns."""
         return pd.DataFrame([(j.name, j.arrival_s, j.application, j.num_replicas, j.batch_size) for j in self.jobs],
                             columns=list(WORKLOAD_COLUMNS))
 
     def save(self, path) -> Path:
+        """Write the workload CSV to ``path``; returns the path."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.to_frame().to_csv(path, index=False)
@@ -97,6 +99,7 @@ class Workload:
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, name: str = "workload") -> "Workload":
+        """A workload from a DataFrame with the CSV columns."""
         jobs = tuple(WorkloadJob(str(r.name), float(r.time), str(r.application), int(r.num_replicas),
                                  int(r.batch_size)) for r in df.itertuples(index=False))
         return cls(jobs, name=name)
