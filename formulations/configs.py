@@ -193,15 +193,19 @@ def objective_transform(p: float):
 
 
 def rank_utility(problem, speedup, job):
-    """Per-job objective term, larger is better, for ranking moves by their gain.
+    """Per-job objective term, larger is better, for ranking moves by their gain (a heuristic's view).
 
-    ``± w_j h(S + eps)`` with the sign making larger better; ``p = ±inf`` is
-    ranked as ``p = ±8``. Shapes: speedup, job (...) -> (...).
+    ``w_j bc_p(S + eps)`` (Box-Cox, increasing in ``S`` for every p, an affine
+    image of ``± w_j h(S + eps)``, so differences rank like the objective's);
+    ``p = ±inf`` is ranked as ``p = ±8``, and ``p log(S + eps)`` is clipped
+    to ``[-700, 700]`` so that no term overflows at extreme p (terms beyond
+    it rank as equal). Shapes: speedup, job (...) -> (...).
     """
-    p = float(np.clip(problem.p, -8.0, 8.0)) if not np.isfinite(problem.p) else problem.p
-    h, _, sense = objective_transform(p)
-    sign = -1.0 if sense == "min" else 1.0
-    return sign * problem.weights[job] * h(problem.shifted(speedup))
+    p = float(np.sign(problem.p) * 8.0) if not np.isfinite(problem.p) else float(problem.p)
+    log_t = np.log(problem.shifted(speedup))
+    if p == 0:
+        return problem.weights[job] * log_t
+    return problem.weights[job] * np.expm1(np.clip(p * log_t, -700.0, 700.0)) / p
 
 
 def fitness_from_sum(total: float, weight_sum: float, p: float) -> float:

@@ -15,21 +15,29 @@ Variables::
     v_jn ∈ [0, 1]            job j is multi-node and uses node n  (placement level,
                                                                    interference avoidance)
 
-Objective (linear in z; ``h(t) = t^p`` for p ≠ 0, ``log t`` for p = 0)::
+Objective (linear in z)::
 
-    p < 0:    minimise  Σ_c w_j h(S_c + eps) z_c + Σ_j w_j h(e0) u_j
-    p > 0, 0: maximise  the same expression
-              with  u_j = 1 - Σ_{c ∈ C_j} z_c,  0 <= u_j <= 1        ∀ j   (0c)
+    p finite: maximise  Σ_c a_c z_c + Σ_j a_j^0 u_j
+              with  u_j = 1 - Σ_{c ∈ C_j} z_c,  0 <= u_j <= 1          ∀ j   (0c)
+                    z_c = 0   for c pruned by the incumbent              (0d)
+                    u_j = 0   for j whose idle term is pruned            (0e)
     p = -inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c            ∀ j   (0a)
     p = +inf: maximise  t   with  t <= eps + Σ_{c ∈ C_j} S_c z_c
                                         + S_max (1 - y_j)                ∀ j   (0b)
                                   Σ_j y_j = 1,  y_j ∈ {0, 1}
 
-``e0`` is the idle value: ``eps``, or ``h^{-1}(λ)`` with Sia's idle penalty
-``λ`` (:attr:`goodopt.scenario.Objective.idle_penalty`).
-A job with no configuration chosen holds no GPUs and contributes ``w_j h(e0)``
-(p finite) or ``eps`` to the minimum (p = -inf) — exactly the evaluator's
-``(0 + eps)^p``. The fitness is ``F = h^{-1}(objective / Σ_j w_j)``.
+``a_c = w_j bc_p((S_c + eps) / r)`` and ``a_j^0 = w_j bc_p(e0 / r)`` are the
+Box-Cox terms of :mod:`goodopt.formulations.objective` for a reference
+fitness ``r`` (``bc_p(x) = (x^p - 1) / p``, ``log x`` at p = 0): they order
+allocations exactly as ``Σ_j w_j (S_j + eps)^p`` does (in its sense) but stay
+in floating-point range at any p, and (0d)/(0e) drop options whose single
+term is worse than a known allocation's whole objective. ``e0`` is the idle
+value: ``eps``, or ``h^{-1}(λ)`` with Sia's idle penalty ``λ``
+(:attr:`goodopt.scenario.Objective.idle_penalty`). A job with no
+configuration chosen holds no GPUs and contributes ``a_j^0`` (p finite) or
+``eps`` to the minimum (p = -inf) — exactly the evaluator's ``(0 + eps)^p``.
+The fitness of a model value ``V`` is ``F = r (1 + p V / W)^(1/p)``
+(``r exp(V / W)`` at p = 0; :meth:`ScaledObjective.fitness`).
 
 Constraints, placement level::
 
@@ -82,45 +90,17 @@ the placement level's optimum.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.common.collections import ComponentMap
 
 from goodopt.errors import ValidationError
 
-from .configs import ConfigSet, match_configs, objective_transform, type_layout
+from .configs import ConfigSet, match_configs, type_layout
+from .objective import ScaledObjective, reference_fitness, scaled_objective
 
 LEVELS = ("placement", "config")
 SYMMETRY = ("order", "none")
-
-
-@dataclass(frozen=True)
-class ObjectiveCoefficients:
-    """Linear objective ``Σ coef_c z_c + Σ_j idle_j u_j`` and its sense (finite p).
-
-    ``u_j = 1 - Σ_{c ∈ C_j} z_c`` marks an idle job. Keeping the idle terms on
-    their own variables (instead of a constant ``Σ_j w_j h(e0)`` and
-    coefficients ``w_j (h(S_c + eps) - h(e0))``) keeps every configuration's
-    coefficient at the scale of ``h(S_c + eps)``: for p << 0, ``h(eps) = eps^p``
-    is 1e12 at p = -4 and would swallow the differences between configurations
-    in floating point.
-
-    Shapes: coef (C,), idle (J,).
-    """
-
-    coef: np.ndarray
-    idle: np.ndarray
-    sense: str
-
-
-def objective_coefficients(problem, configs: ConfigSet) -> ObjectiveCoefficients:
-    """Coefficients of the finite-p objective. Shapes: -> coef (C,), idle (J,)."""
-    h, _, sense = objective_transform(problem.p)
-    w = problem.weights
-    coef = w[configs.job] * h(problem.shifted(configs.speedup))
-    return ObjectiveCoefficients(coef=coef, idle=w * h(problem.idle), sense=sense)
 
 
 def constraint(relation):
@@ -129,11 +109,13 @@ def constraint(relation):
 
 
 def build_model(problem, configs: ConfigSet, *, level: str = "placement", symmetry: str = "order",
-                fixed_choice=None) -> pyo.ConcreteModel:
+                fixed_choice=None, objective: ScaledObjective | None = None) -> pyo.ConcreteModel:
     """The MILP of the module docstring as a pyomo model (a pure function).
 
     ``fixed_choice`` (J,) of config indices (-1 = none) fixes z, turning the
-    placement level into a feasibility check of that choice.
+    placement level into a feasibility check of that choice. ``objective``
+    gives the finite-p coefficients (:mod:`goodopt.formulations.objective`);
+    by default they are scaled to :func:`reference_fitness` without pruning.
 
     The model carries ``_goodopt`` metadata used by :func:`decode`.
     """
@@ -151,7 +133,9 @@ def build_model(problem, configs: ConfigSet, *, level: str = "placement", symmet
         [j for j in range(J) if len(by_job[j]) > 1],
         rule=lambda m, j: sum(z[c] for c in by_job[j]) <= 1)  # (1)
 
-    _objective(m, pr, cs, by_job)
+    if np.isfinite(pr.p) and objective is None:
+        objective = scaled_objective(pr, cs, reference_fitness(pr, cs))
+    _objective(m, pr, cs, by_job, objective)
 
     if fixed_choice is not None:
         fixed_choice = np.asarray(fixed_choice)
@@ -166,18 +150,22 @@ def build_model(problem, configs: ConfigSet, *, level: str = "placement", symmet
     return m
 
 
-def _objective(m, pr, cs, by_job):
+def _objective(m, pr, cs, by_job, objective):
     z = m.z
     p = pr.p
     if np.isfinite(p):
-        oc = objective_coefficients(pr, cs)
-        coef, idle = oc.coef.tolist(), oc.idle.tolist()
+        coef, idle = objective.coef.tolist(), objective.idle.tolist()
         m.idle_u = pyo.Var(range(pr.n_jobs), bounds=(0, 1))  # u_j: idle (integral through z)
         m.idle_job = pyo.Constraint(range(pr.n_jobs),
                                     rule=lambda m, j: m.idle_u[j] + sum(z[c] for c in by_job[j]) == 1)  # (0c)
-        expr = (sum(coef[c] * z[c] for c in range(cs.n_configs))
-                + sum(idle[j] * m.idle_u[j] for j in range(pr.n_jobs)))
-        m.obj = pyo.Objective(expr=expr, sense=pyo.minimize if oc.sense == "min" else pyo.maximize)
+        for c in np.flatnonzero(objective.forbidden).tolist():  # (0d)
+            z[c].fix(0)
+        for j in np.flatnonzero(objective.must_run).tolist():  # (0e)
+            m.idle_u[j].setub(0)
+        expr = (sum(coef[c] * z[c] for c in range(cs.n_configs) if coef[c] != 0)
+                + sum(idle[j] * m.idle_u[j] for j in range(pr.n_jobs) if idle[j] != 0))
+        m.obj = pyo.Objective(expr=expr, sense=pyo.maximize)
+        m._goodopt_objective = objective
         return
     s = cs.speedup.tolist()
     m.t = pyo.Var(domain=pyo.Reals, bounds=(pr.eps, pr.eps + max(s, default=0.0)))

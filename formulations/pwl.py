@@ -3,7 +3,8 @@ r"""Piecewise-linearised goodput MILP over GPU counts (configuration level).
 For every job ``j`` and *class* ``q = (g, m)`` (GPU type, multi-node flag)
 with move configurations, the job's objective term as a function of its GPU
 count ``n`` is the step function ``f_q(n) = u(max{S_c : c ∈ q, k_c <= n})``
-(``u(S) = w_j h(S + eps)``, or ``S + eps`` for p = -inf). It is replaced by
+(``u(S) = w_j bc_p((S + eps) / r)``, the scaled Box-Cox term of the exact
+MILP, :mod:`goodopt.formulations.objective`; ``S + eps`` for p = -inf). It is replaced by
 its linear interpolation through breakpoints ``b_0 = k_min < ... < b_K =
 k_max`` (user-chosen count, uniform or adaptive spacing). HiGHS has no SOS
 constraints, so the interpolation uses the lambda form with segment binaries.
@@ -17,9 +18,13 @@ Variables::
     o_q ∈ Z>=0                nodes of a multi-node class (interference avoidance)
     z_j ∈ {0, 1}              job j keeps its current placement
 
-Objective: optimise ``Σ_j w_j h(e0) + Σ_q Σ_i (f_q(b_i) - w_j h(e0)) l_qi
-+ Σ_j (u(S_keep_j) - w_j h(e0)) z_j`` (``e0`` the idle value, see the exact MILP) in the sense of the exact MILP (p = -inf:
-maximise ``t`` with ``t <= eps + Σ_{q ∈ j} Σ_i S_q(b_i) l_qi + S_keep_j z_j``).
+Objective: maximise ``Σ_j u_j^0 + Σ_q Σ_i (f_q(b_i) - u_j^0) l_qi
++ Σ_j (u(S_keep_j) - u_j^0) z_j`` with ``u_j^0 = u(idle)`` (``e0`` the idle
+value, see the exact MILP); p = -inf: maximise ``t`` with
+``t <= eps + Σ_{q ∈ j} Σ_i S_q(b_i) l_qi + S_keep_j z_j``. Options pruned
+against an incumbent (the exact MILP's (0d)/(0e)) are left out: classes
+start above their pruned counts, and (1) holds with equality for jobs that
+must run.
 
 Constraints::
 
@@ -32,10 +37,14 @@ Constraints::
          + Σ_{j keep multi on g} nodes_keep_j z_j <= |{n: g(n) = g}|   ∀ g   (interference avoidance)
 
 At an integer count ``n`` between breakpoints the model's value is the
-interpolation, not ``f_q(n)``; :func:`pwl_error` gives the largest deviation
-over all integer counts, which bounds the gap of the model's objective to the
-true one per job. The decoded allocation uses, for count ``n_q``, the best
-configuration of the class with ``k_c <= n_q`` and is re-scored exactly.
+interpolation, not ``f_q(n)``; :attr:`PwlClass.error` is the largest deviation
+over all integer counts. Summed over jobs (the largest one at p = -inf) it
+bounds how far the model's objective can lie from the count-level problem's
+true objective, so the model's bound plus that sum is a valid bound of the
+allocation problem. It does **not** bound the loss of the returned
+allocation: the counts are decoded to the best configuration of the class
+with ``k_c <= n_q``, placed on nodes (which can fail: the count level has no
+node packing) and repaired, and only then re-scored exactly.
 """
 
 from __future__ import annotations
@@ -47,8 +56,9 @@ import pyomo.environ as pyo
 
 from goodopt.errors import ValidationError
 
-from .configs import ConfigSet, objective_transform, type_layout
+from .configs import ConfigSet, type_layout
 from .milp import constraint
+from .objective import ScaledObjective, box_cox, reference_fitness, scaled_objective
 
 SPACINGS = ("adaptive", "uniform")
 
@@ -72,21 +82,35 @@ class PwlClass:
     error: float  # max |interpolation - f| over integer counts in [b_0, b_K], objective units
 
 
-def term(problem, speedup, job):
-    """Objective term ``u(S)`` in the model's own units. Shapes: (C,), (C,) -> (C,)."""
+def term(problem, speedup, job, objective: ScaledObjective | None = None):
+    """Objective term ``u(S)`` in the model's own units. Shapes: (C,), (C,) -> (C,).
+
+    Finite p: the scaled term ``w_j bc_p((S + eps) / r)`` of ``objective``
+    (default: :func:`default_objective`); p = -inf: ``S + eps``.
+    """
     if problem.p == -np.inf:
         return np.asarray(speedup, dtype=float) + problem.eps
-    h, _, _ = objective_transform(problem.p)
-    return problem.weights[job] * h(problem.shifted(speedup))
+    if objective is None:
+        raise ValidationError("objective", "a finite p needs the scaled objective", "pass objective=...")
+    with np.errstate(divide="ignore"):
+        log_t = np.log(problem.shifted(np.asarray(speedup, dtype=float)))
+    return problem.weights[job] * box_cox(problem.p, log_t - np.log(objective.reference))
 
 
-def step_function(problem, cs: ConfigSet, idx):
+def default_objective(problem, cs: ConfigSet) -> ScaledObjective | None:
+    """The scaled objective without an incumbent (None for p = -inf)."""
+    return scaled_objective(problem, cs, reference_fitness(problem, cs)) if np.isfinite(problem.p) else None
+
+
+def step_function(problem, cs: ConfigSet, idx, objective: ScaledObjective | None = None):
     """``f`` and ``S`` at every integer count of a class. Shapes: idx (F,) -> counts, f, S (R,)."""
+    if objective is None:
+        objective = default_objective(problem, cs)
     k = cs.n_gpus[idx]
     counts = np.arange(k.min(), k.max() + 1)
     pos = np.searchsorted(k, counts, side="right") - 1
     s = np.maximum.accumulate(cs.speedup[idx])[pos]
-    return counts, term(problem, s, np.full(len(s), cs.job[idx[0]])), s
+    return counts, term(problem, s, np.full(len(s), cs.job[idx[0]]), objective), s
 
 
 def _interp_error(counts, f, breaks):
@@ -121,8 +145,15 @@ def choose_breakpoints(counts, f, n_breakpoints, spacing: str):
     return breaks
 
 
-def pwl_classes(problem, cs: ConfigSet, n_breakpoints: int = 8, spacing: str = "adaptive") -> list[PwlClass]:
-    """The classes of every job with breakpoints and interpolation errors."""
+def pwl_classes(problem, cs: ConfigSet, n_breakpoints: int = 8, spacing: str = "adaptive",
+                objective: ScaledObjective | None = None) -> list[PwlClass]:
+    """The classes of every job with breakpoints and interpolation errors (objective units).
+
+    Configurations that ``objective`` forbids (pruned against an incumbent)
+    are left out of their class, which then starts at the next count.
+    """
+    if objective is None:
+        objective = default_objective(problem, cs)
     if isinstance(n_breakpoints, (list, tuple, np.ndarray)):
         pts = np.asarray(n_breakpoints)
         if pts.ndim != 1 or not len(pts) or pts.dtype.kind not in "iu" or np.any(pts < 1):
@@ -132,22 +163,29 @@ def pwl_classes(problem, cs: ConfigSet, n_breakpoints: int = 8, spacing: str = "
     if spacing not in SPACINGS:
         raise ValidationError("spacing", f"must be one of {SPACINGS}, got {spacing!r}")
     out = []
-    moves = np.flatnonzero(~cs.keep)
+    allowed = ~cs.keep if objective is None else ~cs.keep & ~objective.forbidden
+    moves = np.flatnonzero(allowed)
     key = np.stack([cs.job[moves], cs.gpu_type[moves], cs.multi[moves].astype(np.int64)], axis=1)
     uniq, inverse = np.unique(key, axis=0, return_inverse=True) if len(moves) else (np.zeros((0, 3)), [])
     for q, (j, g, m) in enumerate(uniq):
         idx = moves[inverse == q]
         idx = idx[np.argsort(cs.n_gpus[idx], kind="stable")]
-        counts, f, s = step_function(problem, cs, idx)
+        counts, f, s = step_function(problem, cs, idx, objective)
         breaks = choose_breakpoints(counts, f, n_breakpoints, spacing)
         pos = breaks - counts[0]
         out.append(PwlClass(int(j), int(g), bool(m), idx, breaks, f[pos], s[pos], _interp_error(counts, f, breaks)))
     return out
 
 
-def build_model(problem, cs: ConfigSet, classes: list[PwlClass]) -> pyo.ConcreteModel:
-    """The piecewise-linear MILP of the module docstring (a pure function)."""
+def build_model(problem, cs: ConfigSet, classes: list[PwlClass],
+                objective: ScaledObjective | None = None) -> pyo.ConcreteModel:
+    """The piecewise-linear MILP of the module docstring (a pure function).
+
+    ``objective`` must be the one ``classes`` were built with (default: :func:`default_objective`).
+    """
     pr = problem
+    if objective is None:
+        objective = default_objective(pr, cs)
     if pr.p == np.inf:
         raise ValidationError("p", "the piecewise-linear model supports p < +inf", "use method='milp' for p = +inf")
     J, G = pr.n_jobs, pr.n_gpu_types
@@ -165,9 +203,18 @@ def build_model(problem, cs: ConfigSet, classes: list[PwlClass]) -> pyo.Concrete
     classes_of = [[] for _ in range(J)]
     for q, cl in enumerate(classes):
         classes_of[cl.job].append(q)
+    must_run = np.zeros(J, bool) if objective is None else objective.must_run.copy()
+    keep_ok = {j for j in keep_jobs if objective is None or not objective.forbidden[cs.keep_of_job[j]]}
+    for j in keep_jobs:
+        if j not in keep_ok:
+            m.keep[j].fix(0)
+    options = [len(classes_of[j]) + (j in keep_ok) for j in range(J)]
+    must_run &= np.array(options, dtype=np.int64) > 0
     m.one = pyo.Constraint(
-        [j for j in range(J) if len(classes_of[j]) + (j in m.keep) > 1],
-        rule=lambda m, j: sum(m.d[q] for q in classes_of[j]) + (m.keep[j] if j in m.keep else 0) <= 1)  # (1)
+        [j for j in range(J) if options[j] > 1 or must_run[j] and options[j] > 0],
+        rule=lambda m, j: (sum(m.d[q] for q in classes_of[j]) + (m.keep[j] if j in keep_ok else 0)
+                           == 1 if must_run[j] else
+                           sum(m.d[q] for q in classes_of[j]) + (m.keep[j] if j in keep_ok else 0) <= 1))  # (1)
     m.lam_sum = pyo.Constraint(Q, rule=lambda m, q: sum(m.lam[q, i] for i in range(len(classes[q].breaks))) == m.d[q])
     m.seg_sum = pyo.Constraint(
         [q for q in Q if len(classes[q].breaks) > 1],
@@ -205,14 +252,13 @@ def build_model(problem, cs: ConfigSet, classes: list[PwlClass]) -> pyo.Concrete
             + (keep_s[j] * m.keep[j] if j in keep_s else 0))
         m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
     else:
-        h, _, sense = objective_transform(pr.p)
-        base = pr.weights * h(pr.idle)
+        base = objective.idle
         expr = float(base.sum())
         expr += sum((float(v) - base[classes[q].job]) * m.lam[q, i]
                     for q in Q for i, v in enumerate(classes[q].values))
-        keep_term = {j: float(term(pr, [keep_s[j]], [j])[0] - base[j]) for j in keep_jobs}
-        expr += sum(keep_term[j] * m.keep[j] for j in keep_jobs)
-        m.obj = pyo.Objective(expr=expr, sense=pyo.minimize if sense == "min" else pyo.maximize)
+        keep_term = {j: float(term(pr, [keep_s[j]], [j], objective)[0] - base[j]) for j in keep_ok}
+        expr += sum(keep_term[j] * m.keep[j] for j in keep_ok)
+        m.obj = pyo.Objective(expr=expr, sense=pyo.maximize)
     return m
 
 

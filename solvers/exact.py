@@ -29,21 +29,30 @@ import pyomo.environ as pyo
 from goodopt.formulations import milp as fm
 from goodopt.formulations import pwl as fp
 from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
+from goodopt.formulations.objective import fitness_of_value, reference_fitness, scaled_objective
 from goodopt.formulations.placement import place_configs
 
-from .backend import solve_model
+from .backend import MilpOutcome, solve_model
 from .heuristics import canonicalize, greedy
 from .result import CERTIFIED_GAP, Termination
 
 log = logging.getLogger(__name__)
 
 
-def objective_to_fitness(problem, value: float) -> float:
-    """Fitness corresponding to a model objective value (or bound)."""
+def objective_to_fitness(problem, value: float, reference: float | None = None) -> float:
+    """Fitness of a model objective value (or bound).
+
+    Finite p: ``reference`` is the reference fitness ``r`` the model was
+    scaled to (``SolveResult.extra["objective_scale"]["reference"]``); without
+    it the value is read as ``Σ_j w_j h(S_j + eps)`` in natural units.
+    p = ±inf: the value is the fitness.
+    """
     if not np.isfinite(value):
         return float("nan")
     if not np.isfinite(problem.p):
         return float(value)
+    if reference is not None:
+        return fitness_of_value(value, problem.p, float(problem.weights.sum()), reference)
     return fitness_from_sum(value, float(problem.weights.sum()), problem.p)
 
 
@@ -51,16 +60,8 @@ def _remaining(deadline):
     return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
 
 
-def _backend_kwargs(opts, deadline):
-    return dict(solver=opts["solver"], time_limit_s=_remaining(deadline), mip_rel_gap=opts["mip_rel_gap"],
-                threads=opts["threads"], highs_options=opts["highs_options"])
-
-
-def _check_kwargs(opts, deadline):
-    """Solver arguments of a placement check: the time left, capped at ``placement_check_s``."""
-    kw = _backend_kwargs(opts, deadline)
-    kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, opts["placement_check_s"])
-    return kw
+def _expired(deadline, reserve=0.0):
+    return deadline is not None and time.perf_counter() + reserve >= deadline
 
 
 def _config_highs_options(opts):
@@ -74,123 +75,246 @@ def _config_highs_options(opts):
     return {"presolve": "off", **opts["highs_options"]}
 
 
-def _expired(deadline, reserve=0.0):
-    return deadline is not None and time.perf_counter() + reserve >= deadline
+#: Re-scalings of the objective (a new reference fitness) before a resolution problem is reported.
+MAX_RESCALES = 8
+
+
+class MilpRun:
+    """State shared by the stages of one exact solve: data, options, clock, incumbents, bound."""
+
+    def __init__(self, problem, evaluator, opts, t_start):
+        self.pr, self.ev, self.opts = problem, evaluator, opts
+        self.deadline = None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"]
+        t0 = time.perf_counter()
+        self.cs = enumerate_configs(problem)
+        self.build_s = time.perf_counter() - t0
+        self.info = {"n_configs": self.cs.n_configs, "stages": []}
+        self.candidates = []  # (alloc, source, fitness) of feasible allocations
+        self.fit_bound = np.inf
+        self.objective = None  # ScaledObjective for finite p
+
+    # ---------------------------------------------------------------- incumbents
+    def add_candidate(self, alloc, source):
+        """Keep a feasible allocation as a candidate answer; returns its fitness (-inf if infeasible)."""
+        if alloc is None or self.ev.violation(alloc) != 0:
+            return -np.inf
+        fit = float(self.ev.fitness(alloc))
+        self.candidates.append((np.asarray(alloc, dtype=np.int64), source, fit))
+        return fit
+
+    def best(self):
+        """``(alloc, source, fitness)`` of the best candidate, or ``(None, None, -inf)``."""
+        if not self.candidates:
+            return None, None, -np.inf
+        return max(self.candidates, key=lambda c: c[2])
+
+    # ---------------------------------------------------------------- objective
+    def scale_objective(self, reference=None):
+        """(Re-)scale the finite-p objective to ``reference`` (default: the best incumbent), pruning by it."""
+        if not np.isfinite(self.pr.p):
+            return None
+        inc = self.best()[2]
+        inc = inc if np.isfinite(inc) and inc > 0 else None
+        r = reference if reference is not None else reference_fitness(self.pr, self.cs, inc)
+        self.objective = scaled_objective(self.pr, self.cs, r, inc)
+        self.info["objective_scale"] = {"reference": r, "pruned_configs": int(self.objective.forbidden.sum()),
+                                        "must_run_jobs": int(self.objective.must_run.sum())}
+        return self.objective
+
+    def to_fitness(self, value):
+        return objective_to_fitness(self.pr, value, None if self.objective is None else self.objective.reference)
+
+    def tighten(self, out):
+        """Take a solved model's bound (valid for the placement problem) into the best bound."""
+        if out is not None and out.termination != Termination.ERROR and np.isfinite(out.bound):
+            f = self.to_fitness(out.bound)
+            if np.isfinite(f):
+                self.fit_bound = min(self.fit_bound, f)
+
+    # ---------------------------------------------------------------- solver arguments
+    def solve_kwargs(self, *, config_level=False, check=False):
+        """Arguments of :func:`solve_model`: the time left, the gap in the model's units, native options."""
+        o = self.opts
+        kw = dict(solver=o["solver"], time_limit_s=_remaining(self.deadline), threads=o["threads"],
+                  highs_options=_config_highs_options(o) if config_level else o["highs_options"])
+        if check:
+            kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, o["placement_check_s"])
+        if self.objective is not None:
+            # an absolute model gap d moves log F by about d / W: stop at a quarter of the fitness gap
+            kw["mip_rel_gap"] = 0.0
+            kw["mip_abs_gap"] = 0.25 * max(o["mip_rel_gap"], CERTIFIED_GAP * 1e-2) * self.objective.weight_sum
+        else:
+            kw["mip_rel_gap"] = o["mip_rel_gap"]
+        return kw
+
+    def stage(self, name, out):
+        self.info["stages"].append(_stage(name, out, self.objective))
+        return out
+
+    def expired(self):
+        return _expired(self.deadline)
 
 
 def solve_milp(problem, evaluator, opts, t_start):
     """Run the exact method. Returns a dict of result fields for :func:`goodopt.solvers.api.solve`."""
-    deadline = None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"]
-    t0 = time.perf_counter()
-    cs = enumerate_configs(problem)
-    build_s = time.perf_counter() - t0
-    info = {"n_configs": cs.n_configs, "stages": []}
-    formulation = opts["formulation"]
-    fit_bound = np.inf
-    candidates = []  # (alloc, source)
-    warm = opts.get("warm_start")
-    if warm is not None:
-        candidates.append((canonicalize(problem, cs, warm)[0], "user"))
+    run = MilpRun(problem, evaluator, opts, t_start)
+    if opts.get("warm_start") is not None:
+        run.add_candidate(canonicalize(problem, run.cs, opts["warm_start"])[0], "user")
+    run.add_candidate(greedy(problem, run.cs)[0], "greedy")
+    run.scale_objective()
+    if run.cs.n_configs == 0:
+        return _nothing_to_choose(run)
+    if opts["formulation"] in ("auto", "config"):
+        fields = _config_level(run)
+        if fields is not None:
+            return fields
+    return _placement_level(run)
 
-    def best_candidate():
-        fits = [evaluator.fitness(a) if evaluator.violation(a) == 0 else -np.inf for a, _ in candidates]
-        i = int(np.argmax(fits)) if fits else -1
-        return (candidates[i][0], candidates[i][1], fits[i]) if fits and np.isfinite(fits[i]) else (None, None, -np.inf)
 
-    out = None
-    if formulation in ("auto", "config"):
-        cfg_kw = _backend_kwargs(opts, deadline)
-        cfg_kw["highs_options"] = _config_highs_options(opts)
+def _nothing_to_choose(run):
+    """No job has a configuration: the empty allocation is the only one, hence optimal."""
+    empty = np.zeros((run.pr.n_jobs, run.pr.n_nodes), np.int64)
+    f = float(run.ev.fitness(empty))
+    run.info["proof"] = "no job has a feasible configuration; the empty allocation is the only allocation"
+    out = _stand_in(Termination.OPTIMAL, "no configurations")
+    run.fit_bound = f
+    return _finish(run, empty, out)
+
+
+def _config_level(run):
+    """Configuration relaxation, re-scaled until resolved, then placed; None to go on to the placement level."""
+    pr, cs, opts, info = run.pr, run.cs, run.opts, run.info
+    model, out = _solve_config_model(run)
+    if out.termination == Termination.INFEASIBLE:
+        return _finish(run, None, out)
+    if opts["formulation"] == "auto" and opts["placement_cuts"] > 0:
+        result = _placement_cut_loop(run, model, out)
+        if result is not None:
+            out, placed = result
+            if placed is not None:
+                run.tighten(out)
+                return _finish(run, placed, out)
+    run.tighten(out)
+    if out.has_solution:
+        chosen = fm.chosen_configs(model, cs, pr.n_jobs)
+        alloc, failed = place_configs(pr, cs, chosen)
+        info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]
+        if not failed and out.termination == Termination.OPTIMAL:
+            info["proof"] = "configuration relaxation optimum placed exactly"
+            return _finish(run, alloc, out)
+        pairs = _placement_pairs(pr, cs)
+        info["placement_pairs"] = pairs
+        if (failed and out.termination == Termination.OPTIMAL and opts["formulation"] == "auto"
+                and pairs <= opts["max_placement_pairs"] and not run.expired()):
+            placed = _check_placement(run, chosen, "placement-check")
+            if placed is not None:
+                info["proof"] = "configuration relaxation optimum placed by the placement model"
+                return _finish(run, placed, out)
+        run.add_candidate(greedy(pr, cs, start=alloc)[0], "relaxation+repair")
+    too_big = opts["formulation"] == "auto" and _placement_pairs(pr, cs) > opts["max_placement_pairs"]
+    if opts["formulation"] == "config" or run.expired() or too_big:
+        if too_big:
+            info["skipped"] = ("placement-level model skipped: "
+                               f"{_placement_pairs(pr, cs)} job-node pairs > max_placement_pairs")
+        alloc, source, _ = run.best()
+        info["incumbent"] = source
+        if run.expired() and opts["formulation"] != "config":
+            out = _as_time_limit(out)
+        return _finish(run, alloc, out, proven=False)
+    return None
+
+
+def _solve_config_model(run):
+    """LP rounding, then the configuration MILP; re-scaled while the solver's answer is not resolved."""
+    pr, cs = run.pr, run.cs
+    out = model = None
+    for attempt in range(MAX_RESCALES + 1):
         t0 = time.perf_counter()
-        model = fm.build_model(problem, cs, level="config")
-        build_s += time.perf_counter() - t0
-        if opts["solver"] == "highs":
-            # LP rounding: a strong incumbent for the configuration model
-            lp = solve_model(model, relax=True, **cfg_kw)
-            info["stages"].append(_stage("config-lp", lp))
+        model = fm.build_model(pr, cs, level="config", objective=run.objective)
+        run.build_s += time.perf_counter() - t0
+        kw = run.solve_kwargs(config_level=True)
+        if run.opts["solver"] == "highs" and attempt == 0:
+            lp = run.stage("config-lp", solve_model(model, relax=True, **kw))
+            if lp.termination == Termination.OPTIMAL:
+                run.tighten(lp)  # the LP relaxation bounds the configuration level, hence the problem
             if lp.has_solution:
-                alloc, _ = place_configs(problem, cs, fm.rounded_choice(model, cs, problem.n_jobs))
-                candidates.append((greedy(problem, cs, start=alloc)[0], "lp-rounding"))
-        start_alloc, _, _ = best_candidate()
-        start = fm.warm_start_values(model, problem, cs, start_alloc) if start_alloc is not None else None
-        cfg_kw["time_limit_s"] = _remaining(deadline)
-        out = solve_model(model, warm_start=start, **cfg_kw)
-        info["stages"].append(_stage("config", out))
+                alloc, _ = place_configs(pr, cs, fm.rounded_choice(model, cs, pr.n_jobs))
+                run.add_candidate(greedy(pr, cs, start=alloc)[0], "lp-rounding")
+        start_alloc = run.best()[0]
+        start = fm.warm_start_values(model, pr, cs, start_alloc) if start_alloc is not None else None
+        kw["time_limit_s"] = _remaining(run.deadline)
+        out = run.stage("config" if attempt == 0 else f"config rescaled x{attempt}",
+                        solve_model(model, warm_start=start, **kw))
         if hasattr(model, "t") and out.termination == Termination.OPTIMAL:
-            out = _certify_epigraph(model, out, cfg_kw, deadline, info)
-        if formulation == "auto" and opts["placement_cuts"] > 0:
-            result = _placement_cut_loop(problem, cs, model, out, evaluator, opts, deadline, cfg_kw, info)
-            if result is not None:
-                out, placed = result
-                if placed is not None:
-                    return _finish(problem, placed, out, build_s, info,
-                                   min(fit_bound, objective_to_fitness(problem, out.bound))
-                                   if np.isfinite(out.bound) else fit_bound)
-        if out.termination == Termination.INFEASIBLE:
-            return _finish(problem, None, out, build_s, info, np.nan)
-        if np.isfinite(out.bound):
-            fit_bound = min(fit_bound, objective_to_fitness(problem, out.bound))
-        if out.has_solution:
-            chosen = fm.chosen_configs(model, cs, problem.n_jobs)
-            alloc, failed = place_configs(problem, cs, chosen)
-            info["placement_failed_jobs"] = [problem.job_names[j] for j in failed]
-            if not failed and out.termination == Termination.OPTIMAL:
-                info["proof"] = "configuration relaxation optimum placed exactly"
-                return _finish(problem, alloc, out, build_s, info, fit_bound)
-            small = _placement_pairs(problem, cs) <= opts["max_placement_pairs"]
-            info["placement_pairs"] = _placement_pairs(problem, cs)
-            if (failed and out.termination == Termination.OPTIMAL and formulation == "auto" and small
-                    and not _expired(deadline)):
-                # the heuristic could not place it: ask the placement model with z fixed
-                t0 = time.perf_counter()
-                check = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"],
-                                       fixed_choice=chosen)
-                build_s += time.perf_counter() - t0
-                chk = solve_model(check, **_check_kwargs(opts, deadline))
-                info["stages"].append(_stage("placement-check", chk))
-                if chk.has_solution:
-                    placed = fm.placement_allocation(check, problem)
-                    if evaluator.violation(placed) == 0:
-                        info["proof"] = "configuration relaxation optimum placed by the placement model"
-                        return _finish(problem, placed, out, build_s, info, fit_bound)
-            candidates.append((greedy(problem, cs, start=alloc)[0], "relaxation+repair"))
-        too_big = formulation == "auto" and _placement_pairs(problem, cs) > opts["max_placement_pairs"]
-        if formulation == "config" or _expired(deadline) or too_big:
-            if too_big:
-                info["skipped"] = ("placement-level model skipped: "
-                                   f"{_placement_pairs(problem, cs)} job-node pairs > max_placement_pairs")
-            alloc, source, _ = best_candidate()
-            info["incumbent"] = source
-            if _expired(deadline) and formulation != "config":
-                out = _as_time_limit(out)
-            return _finish(problem, alloc, out, build_s, info, fit_bound,
-                           proven=out.termination == Termination.OPTIMAL and formulation == "auto"
-                           and not too_big and not info.get("placement_failed_jobs"))
-    # placement level
-    candidates.append((greedy(problem, cs)[0], "greedy"))
-    start_alloc, source, start_fit = best_candidate()
+            out = _certify_epigraph(model, out, kw, run.deadline, run.info)
+        reference = _unresolved(run, out)
+        if reference is None or run.expired() or attempt == MAX_RESCALES:
+            break
+        chosen = fm.chosen_configs(model, cs, pr.n_jobs)
+        run.add_candidate(place_configs(pr, cs, chosen)[0], "rescaling")
+        run.scale_objective(reference)
+    run.info["rescales"] = attempt
+    return model, out
+
+
+def _unresolved(run, out):
+    """A better reference fitness when the solver stopped "optimal" but the fitness gap is not closed.
+
+    The model's units resolve fitness differences near the reference; a
+    solution far from it (e.g. a first reference from a poor greedy at p << 0)
+    leaves its neighbours indistinguishable. Returns None when resolved.
+    """
+    ob = run.objective
+    if ob is None or not out.has_solution or out.termination not in (Termination.OPTIMAL, Termination.GAP_LIMIT):
+        return None
+    f_obj, f_bound = ob.fitness(out.objective), ob.fitness(out.bound)
+    if not (np.isfinite(f_obj) and f_obj > 0):
+        return None
+    if np.isfinite(f_bound) and f_bound - f_obj <= 0.5 * max(run.opts["mip_rel_gap"], CERTIFIED_GAP) * f_bound:
+        return None
+    if abs(np.log(f_obj / ob.reference)) < 1e-12:
+        return None  # already at the solution's own scale: the gap is the solver's
+    return max(f_obj, run.best()[2]) if ob.p < 0 else f_obj
+
+
+def _check_placement(run, chosen, name, whole=False):
+    """Solve the placement model with z fixed to ``chosen``; the allocation if it places, else None."""
     t0 = time.perf_counter()
-    model = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"])
-    start = fm.warm_start_values(model, problem, cs, start_alloc) if start_alloc is not None else None
-    build_s += time.perf_counter() - t0
+    check = fm.build_model(run.pr, run.cs, level="placement", symmetry=run.opts["symmetry"],
+                           fixed_choice=chosen, objective=run.objective)
+    run.build_s += time.perf_counter() - t0
+    chk = run.stage(name, solve_model(check, **run.solve_kwargs(check=not whole)))
+    if chk.has_solution:
+        placed = fm.placement_allocation(check, run.pr)
+        if run.ev.violation(placed) == 0:
+            return placed
+    return None
+
+
+def _placement_level(run):
+    """The placement-level MILP, warm-started from the best candidate."""
+    pr, cs, info = run.pr, run.cs, run.info
+    start_alloc, source, start_fit = run.best()
+    t0 = time.perf_counter()
+    model = fm.build_model(pr, cs, level="placement", symmetry=run.opts["symmetry"], objective=run.objective)
+    start = fm.warm_start_values(model, pr, cs, start_alloc) if start_alloc is not None else None
+    run.build_s += time.perf_counter() - t0
     info["warm_start"] = source
-    if _expired(deadline):
+    if run.expired():
         info["stages"].append({"model": "placement", "status": "skipped: time limit reached before solving",
                                "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
-        return _finish(problem, start_alloc, _as_time_limit(out), build_s, info, fit_bound, proven=False)
-    pout = solve_model(model, warm_start=start, **_backend_kwargs(opts, deadline))
-    info["stages"].append(_stage("placement", pout))
+        return _finish(run, start_alloc, _as_time_limit(None), proven=False)
+    kw = run.solve_kwargs()
+    pout = run.stage("placement", solve_model(model, warm_start=start, **kw))
     if hasattr(model, "t") and pout.termination == Termination.OPTIMAL:
-        pout = _certify_epigraph(model, pout, _backend_kwargs(opts, deadline), deadline, info)
-    if np.isfinite(pout.bound):
-        fit_bound = min(fit_bound, objective_to_fitness(problem, pout.bound))
+        pout = _certify_epigraph(model, pout, kw, run.deadline, info)
+    run.tighten(pout)
     if pout.has_solution:
-        alloc = fm.placement_allocation(model, problem)
-        if evaluator.violation(alloc) == 0 and evaluator.fitness(alloc) >= start_fit:
-            return _finish(problem, alloc, pout, build_s, info, fit_bound)
+        alloc = fm.placement_allocation(model, pr)
+        if run.add_candidate(alloc, "placement") >= start_fit:
+            return _finish(run, alloc, pout)
     # the solver returned nothing better: report the best candidate with the solver's status
-    return _finish(problem, start_alloc, pout, build_s, info, fit_bound,
-                   proven=pout.termination == Termination.OPTIMAL)
+    return _finish(run, start_alloc, pout)
 
 
 def _certify_epigraph(model, pout, solve_kw, deadline, info, max_rounds: int = 5):
@@ -240,56 +364,50 @@ def _epigraph_value(model) -> float:
     return t - worst
 
 
-def _placement_cut_loop(problem, cs, model, out, evaluator, opts, deadline, cfg_kw, info):
+def _placement_cut_loop(run, model, out):
     """Re-solve the configuration level with placement cuts (C1) until its optimum places.
 
     Returns ``(outcome, allocation)`` with the certified allocation, ``(outcome, None)``
     when the loop stopped without one (the caller continues with the last
     outcome), or ``None`` when nothing was tried.
     """
+    pr, cs, info = run.pr, run.cs, run.info
     n_cuts = 0
-    for _ in range(int(opts["placement_cuts"])):
-        if out.termination != Termination.OPTIMAL or not out.has_solution or _expired(deadline):
+    for _ in range(int(run.opts["placement_cuts"])):
+        if out.termination != Termination.OPTIMAL or not out.has_solution or run.expired():
             break
-        chosen = fm.chosen_configs(model, cs, problem.n_jobs)
-        alloc, failed = place_configs(problem, cs, chosen)
+        chosen = fm.chosen_configs(model, cs, pr.n_jobs)
+        alloc, failed = place_configs(pr, cs, chosen)
+        info["placement_cuts"] = n_cuts
         if not failed:
             info["proof"] = f"configuration optimum placed exactly after {n_cuts} placement cut(s)"
-            info["placement_cuts"] = n_cuts
             return out, alloc
         bad_types = sorted({int(cs.gpu_type[chosen[j]]) for j in failed if chosen[j] >= 0})
         unplaceable = []
         for g in bad_types:
             sub = np.where((chosen >= 0) & (cs.gpu_type[np.maximum(chosen, 0)] == g), chosen, -1)
-            check = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"], fixed_choice=sub)
-            chk = solve_model(check, **_check_kwargs(opts, deadline))
-            info["stages"].append(_stage(f"placement-check type {problem.type_names[g]}", chk))
+            check = fm.build_model(pr, cs, level="placement", symmetry=run.opts["symmetry"], fixed_choice=sub,
+                                   objective=run.objective)
+            chk = run.stage(f"placement-check type {pr.type_names[g]}",
+                            solve_model(check, **run.solve_kwargs(check=True)))
             if chk.termination == Termination.INFEASIBLE:
                 unplaceable.append(sub[sub >= 0])
             elif not chk.has_solution:
-                info["placement_cuts"] = n_cuts
                 return out, None  # undecided (time limit): leave it to the placement level
         if not unplaceable:
             # every type places on its own, so the whole choice places
-            check = fm.build_model(problem, cs, level="placement", symmetry=opts["symmetry"], fixed_choice=chosen)
-            chk = solve_model(check, **_backend_kwargs(opts, deadline))
-            info["stages"].append(_stage("placement-check", chk))
-            if chk.has_solution:
-                placed = fm.placement_allocation(check, problem)
-                if evaluator.violation(placed) == 0:
-                    info["proof"] = f"configuration optimum placed by the placement model after {n_cuts} cut(s)"
-                    info["placement_cuts"] = n_cuts
-                    return out, placed
-            info["placement_cuts"] = n_cuts
-            return out, None
-        for s in unplaceable:
-            fm.exclude_choice(model, s)
+            placed = _check_placement(run, chosen, "placement-check", whole=True)
+            if placed is not None:
+                info["proof"] = f"configuration optimum placed by the placement model after {n_cuts} cut(s)"
+            return out, placed
+        for sub in unplaceable:
+            fm.exclude_choice(model, sub)
             n_cuts += 1
-        start = fm.warm_start_values(model, problem, cs, alloc) if evaluator.violation(alloc) == 0 else None
-        out = solve_model(model, warm_start=start, **{**cfg_kw, "time_limit_s": _remaining(deadline)})
-        info["stages"].append(_stage(f"config + {n_cuts} cut(s)", out))
+        start = fm.warm_start_values(model, pr, cs, alloc) if run.ev.violation(alloc) == 0 else None
+        kw = run.solve_kwargs(config_level=True)
+        out = run.stage(f"config + {n_cuts} cut(s)", solve_model(model, warm_start=start, **kw))
         if hasattr(model, "t") and out.termination == Termination.OPTIMAL:
-            out = _certify_epigraph(model, out, cfg_kw, deadline, info)
+            out = _certify_epigraph(model, out, kw, run.deadline, info)
     info["placement_cuts"] = n_cuts
     return out, None
 
@@ -304,71 +422,120 @@ def _placement_pairs(problem, cs):
     return pairs
 
 
+def _stand_in(termination, raw):
+    """An outcome for a stage where no model was solved."""
+    nan = float("nan")
+    return MilpOutcome(termination, False, nan, nan, float("inf"), None, 0.0, 0.0, raw, "none", "", 0, 0)
+
+
 def _as_time_limit(out):
     """``out`` with the time-limit status; a stand-in outcome when no model was solved yet."""
-    from dataclasses import replace
-
-    from .backend import MilpOutcome
-
     if out is None:
-        nan = float("nan")
-        return MilpOutcome(Termination.TIME_LIMIT, False, nan, nan, float("inf"), None, 0.0, 0.0,
-                           "time limit reached before solving", "none", "", 0, 0)
+        return _stand_in(Termination.TIME_LIMIT, "time limit reached before solving")
     return replace(out, termination=Termination.TIME_LIMIT)
 
 
-def _stage(name, out):
+def _stage(name, out, objective=None):
+    """One stage's record; ``fitness``/``fitness_bound`` read the model's values as fitness."""
+    conv = objective.fitness if objective is not None else (lambda v: v)
     return {"model": name, "status": str(out.termination), "raw_status": out.raw_status,
-            "objective": out.objective, "bound": out.bound, "mip_gap": out.mip_gap, "nodes": out.nodes,
+            "objective": out.objective, "bound": out.bound,
+            "fitness": conv(out.objective) if np.isfinite(out.objective) else float("nan"),
+            "fitness_bound": conv(out.bound) if np.isfinite(out.bound) else float("nan"),
+            "mip_gap": out.mip_gap, "nodes": out.nodes,
             "solve_s": out.solve_s, "compile_s": out.compile_s, "n_variables": out.n_variables,
             "n_constraints": out.n_constraints}
 
 
-def _finish(problem, alloc, out, build_s, info, fit_bound, proven=True):
-    status = out.termination
-    if not proven and status in (Termination.OPTIMAL, Termination.GAP_LIMIT):
-        status = Termination.COMPLETED
+_SOLVER_CLAIMS = (Termination.OPTIMAL, Termination.GAP_LIMIT)
+
+
+def judge(fitness, bound, claimed, proven, mip_rel_gap):
+    """The status of an answer, from its re-scored fitness and bound — never from the solver's claim alone.
+
+    ``claimed`` is the last solver status; ``proven`` whether the answer is
+    the model's own optimum (else at most ``completed``). Returns
+    ``(status, message or "")``: ``optimal`` when the fitness is within
+    :data:`CERTIFIED_GAP` of the bound, ``gap_limit`` within ``mip_rel_gap``,
+    ``numerical`` when the solver claimed either but the numbers disagree
+    (including a bound below a feasible fitness).
+    """
+    tol = CERTIFIED_GAP * max(abs(bound), 1e-12) if np.isfinite(bound) else 0.0
+    if np.isfinite(fitness) and np.isfinite(bound) and fitness > bound + tol:
+        return Termination.NUMERICAL, (f"the bound {bound:.9g} lies below the re-scored fitness {fitness:.9g}: "
+                                       "the solver's numbers are inconsistent")
+    if claimed not in _SOLVER_CLAIMS:
+        return claimed, ""
+    if not proven:
+        return Termination.COMPLETED, ""
+    if not (np.isfinite(fitness) and np.isfinite(bound)):
+        return Termination.NUMERICAL, "the solver claimed optimality but no finite fitness bound resulted"
+    gap = bound - fitness
+    if gap <= tol:
+        return Termination.OPTIMAL, ""
+    if gap <= max(mip_rel_gap, CERTIFIED_GAP) * abs(bound):
+        return Termination.GAP_LIMIT, ""
+    return Termination.NUMERICAL, (f"the solver claimed optimality but the re-scored fitness {fitness:.9g} is "
+                                   f"{gap / abs(bound):.3g} below the bound {bound:.9g}")
+
+
+def _finish(run, alloc, out, proven=True):
+    """Result fields of the exact methods; the status is judged from the evaluator's fitness and the bound."""
+    info = run.info
+    fit_bound = run.fit_bound if np.isfinite(run.fit_bound) else float("nan")
+    fitness = float(run.ev.fitness(alloc)) if alloc is not None else float("nan")
+    status, why = judge(fitness, fit_bound, out.termination, proven, run.opts["mip_rel_gap"])
+    if status == Termination.NUMERICAL and fitness > fit_bound:
+        fit_bound = float("nan")  # provably wrong: report no bound
     stages = info["stages"]
-    if not np.isfinite(fit_bound):
-        fit_bound = float("nan")  # unknown
+    message = f"{stages[-1]['model']} model: {out.raw_status}" if stages else out.raw_status
+    if why:
+        message = f"{message}; {why}"
+        log.warning("milp: %s", why)
     return dict(
         alloc=alloc, status=status, bound=fit_bound, objective=out.objective, objective_bound=out.bound,
-        build_s=build_s + sum(s.get("compile_s", 0.0) for s in stages),
+        build_s=run.build_s + sum(s.get("compile_s", 0.0) for s in stages),
         solve_s=sum(s.get("solve_s", 0.0) for s in stages),
         nodes=sum(s.get("nodes") or 0 for s in stages), solver=out.solver, solver_version=out.solver_version,
         raw_status=out.raw_status, n_variables=out.n_variables, n_constraints=out.n_constraints,
-        n_configs=info["n_configs"], extra=info,
-        message=f"{stages[-1]['model']} model: {out.raw_status}" if stages else out.raw_status,
+        n_configs=info["n_configs"], extra=info, message=message,
     )
 
 
 def solve_pwl(problem, evaluator, opts, t_start):
-    """Run the piecewise-linear method. Returns result fields like :func:`solve_milp`."""
-    deadline = None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"]
+    """Run the piecewise-linear method. Returns result fields like :func:`solve_milp`.
+
+    Never certifies: the decoded counts are placed and repaired heuristically.
+    Its bound is the model's bound loosened by the total interpolation error,
+    valid for the allocation problem at every p.
+    """
+    run = MilpRun(problem, evaluator, opts, t_start)
+    pr, cs, info = run.pr, run.cs, run.info
+    run.add_candidate(greedy(pr, cs)[0], "greedy")  # scales the objective; not returned
+    run.scale_objective()
     t0 = time.perf_counter()
-    cs = enumerate_configs(problem)
-    classes = fp.pwl_classes(problem, cs, opts["breakpoints"], opts["spacing"])
-    model = fp.build_model(problem, cs, classes)
-    build_s = time.perf_counter() - t0
-    out = solve_model(model, **_backend_kwargs(opts, deadline))
-    per_job = np.zeros(problem.n_jobs)
+    classes = fp.pwl_classes(pr, cs, opts["breakpoints"], opts["spacing"], objective=run.objective)
+    per_job = np.zeros(pr.n_jobs)
     for cl in classes:
         per_job[cl.job] = max(per_job[cl.job], cl.error)
-    total_err = float(per_job.sum())
-    info = {"n_configs": cs.n_configs, "n_classes": len(classes), "stages": [_stage("pwl", out)],
-            "pwl_error_bound": float(per_job.max(initial=0.0)), "pwl_error_bound_total": total_err,
-            "breakpoints": opts["breakpoints"], "spacing": opts["spacing"]}
-    if problem.p == -np.inf:
-        info["pwl_error_bound_total"] = info["pwl_error_bound"]  # a min moves by at most the largest error
+    slack = float(per_job.max(initial=0.0)) if pr.p == -np.inf else float(per_job.sum())
+    info.update({"n_classes": len(classes), "pwl_error_bound": float(per_job.max(initial=0.0)),
+                 "pwl_error_bound_total": slack, "breakpoints": opts["breakpoints"], "spacing": opts["spacing"]})
+    if not classes and not (cs.keep_of_job >= 0).any():
+        info["proof"] = "no job has a feasible configuration; the empty allocation is the only allocation"
+        run.fit_bound = float(evaluator.fitness(np.zeros((pr.n_jobs, pr.n_nodes), np.int64)))
+        return _finish(run, np.zeros((pr.n_jobs, pr.n_nodes), np.int64), _stand_in(Termination.OPTIMAL, "empty"))
+    model = fp.build_model(pr, cs, classes, objective=run.objective)
+    run.build_s += time.perf_counter() - t0
+    out = run.stage("pwl", solve_model(model, **run.solve_kwargs()))
     if not out.has_solution:
-        return _finish(problem, None, out, build_s, info, np.nan)
-    # valid bound for the true problem: the model's bound loosened by the interpolation error
-    sense_min = problem.p < 0 and np.isfinite(problem.p)
-    slack = info["pwl_error_bound_total"]
-    true_bound = out.bound - slack if sense_min else out.bound + slack
-    fit_bound = objective_to_fitness(problem, true_bound) if not (sense_min and true_bound <= 0) else np.nan
-    chosen = fp.decode(model, problem, cs, classes)
-    alloc, failed = place_configs(problem, cs, chosen)
-    info["placement_failed_jobs"] = [problem.job_names[j] for j in failed]
-    alloc, _, _ = greedy(problem, cs, start=alloc)
-    return _finish(problem, alloc, out, build_s, info, fit_bound, proven=False)
+        return _finish(run, None, out, proven=False)
+    if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error
+        f = run.to_fitness(out.bound + slack)
+        if np.isfinite(f):
+            run.fit_bound = f
+    chosen = fp.decode(model, pr, cs, classes)
+    alloc, failed = place_configs(pr, cs, chosen)
+    info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]
+    alloc, _, _ = greedy(pr, cs, start=alloc)
+    return _finish(run, alloc, out, proven=False)

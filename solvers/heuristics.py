@@ -9,7 +9,10 @@ interference avoidance is on).
 of the objective per extra GPU, ``(u(S_new) - u(S_old)) / max(k_new - k_old,
 1/2)``, where ``u(S) = ± w h(S + eps)`` is the job's term of the p-norm
 objective oriented so that larger is better (for ``p = ±inf`` the ranking
-uses ``p = ∓8``). A change is applied only if the new configuration can be
+uses ``p = ±8``). Gains are compared in logs
+(:func:`goodopt.formulations.objective.log_gain`), so at any p (an idle
+job's ``eps^p`` overflows at p = -200) starting a job ranks above refining
+one exactly when the objective says so. A change is applied only if the new configuration can be
 placed in the free capacity plus the job's own GPUs; a change that cannot be
 placed is not retried. It stops when no change gains.
 
@@ -22,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from goodopt.formulations.configs import ConfigSet, match_configs, rank_utility
+from goodopt.formulations.configs import ConfigSet, match_configs
+from goodopt.formulations.objective import log_gain, log_terms
 from goodopt.formulations.placement import place_one
 
 _MAX_TRIES_PER_STEP = 64
@@ -74,17 +78,17 @@ def greedy(problem, configs: ConfigSet, *, start=None, start_chosen=None):
     st = _State(pr, cs, start, start_chosen)
     if start is not None and start_chosen is None:
         st.chosen = match_configs(pr, cs, st.alloc)
-    u_cfg = rank_utility(pr, cs.speedup, cs.job)
-    u_zero = rank_utility(pr, np.zeros(pr.n_jobs), np.arange(pr.n_jobs))
+    lt_cfg, lt_idle = log_terms(pr, cs)
+    w_cfg = pr.weights[cs.job]
     dead = np.zeros(cs.n_configs, bool)
     steps = 0
     G = pr.n_gpu_types
     while True:
         cur = st.chosen[cs.job]
         has = cur >= 0
-        u_cur = np.where(has, u_cfg[np.maximum(cur, 0)], u_zero[cs.job])
+        lt_cur = np.where(has, lt_cfg[np.maximum(cur, 0)], lt_idle[cs.job])
         k_cur = np.where(has, cs.n_gpus[np.maximum(cur, 0)], 0)
-        gain = u_cfg - u_cur
+        lgain = log_gain(pr, lt_cur, lt_cfg, w_cfg)
         # aggregate capacity filter: a move needs k GPUs of its type (one node's worth if
         # single-node) among the free ones plus the job's own GPUs of that type
         free_tot = np.bincount(pr.node_type, weights=st.free, minlength=G)
@@ -93,10 +97,10 @@ def greedy(problem, configs: ConfigSet, *, start=None, start_chosen=None):
         own = np.where(has & (cs.gpu_type[np.maximum(cur, 0)] == cs.gpu_type), k_cur, 0)
         fits = (cs.n_gpus <= free_tot[cs.gpu_type] + own) & (
             cs.multi | cs.keep | (cs.n_gpus <= free_max[cs.gpu_type] + own))
-        cand = np.flatnonzero((gain > 1e-12 * np.maximum(np.abs(u_cur), 1.0)) & ~dead & fits)
+        cand = np.flatnonzero((lt_cfg - lt_cur > 1e-12) & ~dead & fits)
         if not len(cand):
             break
-        ratio = gain[cand] / np.maximum(cs.n_gpus[cand] - k_cur[cand], 0.5)
+        ratio = lgain[cand] - np.log(np.maximum(cs.n_gpus[cand] - k_cur[cand], 0.5))
         order = cand[_top_stable(-ratio, _MAX_TRIES_PER_STEP)]
         moved = False
         for c in order:

@@ -25,6 +25,7 @@ class Termination(str, Enum):
     INFEASIBLE = "infeasible"
     UNBOUNDED = "unbounded"
     COMPLETED = "completed"        # a heuristic ran to its end; no optimality proof
+    NUMERICAL = "numerical"        # the solver claimed an answer its numbers do not support (see message)
     ERROR = "error"
 
     def __str__(self) -> str:
