@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from goodopt.errors import ValidationError
+from goodopt.fitness import TINY_P
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,7 +204,7 @@ def rank_utility(problem, speedup, job):
     """
     p = float(np.sign(problem.p) * 8.0) if not np.isfinite(problem.p) else float(problem.p)
     log_t = np.log(problem.shifted(speedup))
-    if p == 0:
+    if abs(p) < TINY_P:  # the p = 0 ranking (expm1(p log t) / p underflows)
         return problem.weights[job] * log_t
     return problem.weights[job] * np.expm1(np.clip(p * log_t, -700.0, 700.0)) / p
 

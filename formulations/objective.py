@@ -46,6 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goodopt.fitness import TINY_P
+
 from .configs import ConfigSet
 
 #: Relative margin (in the log of a term) before an option is pruned as worse than the incumbent.
@@ -73,15 +75,6 @@ class ScaledObjective:
         """The fitness ``F(V)`` of a model value or bound ``V`` (see :func:`fitness_of_value`)."""
         return fitness_of_value(value, self.p, self.weight_sum, self.reference)
 
-    def value_of(self, fitness: float) -> float:
-        """The model value ``V`` of an allocation with fitness ``F`` (the inverse of :meth:`fitness`)."""
-        p, W = self.p, self.weight_sum
-        lx = np.log(fitness) - np.log(self.reference)
-        if p == 0:
-            return float(W * lx)
-        with np.errstate(over="ignore"):
-            return float(W * np.expm1(p * lx) / p)
-
 
 def fitness_of_value(value: float, p: float, weight_sum: float, reference: float) -> float:
     """``F(V) = r (1 + p V / W)^(1/p)`` (``r exp(V / W)`` at p = 0) in logs; NaN if ``V`` is not finite.
@@ -94,6 +87,9 @@ def fitness_of_value(value: float, p: float, weight_sum: float, reference: float
         return float("nan")
     if p == 0:
         log_f = np.log(reference) + v / weight_sum
+    elif abs(p) < TINY_P:  # (1/p) log1p(p y) = y - p y^2 / 2 + O(p^2): p y underflows otherwise
+        y = v / weight_sum
+        log_f = np.log(reference) + y - 0.5 * p * y * y
     else:
         x = p * v / weight_sum
         if x <= -1.0:
@@ -115,6 +111,8 @@ def box_cox(p: float, log_x):
     log_x = np.asarray(log_x, dtype=float)
     if p == 0:
         return log_x
+    if abs(p) < TINY_P:  # expm1(p L) / p = L + p L^2 / 2 + O(p^2): p L underflows otherwise
+        return log_x + 0.5 * p * log_x * log_x
     with np.errstate(over="ignore"):
         return np.expm1(p * log_x) / p
 
@@ -137,8 +135,9 @@ def reference_fitness(problem, configs: ConfigSet, incumbent_fitness: float | No
     if p > 0:
         # log of the largest single term, w_j t^p, against log(W r^p)
         single = np.log(w[cs.job]) + p * log_t if cs.n_configs else np.log(w) + p * log_idle
-        log_r = (float(np.max(single, initial=-np.inf)) - np.log(W)) / p
-        candidates = [log_r]
+        log_r = (float(np.max(single, initial=-np.inf)) - np.log(W)) / p if p >= TINY_P else np.nan
+        # at tiny p every term is about w_j (1 + p log t): any r keeps coefficients near log(t / r)
+        candidates = [log_r if np.isfinite(log_r) else float(np.sum(w * best) / W)]
     elif p == 0:
         candidates = [float(np.sum(w * best) / W)]
     else:
@@ -190,6 +189,8 @@ def log_gain(problem, log_t_old, log_t_new, weight):
     as a heuristic; ``-inf`` where nothing is gained. Shapes: broadcast -> same.
     """
     p = problem.p if np.isfinite(problem.p) else float(np.sign(problem.p) * 8.0)
+    if abs(p) < TINY_P:
+        p = 0.0  # the gain is |p| times the p = 0 gain to first order: the same ranking
     a, b = np.broadcast_arrays(np.asarray(log_t_old, float), np.asarray(log_t_new, float))
     d = b - a
     up = d > 0

@@ -12,6 +12,12 @@ import numpy as np
 from .errors import ShapeError, ValidationError
 
 
+#: Below this |p| (and p != 0) power means use their second-order expansion around p = 0:
+#: ``expm1(p x) / p`` loses every digit once ``p x`` underflows (p = 5e-324 gave a mean of 1.47 for
+#: values 1, 2, 4), while the expansion's next term is below 1e-15 relative for |log v| < 700.
+TINY_P = 1e-12
+
+
 def check_p(p) -> float:
     """Validate the fairness exponent ``p`` (any real number or +-inf, not NaN)."""
     try:
@@ -63,6 +69,12 @@ def _power_mean_last(v, p, w):
         return np.sum(w * v, axis=-1) / wsum
     if p == -1:
         return wsum / np.sum(w / v, axis=-1)
+    if abs(p) < TINY_P:
+        # log F = (1/p) log mean_w(exp(p x)) = mean(x) + p var(x) / 2 + O(p^2)
+        logv = np.log(v)
+        mu = np.sum(w * logv, axis=-1) / wsum
+        var = np.sum(w * (logv - np.asarray(mu)[..., None]) ** 2, axis=-1) / wsum
+        return np.exp(mu + 0.5 * p * var)
     # Stable for every finite p != 0, tiny |p| included: with x = log(v / c) and c the
     # max (p > 0) or min (p < 0), p * x <= 0 and
     # log F = log c + log1p(mean_w(expm1(p * x))) / p.

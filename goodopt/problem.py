@@ -292,22 +292,12 @@ def _base(scenario, good, type_names, min_gpus, max_gpus, type_totals):
             g = type_names.index(t)
             if t not in prof.gpu_types:
                 continue
-            valid = np.flatnonzero(np.maximum(good[j, g, :, 0], good[j, g, :, 1]) > 0).tolist()
-            if not valid:
+            base = _base_on_type(good[j, g], fair, max(min_gpus[j], 1), min(max_gpus[j], type_totals[g]),
+                                 cl.max_gpus_per_node(t))
+            if base is None:
                 continue
-            k = int(np.clip(fair, max(min_gpus[j], 1), min(max_gpus[j], max(valid), type_totals[g])))
-            n_nodes = -(-k // cl.max_gpus_per_node(t))
-            value = good[j, g, k, int(n_nodes > 1)]
-            if value <= 0:  # clamp landed on a gap; use the largest valid count below
-                below = [v for v in valid if v <= k]
-                if not below:
-                    continue
-                k = below[-1]
-                n_nodes = -(-k // cl.max_gpus_per_node(t))
-                value = good[j, g, k, int(n_nodes > 1)]
-                if value <= 0:
-                    continue
-            base_gpus[j], base_type[j], base_goodput[j] = k, g, value
+            base_gpus[j], base_goodput[j] = base
+            base_type[j] = g
             break
         else:
             raise ScenarioError(
@@ -316,6 +306,31 @@ def _base(scenario, good, type_names, min_gpus, max_gpus, type_totals):
                 "check its min/max GPUs and the profile's batch limits",
             )
     return base_gpus, base_type, base_goodput
+
+
+def _base_on_type(good, fair, lo, hi, node_size):
+    """Base ``(k, goodput)`` of one job on one type, or None when it has no valid count there.
+
+    ``k`` is the fair share clamped to ``[lo, hi]``, then walked down to the
+    nearest count that has a goodput on its own fewest-node spread (up, if
+    none lies below); a job measured only at other spreads (a throughput-only
+    job with a rate for 3 GPUs over two nodes and none on one) is based on
+    its smallest measured count. Shapes: good (K + 1, 2).
+    """
+    ks = np.arange(good.shape[0])
+    fewest_multi = (-(-ks // max(node_size, 1)) > 1).astype(np.int64)
+    on_fewest = good[ks, fewest_multi]
+    valid = np.flatnonzero((ks >= 1) & (on_fewest > 0))
+    if len(valid):
+        k = int(np.clip(fair, lo, max(min(hi, int(valid.max())), lo)))
+        below, above = valid[valid <= k], valid[valid > k]
+        k = int(below[-1]) if len(below) else int(above[0])
+        return k, float(on_fewest[k])
+    any_spread = np.flatnonzero((ks >= 1) & (good.max(axis=1) > 0))
+    if not len(any_spread):
+        return None
+    k = int(any_spread[0])
+    return k, float(good[k, 0] if good[k, 0] > 0 else good[k, 1])
 
 
 def _base_min_config(scenario, good):

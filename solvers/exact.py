@@ -124,10 +124,21 @@ class MilpRun:
     def to_fitness(self, value):
         return objective_to_fitness(self.pr, value, None if self.objective is None else self.objective.reference)
 
+    def model_bound(self, bound):
+        """A solver's dual bound made valid: loosened by the gaps the solver was allowed to stop at.
+
+        HiGHS closes nodes whose bound lies within ``mip_abs_gap`` or
+        ``mip_rel_gap`` of the incumbent and then reports the incumbent's value
+        as its bound, so the reported bound alone can lie below the optimum by
+        up to those gaps (seen at p = -inf: 0.1 reported, 0.10000012 reachable).
+        """
+        return bound + self.gaps["mip_abs_gap"] + self.gaps["mip_rel_gap"] * abs(bound)
+
     def tighten(self, out):
         """Take a solved model's bound (valid for the placement problem) into the best bound."""
-        if out is not None and out.termination != Termination.ERROR and np.isfinite(out.bound):
-            f = self.to_fitness(out.bound)
+        if out is not None and out.termination not in (Termination.ERROR, Termination.NUMERICAL) \
+                and np.isfinite(out.bound):
+            f = self.to_fitness(self.model_bound(out.bound))
             if np.isfinite(f):
                 self.fit_bound = min(self.fit_bound, f)
 
@@ -139,13 +150,21 @@ class MilpRun:
                   highs_options=_config_highs_options(o) if config_level else o["highs_options"])
         if check:
             kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, o["placement_check_s"])
-        if self.objective is not None:
-            # an absolute model gap d moves log F by about d / W: stop at a quarter of the fitness gap
-            kw["mip_rel_gap"] = 0.0
-            kw["mip_abs_gap"] = 0.25 * max(o["mip_rel_gap"], CERTIFIED_GAP * 1e-2) * self.objective.weight_sum
-        else:
-            kw["mip_rel_gap"] = o["mip_rel_gap"]
+        kw.update(self.gaps)
         return kw
+
+    @property
+    def gaps(self):
+        """The gaps the solver may stop at: a tenth of the fitness gap asked for, in the model's units.
+
+        Finite p: an absolute model gap ``d`` moves ``log F`` by about ``d / W``
+        (see :mod:`goodopt.formulations.objective`); p = ±inf: the model value
+        is the fitness.
+        """
+        target = 0.1 * max(self.opts["mip_rel_gap"], CERTIFIED_GAP * 1e-2)
+        if self.objective is not None:
+            return {"mip_rel_gap": 0.0, "mip_abs_gap": target * self.objective.weight_sum}
+        return {"mip_rel_gap": target, "mip_abs_gap": 0.0}
 
     def stage(self, name, out):
         self.info["stages"].append(_stage(name, out, self.objective))
@@ -267,7 +286,7 @@ def _unresolved(run, out):
     ob = run.objective
     if ob is None or not out.has_solution or out.termination not in (Termination.OPTIMAL, Termination.GAP_LIMIT):
         return None
-    f_obj, f_bound = ob.fitness(out.objective), ob.fitness(out.bound)
+    f_obj, f_bound = ob.fitness(out.objective), ob.fitness(run.model_bound(out.bound))
     if not (np.isfinite(f_obj) and f_obj > 0):
         return None
     if np.isfinite(f_bound) and f_bound - f_obj <= 0.5 * max(run.opts["mip_rel_gap"], CERTIFIED_GAP) * f_bound:
@@ -531,7 +550,7 @@ def solve_pwl(problem, evaluator, opts, t_start):
     if not out.has_solution:
         return _finish(run, None, out, proven=False)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error
-        f = run.to_fitness(out.bound + slack)
+        f = run.to_fitness(run.model_bound(out.bound) + slack)
         if np.isfinite(f):
             run.fit_bound = f
     chosen = fp.decode(model, pr, cs, classes)

@@ -57,6 +57,31 @@ def ref_power_mean(values, p, weights):
     return (sum(w * v ** p for v, w in zip(values, weights)) / wsum) ** (1.0 / p)
 
 
+def ref_power_mean_exact(values, p, weights, digits=800):
+    """The weighted power mean in 800-digit decimal arithmetic: exact enough at any p.
+
+    ``(1/p) ln(Σ w exp(p ln v) / W)`` needs about ``-log10(|p|)`` digits to see
+    anything at p = 5e-324, hence the precision. ``p = 0``: ``exp(Σ w ln v / W)``.
+    """
+    from decimal import Decimal, localcontext
+
+    if p == -math.inf:
+        return min(values)
+    if p == math.inf:
+        return max(values)
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ctx.Emax, ctx.Emin = 10 ** 9, -(10 ** 9)
+        w = [Decimal(x) for x in weights]
+        lnv = [Decimal(x).ln() for x in values]
+        wsum = sum(w)
+        if p == 0:
+            return float((sum(a * b for a, b in zip(w, lnv)) / wsum).exp())
+        dp = Decimal(p)
+        mean = sum(a * (dp * b).exp() for a, b in zip(w, lnv)) / wsum
+        return float((mean.ln() / dp).exp())
+
+
 def ref_fitness_and_speedups(scenario, problem, alloc):
     """Fitness and speedups of one allocation (J x N nested lists), job by job.
 

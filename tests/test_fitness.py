@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from goodopt import ValidationError, power_mean, realloc_factor
 
-from .reference import ref_power_mean
+from .reference import ref_power_mean, ref_power_mean_exact
 
 values = st.lists(st.floats(0.01, 100.0), min_size=1, max_size=8)
 ps = st.sampled_from([-math.inf, -8.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 5.0, math.inf])
@@ -71,6 +71,17 @@ def test_integer_weights_equal_repetition(v, p, counts):
 def test_matches_scalar_reference(v, p, w):
     w = w[: len(v)]
     assert power_mean(np.array(v), p, weights=np.array(w)) == pytest.approx(ref_power_mean(v, p, w), rel=1e-9)
+
+
+# the whole range the docs accept: any real p (subnormal ones included) and ±inf, values from eps = 1e-6 on
+wide_p = st.one_of(st.floats(-50, 50), st.sampled_from([5e-324, -5e-324, 1e-300, -1e-13, 1e-8, -math.inf, math.inf]))
+wide_values = st.lists(st.floats(1e-6, 100.0), min_size=1, max_size=6)
+
+
+@given(wide_values, wide_p, st.lists(st.floats(0.1, 5), min_size=6, max_size=6))
+def test_matches_exact_reference_over_the_whole_range(v, p, w):
+    w = w[: len(v)]
+    assert power_mean(np.array(v), p, weights=np.array(w)) == pytest.approx(ref_power_mean_exact(v, p, w), rel=1e-9)
 
 
 def test_population_axis_and_stability():

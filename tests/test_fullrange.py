@@ -24,6 +24,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import goodopt
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.generate import random_scenario
+from goodopt.scenario import Objective
 from goodopt.solvers import Termination
 
 from .synthetic import make_problem
@@ -33,13 +36,15 @@ REL = 1e-6
 
 @st.composite
 def p_values(draw):
-    kind = draw(st.sampled_from(["inf", "-inf", "small", "range", "extreme"]))
+    kind = draw(st.sampled_from(["inf", "-inf", "small", "range", "extreme", "tiny"]))
     if kind == "inf":
         return np.inf
     if kind == "-inf":
         return -np.inf
     if kind == "small":
         return draw(st.sampled_from([0.0, 1e-4, -1e-4, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0]))
+    if kind == "tiny":  # p x underflows in expm1(p x) / p
+        return draw(st.sampled_from([5e-324, -5e-324, 1e-300, -1e-300, 1e-13, -1e-13]))
     if kind == "extreme":
         return draw(st.sampled_from([-50.0, -30.0, -10.0, 10.0, 30.0, 50.0]))
     return draw(st.floats(-50, 50, allow_nan=False))
@@ -99,6 +104,20 @@ def problems(draw):
     return pr
 
 
+@st.composite
+def profile_problems(draw):
+    """Rounds of the shipped application profiles (real speedup curves, running jobs, restart factors)."""
+    n_nodes = draw(st.integers(1, 3))
+    cap = draw(st.integers(1, 4))
+    groups = ((NodeGroup("t4", cap, n_nodes - 1), NodeGroup("a100", cap, 1)) if n_nodes > 1 and draw(st.booleans())
+              else (NodeGroup("t4", cap, n_nodes),))
+    objective = Objective(p=draw(p_values()), eps=10 ** draw(st.floats(-6, -1)),
+                          interference_avoidance=draw(st.booleans()))
+    sc = random_scenario(draw(st.integers(0, 10_000)), Cluster(groups), draw(st.integers(1, 4)),
+                         running_fraction=0.7, objective=objective)
+    return sc.problem()
+
+
 def check_against_brute_force(pr):
     opt = goodopt.solve(pr, "brute-force")
     assert opt.status == Termination.OPTIMAL
@@ -144,10 +163,23 @@ def test_every_method_against_brute_force(pr):
     check_against_brute_force(pr)
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profile_problems())
+def test_every_method_against_brute_force_on_profiles(pr):
+    check_against_brute_force(pr)
+
+
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_every_method_against_brute_force_many(pr):
+    check_against_brute_force(pr)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profile_problems())
+def test_every_method_against_brute_force_on_profiles_many(pr):
     check_against_brute_force(pr)
 
 

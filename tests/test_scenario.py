@@ -134,3 +134,29 @@ def test_family_descriptions_state_their_size():
         assert f"{f.n_jobs} jobs" in f.description, f.name
         groups = re.findall(r"(\d+) x (\d+) ", f.description)  # "NODES x GPUS_PER_NODE"
         assert sum(int(n) * int(g) for n, g in groups) == f.n_gpus, f.name
+
+
+@pytest.mark.parametrize("single,base_k,base_rate", [
+    ({1: 1.0}, 1, 1.0),   # fair share 4 -> walk down past 3 (measured over two nodes only) to 1 GPU on one node
+    ({}, 3, 2.4),         # nothing on one node at all: the smallest measured count, at its measured spread
+])
+def test_throughput_job_based_on_a_count_valid_on_its_own_spread(tmp_path, single, base_k, base_rate):
+    # A job measured at 3 GPUs over two 4-GPU nodes (none on one node) with min_gpus 3: a valid scenario.
+    # Its base stays on the base GPU type t4, although the a100 node has a single-node rate at 3 GPUs.
+    (tmp_path / "odd.yaml").write_text(yaml.safe_dump({
+        "kind": "throughput", "name": "odd", "batch_size": 32,
+        "rates": {"t4": {"single_node": single, "multi_node": {3: 2.4}},
+                  "a100": {"single_node": {3: 9.0}, "multi_node": {}}}}))
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "odd", "profiles": {"odd": "odd.yaml"},
+        "cluster": {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": 2},
+                                    {"gpu_type": "a100", "gpus_per_node": 4, "n_nodes": 1}]},
+        "objective": {"base_gpu_type": "t4"},
+        "jobs": [{"name": "j", "application": "odd", "min_gpus": 3, "age_s": 3600},
+                 {"name": "k", "application": "odd", "min_gpus": 3, "age_s": 3600}]}))
+    pr = goodopt.load_scenario(tmp_path / "s.yaml").problem()
+    assert pr.type_names[pr.base_type[0]] == "t4"
+    assert pr.base_gpus[0] == base_k
+    # speedup 1 at the base, and the 3-GPU two-node rate relative to it
+    g = pr.type_names.index("t4")
+    assert pr.speedup_table[0, g, 3, 1] == pytest.approx(2.4 / base_rate)
