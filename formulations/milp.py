@@ -96,6 +96,7 @@ from pyomo.common.collections import ComponentMap
 
 from goodopt.errors import ValidationError
 
+from .config_matrix import dual_feasible_functions
 from .configs import ConfigSet, match_configs, type_layout
 from .objective import ScaledObjective, reference_fitness, scaled_objective
 
@@ -209,30 +210,6 @@ def _config_constraints(m, pr, cs):
     if rows:
         m.packing = pyo.Constraint(range(len(rows)), rule=lambda m, r: sum(
             a * z[c] for c, a in zip(rows[r][1], rows[r][2]) if a > 0) <= int(n_nodes[rows[r][0]]))  # (R4)
-
-
-def dual_feasible_functions(capacity: int) -> list[np.ndarray]:
-    """Dual-feasible functions ``f`` on GPU counts ``0..capacity`` with ``f(capacity) = 1`` (R4).
-
-    Any set of counts that fits one node (sum <= capacity) has ``Σ f <= 1``:
-    the "more than half" function and Fekete and Schepers' ``u^(λ)``,
-    ``λ = 1..capacity-1``; duplicates and the plain ``k / capacity`` (already R2) dropped.
-    Shapes: -> list of (capacity + 1,).
-    """
-    C = int(capacity)
-    k = np.arange(C + 1)
-    out = [np.where(2 * k > C, 1.0, np.where(2 * k == C, 0.5, 0.0))]
-    x = k / C
-    for lam in range(1, C):
-        y = (lam + 1) * x
-        integral = np.isclose(y, np.round(y))
-        out.append(np.where(integral, x, np.floor(y + 1e-12) / lam))
-    unique = []
-    for f in out:
-        if np.allclose(f, x) or any(np.allclose(f, u) for u in unique):
-            continue
-        unique.append(f)
-    return unique
 
 
 def _placement_constraints(m, pr, cs, by_job, symmetry):

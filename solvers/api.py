@@ -27,7 +27,8 @@ _MILP = {"mip_rel_gap": 1e-6, "solver": "highs", "highs_options": {}}
 #: Options each method accepts, with their defaults.
 METHOD_OPTIONS: dict[str, dict] = {
     "milp": {**_COMMON, **_MILP, "formulation": "auto", "symmetry": "order", "warm_start": None,
-             "placement_check_s": 5.0, "max_placement_pairs": 100_000, "placement_cuts": 10},
+             "placement_check_s": 5.0, "max_placement_pairs": 100_000, "placement_cuts": 10,
+             "model_route": "auto", "lp_rounding": True, "node_limit": None},
     "milp-pwl": {**_COMMON, **_MILP, "breakpoints": 8, "spacing": "adaptive"},
     "ga": {**_COMMON, "pop_size": 100, "n_gen": 100, "mutation_rate": None, "crossover_prob": 0.9,
            "warm_start": None, "initial_population": None, "engine": "pymoo",
@@ -42,7 +43,8 @@ METHOD_OPTIONS: dict[str, dict] = {
 METHODS = tuple(METHOD_OPTIONS)
 _CHOICES = {"formulation": ("auto", "placement", "config"), "symmetry": ("order", "none"),
             "spacing": ("adaptive", "uniform"), "start": ("empty", "current"),
-            "engine": ("pymoo", "numpy"), "policy": POLICY_NAMES}
+            "engine": ("pymoo", "numpy"), "policy": POLICY_NAMES, "model_route": ("auto", "arrays", "pyomo"),
+            "lp_rounding": (True, False)}
 
 
 def _check_options(method: str, options) -> dict:
@@ -70,6 +72,13 @@ def _check_options(method: str, options) -> dict:
                              or v < (0 if name == "seed" else 1)):
             raise ValidationError(f"options.{name}", f"must be a whole number >= {0 if name == 'seed' else 1}, "
                                   f"got {v!r}")
+    nl = opts.get("node_limit")
+    if nl is not None and (isinstance(nl, bool) or not isinstance(nl, (int, np.integer)) or nl < 1):
+        raise ValidationError("options.node_limit", f"must be a whole number >= 1, got {nl!r}",
+                              "omit it for no limit on branch-and-bound nodes")
+    if opts.get("model_route") == "arrays" and opts.get("solver") != "highs":
+        raise ValidationError("options.model_route", "the array route feeds HiGHS only",
+                              "use model_route='pyomo' (or 'auto') with another solver")
     sg = opts.get("stall_generations")
     if sg is not None and (isinstance(sg, bool) or not isinstance(sg, (int, np.integer)) or sg < 1):
         raise ValidationError("options.stall_generations", f"must be a whole number >= 1, got {sg!r}",

@@ -1,6 +1,8 @@
 """Running a pyomo MILP on a solver and reporting exactly how it ended.
 
-``solver="highs"`` (the default) compiles the pyomo model to matrix form with
+pyomo is imported on first use (about 0.15 s), so the array route of
+:mod:`goodopt.solvers.highs_arrays`, which shares :class:`MilpOutcome`, never
+pays for it. ``solver="highs"`` (the default) compiles the pyomo model to matrix form with
 pyomo's standard-form compiler and hands it to HiGHS (highspy). That path
 supports warm starts, native HiGHS options, and reports the node count, the
 dual bound and the raw model status. Any other name is looked up with
@@ -15,7 +17,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import pyomo.environ as pyo
 
 from goodopt.errors import SolverError, ValidationError
 
@@ -74,6 +75,8 @@ def _out_of_range(*arrays) -> str:
 
 
 def _objective_sense(model) -> int:
+    import pyomo.environ as pyo
+
     obj = next(model.component_data_objects(pyo.Objective, active=True))
     return 1 if obj.sense == pyo.minimize else -1
 
@@ -185,6 +188,7 @@ def _highs_termination(highspy, status, gap) -> Termination:
 
 
 def _solve_factory(model, name, time_limit_s, gaps, threads, options, warm_start):
+    import pyomo.environ as pyo
     from pyomo.opt import SolverStatus, TerminationCondition as TC
 
     try:

@@ -24,15 +24,13 @@ from dataclasses import replace
 import time
 
 import numpy as np
-import pyomo.environ as pyo
 
-from goodopt.formulations import milp as fm
-from goodopt.formulations import pwl as fp
 from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
 from goodopt.formulations.objective import fitness_of_value, reference_fitness, scaled_objective
 from goodopt.formulations.placement import place_configs
 
 from .backend import MilpOutcome, solve_model
+from .config_model import ArrayModel, PyomoModel
 from .heuristics import canonicalize, greedy
 from .result import CERTIFIED_GAP, Termination
 
@@ -143,11 +141,10 @@ class MilpRun:
                 self.fit_bound = min(self.fit_bound, f)
 
     # ---------------------------------------------------------------- solver arguments
-    def solve_kwargs(self, *, config_level=False, check=False):
-        """Arguments of :func:`solve_model`: the time left, the gap in the model's units, native options."""
+    def solve_kwargs(self, *, check=False):
+        """Arguments of a model's ``solve``: the time left (capped for placement checks) and the gaps."""
         o = self.opts
-        kw = dict(solver=o["solver"], time_limit_s=_remaining(self.deadline), threads=o["threads"],
-                  highs_options=_config_highs_options(o) if config_level else o["highs_options"])
+        kw = dict(time_limit_s=_remaining(self.deadline), node_limit=o.get("node_limit"))
         if check:
             kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, o["placement_check_s"])
         kw.update(self.gaps)
@@ -215,7 +212,7 @@ def _config_level(run):
                 return _finish(run, placed, out)
     run.tighten(out)
     if out.has_solution:
-        chosen = fm.chosen_configs(model, cs, pr.n_jobs)
+        chosen = model.chosen()
         alloc, failed = place_configs(pr, cs, chosen)
         info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]
         if not failed and out.termination == Termination.OPTIMAL:
@@ -243,34 +240,51 @@ def _config_level(run):
     return None
 
 
+def _config_model(run):
+    """The configuration level on the chosen route (arrays into HiGHS, or pyomo)."""
+    o = run.opts
+    if _route(o) == "arrays":
+        model = ArrayModel(run.pr, run.cs, run.objective, threads=o["threads"], highs_options=_config_highs_options(o))
+    else:
+        model = PyomoModel(run.pr, run.cs, run.objective, level="config", solver=o["solver"], threads=o["threads"],
+                           highs_options=_config_highs_options(o))
+    run.build_s += model.build_s
+    return model
+
+
+def _route(opts):
+    route = opts.get("model_route", "auto")
+    return ("arrays" if opts["solver"] == "highs" else "pyomo") if route == "auto" else route
+
+
 def _solve_config_model(run):
-    """LP rounding, then the configuration MILP; re-scaled while the solver's answer is not resolved."""
+    """The configuration MILP, warm from the best candidate; re-scaled while its answer is not resolved.
+
+    With ``lp_rounding`` the LP relaxation is solved first and rounded into
+    a candidate (and its bound kept); otherwise the MILP's own root is the
+    only LP solved.
+    """
     pr, cs = run.pr, run.cs
     out = model = None
     for attempt in range(MAX_RESCALES + 1):
-        t0 = time.perf_counter()
-        model = fm.build_model(pr, cs, level="config", objective=run.objective)
-        run.build_s += time.perf_counter() - t0
-        kw = run.solve_kwargs(config_level=True)
-        if run.opts["solver"] == "highs" and attempt == 0:
-            lp = run.stage("config-lp", solve_model(model, relax=True, **kw))
+        model = _config_model(run)
+        kw = run.solve_kwargs()
+        if run.opts.get("lp_rounding") and attempt == 0 and (_route(run.opts) == "arrays" or run.opts["solver"] == "highs"):
+            lp = run.stage("config-lp", model.solve(relax=True, **kw))
             if lp.termination == Termination.OPTIMAL:
                 run.tighten(lp)  # the LP relaxation bounds the configuration level, hence the problem
             if lp.has_solution:
-                alloc, _ = place_configs(pr, cs, fm.rounded_choice(model, cs, pr.n_jobs))
+                alloc, _ = place_configs(pr, cs, model.chosen())
                 run.add_candidate(greedy(pr, cs, start=alloc)[0], "lp-rounding")
-        start_alloc = run.best()[0]
-        start = fm.warm_start_values(model, pr, cs, start_alloc) if start_alloc is not None else None
         kw["time_limit_s"] = _remaining(run.deadline)
         out = run.stage("config" if attempt == 0 else f"config rescaled x{attempt}",
-                        solve_model(model, warm_start=start, **kw))
-        if hasattr(model, "t") and out.termination == Termination.OPTIMAL:
-            out = _certify_epigraph(model, out, kw, run.deadline, run.info)
+                        model.solve(warm_start=run.best()[0], **kw))
+        if run.pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
+            out = _certify_epigraph(run, model, out)
         reference = _unresolved(run, out)
         if reference is None or run.expired() or attempt == MAX_RESCALES:
             break
-        chosen = fm.chosen_configs(model, cs, pr.n_jobs)
-        run.add_candidate(place_configs(pr, cs, chosen)[0], "rescaling")
+        run.add_candidate(place_configs(pr, cs, model.chosen())[0], "rescaling")
         run.scale_objective(reference)
     run.info["rescales"] = attempt
     return model, out
@@ -298,45 +312,47 @@ def _unresolved(run, out):
 
 def _check_placement(run, chosen, name, whole=False):
     """Solve the placement model with z fixed to ``chosen``; the allocation if it places, else None."""
-    t0 = time.perf_counter()
-    check = fm.build_model(run.pr, run.cs, level="placement", symmetry=run.opts["symmetry"],
-                           fixed_choice=chosen, objective=run.objective)
-    run.build_s += time.perf_counter() - t0
-    chk = run.stage(name, solve_model(check, **run.solve_kwargs(check=not whole)))
+    check = _placement_model(run, fixed_choice=chosen)
+    chk = run.stage(name, check.solve(**run.solve_kwargs(check=not whole)))
     if chk.has_solution:
-        placed = fm.placement_allocation(check, run.pr)
+        placed = check.allocation()
         if run.ev.violation(placed) == 0:
             return placed
     return None
 
 
+def _placement_model(run, fixed_choice=None):
+    o = run.opts
+    model = PyomoModel(run.pr, run.cs, run.objective, level="placement", symmetry=o["symmetry"],
+                       fixed_choice=fixed_choice, solver=o["solver"], threads=o["threads"],
+                       highs_options=o["highs_options"])
+    run.build_s += model.build_s
+    return model
+
+
 def _placement_level(run):
     """The placement-level MILP, warm-started from the best candidate."""
-    pr, cs, info = run.pr, run.cs, run.info
+    info = run.info
     start_alloc, source, start_fit = run.best()
-    t0 = time.perf_counter()
-    model = fm.build_model(pr, cs, level="placement", symmetry=run.opts["symmetry"], objective=run.objective)
-    start = fm.warm_start_values(model, pr, cs, start_alloc) if start_alloc is not None else None
-    run.build_s += time.perf_counter() - t0
+    model = _placement_model(run)
     info["warm_start"] = source
     if run.expired():
         info["stages"].append({"model": "placement", "status": "skipped: time limit reached before solving",
                                "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
         return _finish(run, start_alloc, _as_time_limit(None), proven=False)
-    kw = run.solve_kwargs()
-    pout = run.stage("placement", solve_model(model, warm_start=start, **kw))
-    if hasattr(model, "t") and pout.termination == Termination.OPTIMAL:
-        pout = _certify_epigraph(model, pout, kw, run.deadline, info)
+    pout = run.stage("placement", model.solve(warm_start=start_alloc, **run.solve_kwargs()))
+    if run.pr.p in (np.inf, -np.inf) and pout.termination == Termination.OPTIMAL:
+        pout = _certify_epigraph(run, model, pout)
     run.tighten(pout)
     if pout.has_solution:
-        alloc = fm.placement_allocation(model, pr)
+        alloc = model.allocation()
         if run.add_candidate(alloc, "placement") >= start_fit:
             return _finish(run, alloc, pout)
     # the solver returned nothing better: report the best candidate with the solver's status
     return _finish(run, start_alloc, pout)
 
 
-def _certify_epigraph(model, pout, solve_kw, deadline, info, max_rounds: int = 5):
+def _certify_epigraph(run, model, out, max_rounds: int = 5):
     """Re-check an "optimal" epigraph (p = +-inf) solution by asking for a strictly better one.
 
     HiGHS 1.15 returned a sub-optimal point as optimal (bound = incumbent) on
@@ -348,39 +364,26 @@ def _certify_epigraph(model, pout, solve_kw, deadline, info, max_rounds: int = 5
     solution replaces it.
     """
     for _ in range(max_rounds):
-        if _expired(deadline):
-            return _as_time_limit(pout)
-        claimed = _epigraph_value(model)
-        keep = [(v, v.value) for v in model.component_data_objects(pyo.Var)]
-        old_lb = model.t.lb
+        if run.expired():
+            return _as_time_limit(out)
+        claimed = model.epigraph_value()
+        snap = model.snapshot()
         # ask for a solution better by more than the certification gap (solver tolerances are ~1e-7)
-        model.t.setlb(claimed + max(CERTIFIED_GAP * abs(claimed), 1e-9))
-        chk = solve_model(model, **{**solve_kw, "time_limit_s": _remaining(deadline)})
-        model.t.setlb(old_lb)
-        info["stages"].append(_stage("epigraph-certify", chk))
-        if chk.has_solution and _epigraph_value(model) > claimed * (1 + 1e-9) + 1e-12:
+        model.set_floor(claimed + max(CERTIFIED_GAP * abs(claimed), 1e-9))
+        chk = run.stage("epigraph-certify", model.solve(**run.solve_kwargs()))
+        model.set_floor(None)
+        if chk.has_solution and model.epigraph_value() > claimed * (1 + 1e-9) + 1e-12:
             log.warning("the MILP solver's optimum %.9g was improved to %.9g by re-solving",
-                        claimed, _epigraph_value(model))
-            info["certify_improved"] = info.get("certify_improved", 0) + 1
-            pout = replace(chk, objective=_epigraph_value(model))
+                        claimed, model.epigraph_value())
+            run.info["certify_improved"] = run.info.get("certify_improved", 0) + 1
+            out = replace(chk, objective=model.epigraph_value())
             continue
-        for v, val in keep:  # restore the certified solution
-            v.set_value(val, skip_validation=True)
+        model.restore(snap)
         if chk.termination == Termination.INFEASIBLE or chk.has_solution:
-            return pout  # no solution better by more than the gap (beyond solver tolerances)
-        return replace(pout, termination=Termination.TIME_LIMIT if chk.termination == Termination.TIME_LIMIT
+            return out  # no solution better by more than the gap (beyond solver tolerances)
+        return replace(out, termination=Termination.TIME_LIMIT if chk.termination == Termination.TIME_LIMIT
                        else Termination.GAP_LIMIT)
-    return pout
-
-
-def _epigraph_value(model) -> float:
-    """The true epigraph value of the loaded solution: the smallest right-hand side of (0a)/(0b).
-
-    ``t`` itself may exceed it by the solver's feasibility tolerance.
-    """
-    t = float(model.t.value)
-    worst = max(float(pyo.value(c.body)) - float(c.upper) for c in model.epigraph.values())
-    return t - worst
+    return out
 
 
 def _placement_cut_loop(run, model, out):
@@ -395,7 +398,7 @@ def _placement_cut_loop(run, model, out):
     for _ in range(int(run.opts["placement_cuts"])):
         if out.termination != Termination.OPTIMAL or not out.has_solution or run.expired():
             break
-        chosen = fm.chosen_configs(model, cs, pr.n_jobs)
+        chosen = model.chosen()
         alloc, failed = place_configs(pr, cs, chosen)
         info["placement_cuts"] = n_cuts
         if not failed:
@@ -405,10 +408,8 @@ def _placement_cut_loop(run, model, out):
         unplaceable = []
         for g in bad_types:
             sub = np.where((chosen >= 0) & (cs.gpu_type[np.maximum(chosen, 0)] == g), chosen, -1)
-            check = fm.build_model(pr, cs, level="placement", symmetry=run.opts["symmetry"], fixed_choice=sub,
-                                   objective=run.objective)
-            chk = run.stage(f"placement-check type {pr.type_names[g]}",
-                            solve_model(check, **run.solve_kwargs(check=True)))
+            check = _placement_model(run, fixed_choice=sub)
+            chk = run.stage(f"placement-check type {pr.type_names[g]}", check.solve(**run.solve_kwargs(check=True)))
             if chk.termination == Termination.INFEASIBLE:
                 unplaceable.append(sub[sub >= 0])
             elif not chk.has_solution:
@@ -420,13 +421,12 @@ def _placement_cut_loop(run, model, out):
                 info["proof"] = f"configuration optimum placed by the placement model after {n_cuts} cut(s)"
             return out, placed
         for sub in unplaceable:
-            fm.exclude_choice(model, sub)
+            model.exclude(sub)
             n_cuts += 1
-        start = fm.warm_start_values(model, pr, cs, alloc) if run.ev.violation(alloc) == 0 else None
-        kw = run.solve_kwargs(config_level=True)
-        out = run.stage(f"config + {n_cuts} cut(s)", solve_model(model, warm_start=start, **kw))
-        if hasattr(model, "t") and out.termination == Termination.OPTIMAL:
-            out = _certify_epigraph(model, out, kw, run.deadline, info)
+        start = alloc if run.ev.violation(alloc) == 0 else None
+        out = run.stage(f"config + {n_cuts} cut(s)", model.solve(warm_start=start, **run.solve_kwargs()))
+        if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
+            out = _certify_epigraph(run, model, out)
     info["placement_cuts"] = n_cuts
     return out, None
 
@@ -528,6 +528,8 @@ def solve_pwl(problem, evaluator, opts, t_start):
     Its bound is the model's bound loosened by the total interpolation error,
     valid for the allocation problem at every p.
     """
+    from goodopt.formulations import pwl as fp
+
     run = MilpRun(problem, evaluator, opts, t_start)
     pr, cs, info = run.pr, run.cs, run.info
     run.add_candidate(greedy(pr, cs)[0], "greedy")  # scales the objective; not returned
@@ -546,7 +548,10 @@ def solve_pwl(problem, evaluator, opts, t_start):
         return _finish(run, np.zeros((pr.n_jobs, pr.n_nodes), np.int64), _stand_in(Termination.OPTIMAL, "empty"))
     model = fp.build_model(pr, cs, classes, objective=run.objective)
     run.build_s += time.perf_counter() - t0
-    out = run.stage("pwl", solve_model(model, **run.solve_kwargs()))
+    kw = run.solve_kwargs()
+    kw.pop("node_limit")
+    out = run.stage("pwl", solve_model(model, solver=opts["solver"], threads=opts["threads"],
+                                       highs_options=opts["highs_options"], **kw))
     if not out.has_solution:
         return _finish(run, None, out, proven=False)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error

@@ -6,7 +6,8 @@ shapes that broke earlier versions: ties and flat speedups, many idle jobs
 running jobs with keep configurations, unequal weights, Sia's idle penalty and
 two GPU types. Each draw checks, against the brute-force optimum F*:
 
-* ``milp`` (auto and placement): ``optimal`` means F = F* (1e-6 relative) and
+* ``milp`` (auto, on HiGHS through arrays and through the pyomo model, and
+  placement): ``optimal`` means F = F* (1e-6 relative) and
   bound >= F*; any other status is an honest one (the answer is feasible and
   below its valid bound);
 * ``milp`` configuration level and ``milp-pwl``: a stated bound is >= F*;
@@ -126,8 +127,8 @@ def check_against_brute_force(pr):
     ev = pr.evaluator()
     empty = ev.fitness(np.zeros((pr.n_jobs, pr.n_nodes), np.int64))
 
-    for formulation in ("auto", "placement", "config"):
-        res = goodopt.solve(pr, "milp", {"formulation": formulation})
+    for formulation, route in (("auto", "arrays"), ("auto", "pyomo"), ("placement", "auto"), ("config", "auto")):
+        res = goodopt.solve(pr, "milp", {"formulation": formulation, "model_route": route})
         where = (formulation, pr.p, pr.eps, res.status, res.fitness, f_star, res.bound, res.message)
         assert res.has_solution and res.feasible, where
         assert res.fitness <= f_star + tol, where

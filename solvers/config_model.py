@@ -1,0 +1,177 @@
+"""One interface to a solved goodput model, whichever way it reaches the solver.
+
+:class:`ArrayModel` passes the configuration level as arrays straight to HiGHS
+(:mod:`goodopt.formulations.config_matrix`, :mod:`goodopt.solvers.highs_arrays`);
+:class:`PyomoModel` wraps the documented pyomo model (either level) and runs
+it on HiGHS or any pyomo solver. The exact method's stages talk only to this
+interface: solve (warm from an allocation), read the chosen configurations,
+round an LP solution, add a no-good cut (C1), and move the epigraph floor
+(p = ±inf certification).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from goodopt.formulations.config_matrix import config_matrix, no_good_row
+from goodopt.formulations.configs import ConfigSet, match_configs
+
+from .highs_arrays import HighsSession
+
+
+def epigraph_value(problem, configs: ConfigSet, chosen) -> float:
+    """The fitness at p = ±inf of a choice of configurations (min or max of ``S + eps``). Shapes: (J,)."""
+    s = problem.eps + np.where(chosen >= 0, configs.speedup[np.maximum(chosen, 0)], 0.0)
+    return float(s.min() if problem.p < 0 else s.max()) if len(s) else problem.eps
+
+
+class _Base:
+    def __init__(self, problem, configs, objective):
+        self.pr, self.cs, self.objective = problem, configs, objective
+        self._chosen = None
+        self.build_s = 0.0
+
+    def chosen(self) -> np.ndarray:
+        """Configuration per job (-1 = none) of the last solution. Shapes: -> (J,)."""
+        return self._chosen.copy()
+
+    def snapshot(self):
+        """The loaded solution, to :meth:`restore` after a probing solve."""
+        return self._chosen.copy()
+
+    def restore(self, snap) -> None:
+        self._chosen = np.asarray(snap).copy()
+
+    def epigraph_value(self) -> float:
+        return epigraph_value(self.pr, self.cs, self._chosen)
+
+
+class ArrayModel(_Base):
+    """The configuration level as arrays in a live HiGHS instance."""
+
+    def __init__(self, problem, configs, objective, *, threads=None, highs_options=None):
+        super().__init__(problem, configs, objective)
+        t0 = time.perf_counter()
+        self.mm = config_matrix(problem, configs, objective)
+        self.session = HighsSession(self.mm, threads=threads, highs_options=highs_options)
+        self.build_s = time.perf_counter() - t0
+        self._x = None
+        self._floor = None
+
+    def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None, relax=False,
+              node_limit=None, **_):
+        x0 = self._encode(warm_start) if warm_start is not None else None
+        out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
+                                    warm_start=x0, relax=relax, node_limit=node_limit)
+        if x is not None:
+            self._x = x
+            z = x[:self.cs.n_configs]
+            self._chosen = self._rounded(z) if relax else self._decode(z)
+        return out
+
+    def _decode(self, z):
+        chosen = np.full(self.pr.n_jobs, -1, np.int64)
+        on = np.flatnonzero(z > 0.5)
+        chosen[self.cs.job[on]] = on
+        return chosen
+
+    def _rounded(self, z):
+        cs = self.cs
+        chosen = np.full(self.pr.n_jobs, -1, np.int64)
+        order = np.lexsort((cs.n_gpus, -z))  # largest value first, fewer GPUs on ties
+        jobs, first = np.unique(cs.job[order], return_index=True)
+        top = order[first]
+        ok = z[top] > 1e-6
+        chosen[jobs[ok]] = top[ok]
+        return chosen
+
+    def _encode(self, alloc):
+        """Column values of an allocation (its rows matched to configurations)."""
+        pr, cs, mm = self.pr, self.cs, self.mm
+        chosen = match_configs(pr, cs, np.asarray(alloc))
+        x = np.zeros(mm.n_columns)
+        x[chosen[chosen >= 0]] = 1.0
+        C = cs.n_configs
+        if mm.epigraph:
+            x[C] = epigraph_value(pr, cs, chosen)
+            if pr.p > 0 and pr.n_jobs:
+                s = np.where(chosen >= 0, cs.speedup[np.maximum(chosen, 0)], 0.0)
+                x[C + 1 + int(np.argmax(s))] = 1.0
+        else:
+            x[C:C + pr.n_jobs] = (chosen < 0).astype(float)
+        return x
+
+    def exclude(self, config_indices) -> None:
+        cols, vals, lo, hi = no_good_row(config_indices, self.mm.n_columns)
+        self.session.add_row(cols, vals, lo, hi)
+
+    def set_floor(self, value) -> None:
+        """Epigraph models: ``t >= value`` (None restores the model's own bound)."""
+        t = self.cs.n_configs
+        lo = self.mm.lower[t] if value is None else float(value)
+        self.session.h.changeColBounds(t, lo, float(self.mm.upper[t]))
+
+
+class PyomoModel(_Base):
+    """The pyomo model (:func:`goodopt.formulations.milp.build_model`) on HiGHS or any pyomo solver.
+
+    pyomo is imported here, on first use: the array route never needs it.
+    """
+
+    def __init__(self, problem, configs, objective, *, level="config", symmetry="order", fixed_choice=None,
+                 solver="highs", threads=None, highs_options=None):
+        from goodopt.formulations import milp as fm
+
+        super().__init__(problem, configs, objective)
+        self.fm = fm
+        t0 = time.perf_counter()
+        self.model = fm.build_model(problem, configs, level=level, symmetry=symmetry, fixed_choice=fixed_choice,
+                                    objective=objective)
+        self.build_s = time.perf_counter() - t0
+        self.solver, self.threads, self.highs_options = solver, threads, highs_options
+
+    def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None, relax=False,
+              node_limit=None, **_):
+        fm = self.fm
+        start = (fm.warm_start_values(self.model, self.pr, self.cs, warm_start)
+                 if warm_start is not None else None)
+        options = dict(self.highs_options or {})
+        if node_limit is not None and self.solver == "highs":
+            options.setdefault("mip_max_nodes", int(node_limit))
+        from .backend import solve_model
+
+        out = solve_model(self.model, solver=self.solver, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap,
+                          mip_abs_gap=mip_abs_gap, threads=self.threads, highs_options=options,
+                          warm_start=start, relax=relax)
+        if out.has_solution:
+            n = self.pr.n_jobs
+            self._chosen = (fm.rounded_choice(self.model, self.cs, n) if relax
+                            else fm.chosen_configs(self.model, self.cs, n))
+        return out
+
+    def allocation(self) -> np.ndarray:
+        """The (J, N) allocation of a solved placement-level model."""
+        return self.fm.placement_allocation(self.model, self.pr)
+
+    def snapshot(self):
+        import pyomo.environ as pyo
+
+        return self._chosen.copy(), [(v, v.value) for v in self.model.component_data_objects(pyo.Var)]
+
+    def restore(self, snap) -> None:
+        chosen, values = snap
+        self._chosen = chosen.copy()
+        for v, val in values:
+            v.set_value(val, skip_validation=True)
+
+    def exclude(self, config_indices) -> None:
+        self.fm.exclude_choice(self.model, config_indices)
+
+    def set_floor(self, value) -> None:
+        t = self.model.t
+        if value is None:
+            t.setlb(self.pr.eps)
+        else:
+            t.setlb(float(value))

@@ -1,0 +1,132 @@
+"""Solving a :class:`~goodopt.formulations.config_matrix.MatrixModel` with HiGHS directly.
+
+The arrays go to HiGHS through highspy's ``passModel`` with no modelling
+layer in between; the HiGHS instance is kept so that cuts (rows) can be added
+and the model re-solved warm. Outcomes are the same :class:`MilpOutcome` as
+the pyomo route's (:mod:`goodopt.solvers.backend`), objective and bound in the
+model's own (maximised) units.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+
+from .backend import MilpOutcome, _highs_termination, _out_of_range
+from .result import Termination
+
+
+class HighsSession:
+    """One matrix model loaded into HiGHS; :meth:`solve` may be called again after :meth:`add_row`."""
+
+    def __init__(self, model, *, threads=None, highs_options=None):
+        import highspy
+
+        self._hs = highspy
+        t0 = time.perf_counter()
+        self.model = model
+        self.bad = _out_of_range(("objective", model.cost), ("matrix", model.A.data),
+                                 ("row bounds", np.where(np.isfinite(model.row_upper), model.row_upper, 0.0)))
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        if threads is not None:
+            h.setOptionValue("threads", int(threads))
+        for key, value in (highs_options or {}).items():
+            if h.setOptionValue(str(key), value) != highspy.HighsStatus.kOk:
+                raise ValidationError(f"highs_options.{key}", f"HiGHS rejected the value {value!r}",
+                                      "see the HiGHS option list (e.g. presolve='off', mip_heuristic_effort=0.1)")
+        inf = highspy.kHighsInf
+        lp = highspy.HighsLp()
+        A = model.A
+        lp.num_col_, lp.num_row_ = model.n_columns, model.n_rows
+        lp.col_cost_ = model.cost
+        lp.col_lower_, lp.col_upper_ = model.lower, model.upper
+        lp.row_lower_ = np.where(np.isfinite(model.row_lower), model.row_lower, -inf)
+        lp.row_upper_ = np.where(np.isfinite(model.row_upper), model.row_upper, inf)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = A.indptr
+        lp.a_matrix_.index_ = A.indices
+        lp.a_matrix_.value_ = A.data
+        lp.sense_ = highspy.ObjSense.kMaximize
+        self._integrality = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                             for i in model.integer]
+        lp.integrality_ = self._integrality
+        if not self.bad:
+            h.passModel(lp)
+        self.h = h
+        self.setup_s = time.perf_counter() - t0
+        self.n_rows = model.n_rows
+        v = h.version() if hasattr(h, "version") else ""
+        self.version = v if isinstance(v, str) else f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
+
+    def add_row(self, columns, values, lower, upper):
+        """Append one row ``lower <= Σ values * x[columns] <= upper``."""
+        inf = self._hs.kHighsInf
+        self.h.addRow(lower if np.isfinite(lower) else -inf, upper if np.isfinite(upper) else inf,
+                      len(columns), np.asarray(columns, np.int32), np.asarray(values, float))
+        self.n_rows += 1
+
+    def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None,
+              relax=False, node_limit=None):
+        """Solve; returns ``(MilpOutcome, x)`` with ``x`` the column values (None without a solution).
+
+        ``relax`` solves the LP relaxation (integrality dropped for this solve only).
+        """
+        hs, h, model = self._hs, self.h, self.model
+        t0 = time.perf_counter()
+        if self.bad:
+            nan = float("nan")
+            return MilpOutcome(Termination.NUMERICAL, False, nan, nan, float("inf"), None, 0.0, 0.0,
+                               f"model refused: {self.bad}", "highs", self.version, model.n_columns,
+                               self.n_rows), None
+        h.setOptionValue("time_limit", float(time_limit_s) if time_limit_s is not None else hs.kHighsInf)
+        for key, value in (("mip_rel_gap", mip_rel_gap), ("mip_abs_gap", mip_abs_gap)):
+            if value is not None:
+                h.setOptionValue(key, float(value))
+        if node_limit is not None:
+            h.setOptionValue("mip_max_nodes", int(node_limit))
+        integer = model.integer.any() and not relax
+        if relax and model.integer.any():
+            h.changeColsIntegrality(model.n_columns, np.arange(model.n_columns, dtype=np.int32),
+                                    np.array([hs.HighsVarType.kContinuous] * model.n_columns))
+        if warm_start is not None and integer:
+            sol = hs.HighsSolution()
+            sol.col_value = np.clip(np.asarray(warm_start, float), model.lower, model.upper).tolist()
+            sol.value_valid = True
+            h.setSolution(sol)
+        setup = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        h.run()
+        solve_s = time.perf_counter() - t1
+        out, x = self._outcome(integer, solve_s, setup)
+        if relax and model.integer.any():
+            h.changeColsIntegrality(model.n_columns, np.arange(model.n_columns, dtype=np.int32),
+                                    np.array(self._integrality))
+        return out, x
+
+    def _outcome(self, integer, solve_s, setup_s):
+        hs, h, model = self._hs, self.h, self.model
+        status = h.getModelStatus()
+        info = h.getInfo()
+        raw = h.modelStatusToString(status)
+        has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+        objective = float(info.objective_function_value) if has_solution else float("nan")
+        nodes = int(info.mip_node_count) if integer and info.mip_node_count >= 0 else None
+        if integer:
+            bound = float(info.mip_dual_bound)
+            gap = float(info.mip_gap) if has_solution else float("inf")
+        else:
+            optimal = status == hs.HighsModelStatus.kOptimal
+            bound = objective if optimal else float("nan")
+            gap = 0.0 if optimal else float("inf")
+        if not np.isfinite(bound):
+            bound = float("nan")
+        x = np.asarray(h.getSolution().col_value, float) if has_solution else None
+        if x is not None and integer:
+            x = np.where(model.integer, np.round(x), x)
+        term = _highs_termination(hs, status, gap)
+        return MilpOutcome(term, has_solution, objective, bound, gap, nodes, solve_s, setup_s, raw, "highs",
+                           self.version, model.n_columns, self.n_rows), x
