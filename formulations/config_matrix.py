@@ -186,7 +186,7 @@ def _capacity_rows(pr, cs, rows):
         multi = np.flatnonzero(cs.multi)
         if len(multi):
             mt = np.unique(cs.gpu_type[multi])
-            need = np.maximum(2, -(-cs.n_gpus[multi] // np.maximum(largest[cs.gpu_type[multi]], 1)))
+            need = multi_node_need(pr, cs, multi, largest)
             rows.add(np.searchsorted(mt, cs.gpu_type[multi]), multi, need.astype(float),
                      np.full(len(mt), -np.inf), n_nodes[mt].astype(float), "R3")
     for g in range(G):
@@ -225,6 +225,16 @@ def dual_feasible_functions(capacity: int) -> list[np.ndarray]:
             continue
         unique.append(f)
     return unique
+
+
+def multi_node_need(pr, cs, idx, largest):
+    """Nodes that multi-node configurations ``idx`` occupy in (R3): at least ``max(2, ceil(k / largest node))``
+    for a move, exactly the nodes of its current row for a keep configuration. Shapes: idx (M,) -> (M,)."""
+    need = np.maximum(2, -(-cs.n_gpus[idx] // np.maximum(largest[cs.gpu_type[idx]], 1)))
+    kept = cs.keep[idx]
+    if kept.any():
+        need[kept] = (pr.current[cs.job[idx[kept]]] > 0).sum(axis=1)
+    return need
 
 
 def no_good_row(config_indices, n_columns: int):

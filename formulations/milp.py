@@ -63,8 +63,9 @@ Constraints, configuration level (the relaxation; no x, u, v)::
 
     (1)  as above
     (R2) Σ_{c: g_c = g} k_c z_c <= Σ_{n: g(n) = g} cap_n         ∀ g
-    (R3) Σ_{c multi, g_c = g} max(2, ceil(k_c / cap_g^max)) z_c <= |{n: g(n) = g}|  ∀ g
-         (only with interference avoidance: each node hosts at most one multi-node job)
+    (R3) Σ_{c multi, g_c = g} ν_c z_c <= |{n: g(n) = g}|  ∀ g
+         (only with interference avoidance: each node hosts at most one multi-node job;
+         ν_c = max(2, ceil(k_c / cap_g^max)) for a move, the nodes of the current row for a keep)
     (R4) Σ_{c single-node, g_c = g} f(k_c) z_c <= |{n: g(n) = g}|   ∀ g with one node size C,
          ∀ dual-feasible f with f(C) = 1 (:func:`dual_feasible_functions`)
 
@@ -96,7 +97,7 @@ from pyomo.common.collections import ComponentMap
 
 from goodopt.errors import ValidationError
 
-from .config_matrix import dual_feasible_functions
+from .config_matrix import dual_feasible_functions, multi_node_need
 from .configs import ConfigSet, match_configs, type_layout
 from .objective import ScaledObjective, reference_fitness, scaled_objective
 
@@ -192,7 +193,9 @@ def _config_constraints(m, pr, cs):
         [g for g in range(G) if of_type[g]],
         rule=lambda m, g: sum(k[c] * z[c] for c in of_type[g]) <= int(total[g]))  # (R2)
     if pr.interference_avoidance:
-        need = np.maximum(2, -(-cs.n_gpus // np.maximum(largest[cs.gpu_type], 1))).tolist()
+        need = np.zeros(cs.n_configs, np.int64)
+        need[cs.multi] = multi_node_need(pr, cs, np.flatnonzero(cs.multi), largest)
+        need = need.tolist()
         multi = [[c for c in of_type[g] if cs.multi[c]] for g in range(G)]
         m.multi_nodes = pyo.Constraint(
             [g for g in range(G) if multi[g]],

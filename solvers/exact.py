@@ -27,10 +27,12 @@ import numpy as np
 
 from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
 from goodopt.formulations.objective import fitness_of_value, reference_fitness, scaled_objective
+from goodopt.formulations import node_patterns
 from goodopt.formulations.placement import place_configs
 
 from .backend import MilpOutcome, solve_model
 from .config_model import ArrayModel, PyomoModel
+from .highs_arrays import HighsSession
 from .heuristics import canonicalize, greedy
 from .result import CERTIFIED_GAP, Termination
 
@@ -218,13 +220,10 @@ def _config_level(run):
         if not failed and out.termination == Termination.OPTIMAL:
             info["proof"] = "configuration relaxation optimum placed exactly"
             return _finish(run, alloc, out)
-        pairs = _placement_pairs(pr, cs)
-        info["placement_pairs"] = pairs
-        if (failed and out.termination == Termination.OPTIMAL and opts["formulation"] == "auto"
-                and pairs <= opts["max_placement_pairs"] and not run.expired()):
-            placed = _check_placement(run, chosen, "placement-check")
+        if failed and out.termination == Termination.OPTIMAL and opts["formulation"] == "auto" and not run.expired():
+            placed = _place_choice(run, chosen)[0]
             if placed is not None:
-                info["proof"] = "configuration relaxation optimum placed by the placement model"
+                info["proof"] = "configuration relaxation optimum placed by an exact placement check"
                 return _finish(run, placed, out)
         run.add_candidate(greedy(pr, cs, start=alloc)[0], "relaxation+repair")
     too_big = opts["formulation"] == "auto" and _placement_pairs(pr, cs) > opts["max_placement_pairs"]
@@ -310,17 +309,6 @@ def _unresolved(run, out):
     return max(f_obj, run.best()[2]) if ob.p < 0 else f_obj
 
 
-def _check_placement(run, chosen, name, whole=False):
-    """Solve the placement model with z fixed to ``chosen``; the allocation if it places, else None."""
-    check = _placement_model(run, fixed_choice=chosen)
-    chk = run.stage(name, check.solve(**run.solve_kwargs(check=not whole)))
-    if chk.has_solution:
-        placed = check.allocation()
-        if run.ev.violation(placed) == 0:
-            return placed
-    return None
-
-
 def _placement_model(run, fixed_choice=None):
     o = run.opts
     model = PyomoModel(run.pr, run.cs, run.objective, level="placement", symmetry=o["symmetry"],
@@ -386,6 +374,63 @@ def _certify_epigraph(run, model, out, max_rounds: int = 5):
     return out
 
 
+def _place_choice(run, chosen):
+    """Place a choice of configurations exactly, type by type.
+
+    The heuristic packer first; each GPU type it could not pack is decided by
+    the node-pattern model (:mod:`goodopt.formulations.node_patterns`), or by
+    the job x node model where patterns do not apply. Returns ``(alloc,
+    unplaceable, undecided)``: the allocation when every type placed (types
+    share no nodes, so their rows combine), the configuration sets proven
+    unplaceable, and whether some type stayed undecided (time limit).
+    """
+    pr, cs = run.pr, run.cs
+    alloc, failed = place_configs(pr, cs, chosen)
+    if not failed:
+        return alloc, [], False
+    bad_types = sorted({int(cs.gpu_type[chosen[j]]) for j in failed if chosen[j] >= 0})
+    unplaceable, undecided = [], False
+    for g in bad_types:
+        of_type = (chosen >= 0) & (cs.gpu_type[np.maximum(chosen, 0)] == g)
+        sub = np.where(of_type, chosen, -1)
+        rows, verdict = _place_type(run, sub, g)
+        if verdict == "infeasible":
+            unplaceable.append(sub[sub >= 0])
+        elif verdict == "undecided":
+            undecided = True
+        else:
+            alloc[of_type] = rows[of_type]
+    if unplaceable or undecided or run.ev.violation(alloc) != 0:
+        return None, unplaceable, undecided
+    return alloc, [], False
+
+
+def _place_type(run, sub, g):
+    """Rows (J, N) placing ``sub``'s configurations of type ``g``, and ``"placed"``, ``"infeasible"`` or ``"undecided"``."""
+    pr = run.pr
+    name = f"placement-check type {pr.type_names[g]}"
+    pm = node_patterns.pattern_model(pr, run.cs, sub, g)
+    if pm == "infeasible":
+        return None, "infeasible"
+    if pm is not None:
+        session = HighsSession(pm.matrix, threads=run.opts["threads"])
+        kw = run.solve_kwargs(check=True)
+        out, x = session.solve(time_limit_s=kw["time_limit_s"], node_limit=kw["node_limit"])
+        run.stage(f"{name} (node patterns)", replace(out, compile_s=out.compile_s + session.setup_s))
+        if out.termination == Termination.INFEASIBLE:
+            return None, "infeasible"
+        if x is None:
+            return None, "undecided"
+        return node_patterns.decode_patterns(pm, x), "placed"
+    check = _placement_model(run, fixed_choice=sub)
+    chk = run.stage(name, check.solve(**run.solve_kwargs(check=True)))
+    if chk.termination == Termination.INFEASIBLE:
+        return None, "infeasible"
+    if not chk.has_solution:
+        return None, "undecided"
+    return check.allocation(), "placed"
+
+
 def _placement_cut_loop(run, model, out):
     """Re-solve the configuration level with placement cuts (C1) until its optimum places.
 
@@ -393,37 +438,24 @@ def _placement_cut_loop(run, model, out):
     when the loop stopped without one (the caller continues with the last
     outcome), or ``None`` when nothing was tried.
     """
-    pr, cs, info = run.pr, run.cs, run.info
+    pr, info = run.pr, run.info
     n_cuts = 0
     for _ in range(int(run.opts["placement_cuts"])):
         if out.termination != Termination.OPTIMAL or not out.has_solution or run.expired():
             break
         chosen = model.chosen()
-        alloc, failed = place_configs(pr, cs, chosen)
+        placed, unplaceable, undecided = _place_choice(run, chosen)
         info["placement_cuts"] = n_cuts
-        if not failed:
+        if placed is not None:
             info["proof"] = f"configuration optimum placed exactly after {n_cuts} placement cut(s)"
-            return out, alloc
-        bad_types = sorted({int(cs.gpu_type[chosen[j]]) for j in failed if chosen[j] >= 0})
-        unplaceable = []
-        for g in bad_types:
-            sub = np.where((chosen >= 0) & (cs.gpu_type[np.maximum(chosen, 0)] == g), chosen, -1)
-            check = _placement_model(run, fixed_choice=sub)
-            chk = run.stage(f"placement-check type {pr.type_names[g]}", check.solve(**run.solve_kwargs(check=True)))
-            if chk.termination == Termination.INFEASIBLE:
-                unplaceable.append(sub[sub >= 0])
-            elif not chk.has_solution:
-                return out, None  # undecided (time limit): leave it to the placement level
-        if not unplaceable:
-            # every type places on its own, so the whole choice places
-            placed = _check_placement(run, chosen, "placement-check", whole=True)
-            if placed is not None:
-                info["proof"] = f"configuration optimum placed by the placement model after {n_cuts} cut(s)"
             return out, placed
+        if undecided or not unplaceable:
+            return out, None  # undecided (time limit): leave it to the placement level
         for sub in unplaceable:
             model.exclude(sub)
             n_cuts += 1
-        start = alloc if run.ev.violation(alloc) == 0 else None
+        heuristic = place_configs(pr, run.cs, chosen)[0]
+        start = heuristic if run.ev.violation(heuristic) == 0 else None
         out = run.stage(f"config + {n_cuts} cut(s)", model.solve(warm_start=start, **run.solve_kwargs()))
         if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = _certify_epigraph(run, model, out)

@@ -226,17 +226,16 @@ def test_nsga2_front_is_feasible_and_sorted(testbed):
 
 
 def test_time_limit_returns_incumbent_bound_and_gap():
-    # (mixed-64 used to stop at this limit; the packing cuts now certify it in well under a second)
-    pr = FAMILIES["cluster-256"].scenario(0).problem()
-    res = goodopt.solve(pr, "milp", {"time_limit_s": 1.0, "placement_check_s": 0.2})
+    # The placement-level model of mixed-64 (64 GPUs of three types) does not close in 1 s; the
+    # configuration route certifies the same round in well under a second.
+    pr = FAMILIES["mixed-64"].scenario(0).problem()
+    res = goodopt.solve(pr, "milp", {"formulation": "placement", "time_limit_s": 1.0})
     assert res.status == Termination.TIME_LIMIT
     assert res.has_solution and res.feasible
-    # the bound exists once the configuration level finished (about 0.3 s on an idle core)
-    if np.isfinite(res.bound):
-        assert res.bound >= res.fitness and 0 < res.gap < 0.1
-    else:
-        assert np.isnan(res.gap)
+    assert np.isfinite(res.bound) and res.bound >= res.fitness and 0 < res.gap < 0.1
     assert res.stats.total_s < 10
+    exact = goodopt.solve(pr, "milp")
+    assert exact.status == Termination.OPTIMAL and exact.fitness <= res.bound * (1 + 1e-9)
 
 
 def test_infeasible_model_reports_status():
