@@ -14,6 +14,8 @@ Columns, in order::
                             (finite p only)
     t        1 column       epigraph value (p = ±inf only)
     y_j      J columns      the job that attains the maximum (p = +inf only)
+    n, b, v  per GPU type   node-pattern columns (``placement=True``;
+                            :func:`goodopt.formulations.node_patterns.pattern_block`)
 
 Rows are ``row_lower <= A x <= row_upper``; the objective is maximised.
 """
@@ -48,6 +50,8 @@ class MatrixModel:
     names: tuple[str, ...]
     n_configs: int
     epigraph: bool
+    pattern_types: tuple[int, ...] = ()
+    aggregate_types: tuple[int, ...] = ()
 
     @property
     def n_columns(self) -> int:
@@ -112,14 +116,33 @@ class _Rows:
         return A, cat(self.lo, float), cat(self.hi, float)
 
 
-def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None) -> MatrixModel:
-    """The configuration-level model as arrays (``objective`` for finite p, None for p = ±inf)."""
+def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None, *,
+                  placement=(), max_pattern_columns: int = 60_000) -> MatrixModel:
+    """The configuration-level model as arrays (``objective`` for finite p, None for p = ±inf).
+
+    ``placement`` (GPU type indices) adds, for those types, the node-pattern rows of
+    :func:`goodopt.formulations.node_patterns.pattern_block` (interference
+    avoidance only), which make every solution placeable; types whose
+    patterns would exceed ``max_pattern_columns`` keep the aggregate rows only
+    (listed in ``MatrixModel.aggregate_types``).
+    """
+    from .node_patterns import pattern_block
+
     pr, cs = problem, configs
     J, C = pr.n_jobs, cs.n_configs
     rows = _Rows()
     epigraph = not np.isfinite(pr.p)
     n_extra = (1 + (J if pr.p > 0 else 0)) if epigraph else J
     n = C + n_extra
+    blocks, aggregate = [], []
+    if placement and pr.interference_avoidance:
+        for g in sorted(set(int(t) for t in placement) & set(np.unique(cs.gpu_type).tolist())):
+            block = pattern_block(pr, cs, g, n, max_pattern_columns)
+            if block is None:
+                aggregate.append(g)
+                continue
+            blocks.append(block)
+            n += block.n_columns
     cost = np.zeros(n)
     lower = np.zeros(n)
     upper = np.ones(n)
@@ -130,8 +153,8 @@ def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None
     else:
         upper[:C] = np.where(objective.forbidden, 0.0, 1.0)  # (0d)
         cost[:C] = objective.coef
-        cost[C:] = objective.idle
-        upper[C:] = np.where(objective.must_run, 0.0, 1.0)  # (0e)
+        cost[C:C + J] = objective.idle
+        upper[C:C + J] = np.where(objective.must_run, 0.0, 1.0)  # (0e)
         # (0c) u_j + Σ_{c ∈ C_j} z_c = 1
         rows.add(np.concatenate([cs.job, np.arange(J)]), np.concatenate([np.arange(C), C + np.arange(J)]),
                  np.ones(C + J), np.ones(J), np.ones(J), "0c")
@@ -144,9 +167,16 @@ def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None
         rows.add(local, np.flatnonzero(several), np.ones(several.sum()), np.full(len(jobs), -np.inf),
                  np.ones(len(jobs)), "1")
     _capacity_rows(pr, cs, rows)
+    for block in blocks:
+        cols = slice(block.col0, block.col0 + block.n_columns)
+        upper[cols] = block.upper
+        integer[cols] = True
+        for args in block.rows:
+            rows.add(*args)
     A, lo, hi = rows.matrix(n)
     return MatrixModel(cost=cost, lower=lower, upper=upper, integer=integer, A=A, row_lower=lo, row_upper=hi,
-                       names=tuple(rows.names), n_configs=C, epigraph=epigraph)
+                       names=tuple(rows.names), n_configs=C, epigraph=epigraph,
+                       pattern_types=tuple(b.gpu_type for b in blocks), aggregate_types=tuple(aggregate))
 
 
 def _epigraph(pr, cs, rows, cost, lower, upper, integer):

@@ -51,10 +51,10 @@ class _Base:
 class ArrayModel(_Base):
     """The configuration level as arrays in a live HiGHS instance."""
 
-    def __init__(self, problem, configs, objective, *, threads=None, highs_options=None):
+    def __init__(self, problem, configs, objective, *, threads=None, highs_options=None, placement=()):
         super().__init__(problem, configs, objective)
         t0 = time.perf_counter()
-        self.mm = config_matrix(problem, configs, objective)
+        self.mm = config_matrix(problem, configs, objective, placement=placement)
         self.session = HighsSession(self.mm, threads=threads, highs_options=highs_options)
         self.build_s = time.perf_counter() - t0
         self._x = None
@@ -101,6 +101,9 @@ class ArrayModel(_Base):
                 x[C + 1 + int(np.argmax(s))] = 1.0
         else:
             x[C:C + pr.n_jobs] = (chosen < 0).astype(float)
+        if mm.pattern_types:  # pattern columns are left to HiGHS to complete
+            n_own = C + (1 + (pr.n_jobs if pr.p > 0 else 0) if mm.epigraph else pr.n_jobs)
+            return np.arange(n_own), x[:n_own]
         return x
 
     def exclude(self, config_indices) -> None:

@@ -205,7 +205,14 @@ def _config_level(run):
     model, out = _solve_config_model(run)
     if out.termination == Termination.INFEASIBLE:
         return _finish(run, None, out)
-    if opts["formulation"] == "auto" and opts["placement_cuts"] > 0:
+    if opts["formulation"] == "auto" and _pattern_rows_apply(run):
+        result = _placement_rows_loop(run, model, out)
+        if result is not None:
+            out, placed = result
+            if placed is not None:
+                run.tighten(out)
+                return _finish(run, placed, out)
+    elif opts["formulation"] == "auto" and opts["placement_cuts"] > 0:
         result = _placement_cut_loop(run, model, out)
         if result is not None:
             out, placed = result
@@ -239,11 +246,16 @@ def _config_level(run):
     return None
 
 
-def _config_model(run):
-    """The configuration level on the chosen route (arrays into HiGHS, or pyomo)."""
+def _config_model(run, placement=()):
+    """The configuration level on the chosen route (arrays into HiGHS, or pyomo).
+
+    ``placement``: GPU types whose node-pattern rows are added (array route).
+    """
     o = run.opts
     if _route(o) == "arrays":
-        model = ArrayModel(run.pr, run.cs, run.objective, threads=o["threads"], highs_options=_config_highs_options(o))
+        model = ArrayModel(run.pr, run.cs, run.objective, threads=o["threads"], highs_options=_config_highs_options(o),
+                           placement=placement)
+        run.info["pattern_types"] = [run.pr.type_names[g] for g in model.mm.pattern_types]
     else:
         model = PyomoModel(run.pr, run.cs, run.objective, level="config", solver=o["solver"], threads=o["threads"],
                            highs_options=_config_highs_options(o))
@@ -429,6 +441,50 @@ def _place_type(run, sub, g):
     if not chk.has_solution:
         return None, "undecided"
     return check.allocation(), "placed"
+
+
+def _pattern_rows_apply(run):
+    o = run.opts
+    return (o.get("config_placement", "patterns") == "patterns" and _route(o) == "arrays"
+            and run.pr.interference_avoidance)
+
+
+def _placement_rows_loop(run, model, out):
+    """Add node-pattern rows for every GPU type whose optimum did not place, and re-solve.
+
+    The configuration level is first solved with aggregate capacity rows only
+    (fast, and usually placeable). A type proven unplaceable gets the exact
+    placement rows of :func:`goodopt.formulations.node_patterns.pattern_block`,
+    after which no choice on it is unplaceable: at most one re-solve per type,
+    where no-good cuts found neighbouring unplaceable optima one at a time.
+    Returns ``(outcome, allocation)``, ``(outcome, None)`` when undecided, or None.
+    """
+    pr, info = run.pr, run.info
+    with_rows: set[int] = set()
+    for _ in range(pr.n_gpu_types + 1):
+        if out.termination != Termination.OPTIMAL or not out.has_solution or run.expired():
+            return out, None
+        chosen = model.chosen()
+        placed, unplaceable, undecided = _place_choice(run, chosen)
+        if placed is not None:
+            info["proof"] = (f"configuration optimum placed exactly (node-pattern rows on "
+                             f"{sorted(pr.type_names[g] for g in with_rows) or 'no type'})")
+            return out, placed
+        bad = {int(run.cs.gpu_type[sub[0]]) for sub in unplaceable if len(sub)}
+        if undecided or not bad or bad <= with_rows:
+            return out, None
+        with_rows |= bad
+        start = run.best()[0]
+        model = _config_model(run, placement=sorted(with_rows))
+        missing = set(with_rows) - set(model.mm.pattern_types)
+        if missing:  # too many patterns for a type: fall back to no-good cuts there
+            info["pattern_rows_skipped"] = sorted(pr.type_names[g] for g in missing)
+            return _placement_cut_loop(run, model, model.solve(warm_start=start, **run.solve_kwargs()))
+        out = run.stage(f"config + pattern rows ({', '.join(pr.type_names[g] for g in sorted(with_rows))})",
+                        model.solve(warm_start=start, **run.solve_kwargs()))
+        if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
+            out = _certify_epigraph(run, model, out)
+    return out, None
 
 
 def _placement_cut_loop(run, model, out):

@@ -74,6 +74,7 @@ class HighsSession:
         """Solve; returns ``(MilpOutcome, x)`` with ``x`` the column values (None without a solution).
 
         ``relax`` solves the LP relaxation (integrality dropped for this solve only).
+        ``warm_start`` is every column's value, or ``(columns, values)`` for some of them.
         """
         hs, h, model = self._hs, self.h, self.model
         t0 = time.perf_counter()
@@ -93,10 +94,15 @@ class HighsSession:
             h.changeColsIntegrality(model.n_columns, np.arange(model.n_columns, dtype=np.int32),
                                     np.array([hs.HighsVarType.kContinuous] * model.n_columns))
         if warm_start is not None and integer:
-            sol = hs.HighsSolution()
-            sol.col_value = np.clip(np.asarray(warm_start, float), model.lower, model.upper).tolist()
-            sol.value_valid = True
-            h.setSolution(sol)
+            if isinstance(warm_start, tuple):  # (columns, values): HiGHS completes the rest by a sub-MIP
+                cols, vals = warm_start
+                vals = np.clip(np.asarray(vals, float), model.lower[cols], model.upper[cols])
+                h.setSolution(len(cols), np.asarray(cols, np.int32), vals)
+            else:
+                sol = hs.HighsSolution()
+                sol.col_value = np.clip(np.asarray(warm_start, float), model.lower, model.upper).tolist()
+                sol.value_valid = True
+                h.setSolution(sol)
         setup = time.perf_counter() - t0
         t1 = time.perf_counter()
         h.run()

@@ -331,3 +331,19 @@ def test_milp_exact_at_strongly_negative_p(p):
     ev = sc.with_objective(p=p).problem().evaluator()
     assert res.status == "optimal" and res.fitness <= res.bound * (1 + 1e-9)
     assert res.fitness >= ev.fitness(other.x) * (1 - 1e-12)
+
+
+def test_unplaceable_configuration_optimum_gets_pattern_rows():
+    # Two 4-GPU nodes. Job 0 runs only multi-node (2 GPUs = 1 + 1 on both nodes: S = 2); jobs 1-3 run
+    # on one node (S = 1 at 1 GPU, 2 at 2). Aggregate capacity allows 2 + 2 + 2 + 2 = 8 GPUs, but with
+    # job 0's GPU on each node only 3 remain per node: one 2-GPU job each, so the third gets 1 GPU.
+    # Optimum (p = 1): (2 + 2 + 2 + 1) / 4 = 1.75 (+ eps), not the configuration level's 2.
+    pr = make_problem([[0.0, 0.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0]],
+                      multi=[[0.0, 2.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], capacity=[4, 4], p=1.0)
+    best = goodopt.solve(pr, "brute-force")
+    assert close(best.fitness, 1.75 + 1e-3)
+    res = goodopt.solve(pr, "milp")
+    assert res.status == Termination.OPTIMAL and close(res.fitness, best.fitness)
+    assert res.extra["pattern_types"] == ["t4"] and "node-pattern rows on ['t4']" in res.extra["proof"]
+    cuts = goodopt.solve(pr, "milp", {"config_placement": "cuts"})
+    assert cuts.status == Termination.OPTIMAL and close(cuts.fitness, best.fitness)
