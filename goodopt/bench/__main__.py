@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def _save(out, name, rows, seed, baseline):
     df.to_csv(out / f"{name}.csv", index=False)
     (out / f"{name}.json").write_text(json.dumps(
         {"seed": seed, "python": platform.python_version(), "numpy": np.__version__,
-         "machine": platform.machine(), "baseline": baseline}, indent=2))
+         "machine": platform.machine(), "node": platform.node(), "cpus": os.cpu_count(),
+         "baseline": baseline}, indent=2))
     return df
 
 
@@ -42,14 +44,30 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench_out", help="folder for the CSV results")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", nargs="*", choices=["evaluator", "ga", "milp", "choices", "quality", "simulation"],
+    ap.add_argument("--only", nargs="*",
+                    choices=["exact", "evaluator", "ga", "milp", "choices", "quality", "simulation"],
                     help="run only these parts")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     con = Console(highlight=False, width=160)
-    parts = args.only or ["evaluator", "ga", "milp", "choices", "quality", "simulation"]
+    parts = args.only or ["exact", "evaluator", "ga", "milp", "choices", "quality", "simulation"]
+    con.print(f"machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
+              f"{platform.processor() or 'cpu'}); python {platform.python_version()}")
     with Progress(console=con, transient=True) as bar:
+        if "exact" in parts:
+            task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES))
+            df = _save(out, "exact", solvers.exact_solves(args.seed, progress=lambda: bar.advance(task)),
+                       args.seed, "the same model through pyomo's standard-form compiler (model_route='pyomo')")
+            con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes): build + solve seconds, "
+                             "status, gap; ratio of the pyomo route to the array route, same run", df,
+                             ["family", "n_gpus", "n_jobs", "n_configs", "enumerate_s", "build_solve_s", "total_s",
+                              "status", "gap", "pyomo_total_s", "ratio_pyomo_to_arrays", "same_fitness"], digits=3))
+            for _, row in df.iterrows():
+                con.print(f"  {row['family']}: {row['stages']}")
+            first = solvers.first_solve_overhead()
+            con.print(f"  first solve in a fresh process ({first['family']}): {first['first_s']:.3f} s, "
+                      f"steady state {first['steady_s']:.3f} s, overhead {first['overhead_s']:.3f} s")
         if "evaluator" in parts:
             task = bar.add_task("evaluator", total=len(evaluator.CASES))
             df = _save(out, "evaluator", evaluator.run(seed=args.seed, progress=lambda: bar.advance(task)),

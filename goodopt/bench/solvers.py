@@ -25,6 +25,12 @@ from ..generate import random_scenario, testbed_cluster
 from .evaluator import _JobSpeedupFunction, per_job_fitness
 
 GA_JOBS = (10, 20, 40)
+#: Families of the exact-solve table, with whether the pyomo route runs beside them (its compile
+#: alone takes minutes at 2048 GPUs).
+EXACT_FAMILIES = (("sia-64", True), ("testbed-over", True), ("cluster-256", True), ("cluster-2048", True),
+                  ("mixed-2048", False), ("five-types-2048", False))
+#: Deterministic budget of the exact-solve table: branch-and-bound nodes per MILP, no wall-clock limit.
+EXACT_NODE_LIMIT = 20_000
 MILP_CASES = ((16, 4, 60), (256, 8, 800))
 QUALITY_FAMILIES = ("tiny", "testbed-under", "testbed-over", "mixed-64", "cluster-256")
 
@@ -86,6 +92,70 @@ def ga_rounds(seed: int = 0, progress=None):
         if progress:
             progress()
     return rows
+
+
+def _stage_seconds(res) -> str:
+    """``stage: seconds (status)`` per stage of an exact solve, build + solve seconds."""
+    parts = []
+    for st in res.extra.get("stages", []):
+        secs = (st.get("compile_s") or 0.0) + (st.get("solve_s") or 0.0)
+        parts.append(f"{st['model']}: {secs:.2f}s ({st['status']})")
+    return "; ".join(parts)
+
+
+def exact_solves(seed: int = 0, progress=None):
+    """Build + solve seconds of the certified MILP per family and stage, and the pyomo route in the same run.
+
+    Budgets are deterministic (:data:`EXACT_NODE_LIMIT` branch-and-bound nodes, no time limit), so the
+    statuses and gaps do not depend on the machine's load; the seconds do.
+    """
+    import goodopt
+
+    goodopt.solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
+    rows = []
+    for name, with_pyomo in EXACT_FAMILIES:
+        pr = FAMILIES[name].scenario(seed).problem()
+        t = time.perf_counter()
+        enumerate_s = _enumerate_seconds(pr)
+        r = goodopt.solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
+        row = {"family": name, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs, "n_configs": r.stats.n_configs,
+               "enumerate_s": enumerate_s, "build_s": r.stats.build_s, "solve_s": r.stats.solve_s,
+               "build_solve_s": r.stats.build_s + r.stats.solve_s, "total_s": r.stats.total_s,
+               "status": str(r.status), "gap": r.gap, "stages": _stage_seconds(r),
+               "pyomo_total_s": float("nan"), "pyomo_status": "", "ratio_pyomo_to_arrays": float("nan"),
+               "same_fitness": ""}
+        if with_pyomo:
+            q = goodopt.solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT, "model_route": "pyomo"})
+            row.update(pyomo_total_s=q.stats.total_s, pyomo_status=str(q.status),
+                       ratio_pyomo_to_arrays=q.stats.total_s / r.stats.total_s,
+                       same_fitness=bool(abs(q.fitness - r.fitness) <= 1e-6 * abs(r.fitness)))
+        rows.append(row)
+        if progress:
+            progress()
+    return rows
+
+
+def _enumerate_seconds(pr) -> float:
+    from ..formulations.configs import enumerate_configs
+
+    t = time.perf_counter()
+    enumerate_configs(pr)
+    return time.perf_counter() - t
+
+
+def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict:
+    """Seconds of the first and second exact solve in a fresh Python process (imports excluded)."""
+    import subprocess
+    import sys
+
+    code = ("import time, goodopt\nfrom goodopt.families import FAMILIES\n"
+            f"pr = FAMILIES[{family!r}].scenario({seed}).problem()\n"
+            "t = time.perf_counter(); goodopt.solve(pr, 'milp'); a = time.perf_counter() - t\n"
+            "t = time.perf_counter(); goodopt.solve(pr, 'milp'); b = time.perf_counter() - t\n"
+            "print(a, b)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = (float(v) for v in out.stdout.split())
+    return {"family": family, "first_s": first, "steady_s": second, "overhead_s": first - second}
 
 
 def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
