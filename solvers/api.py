@@ -28,7 +28,7 @@ _MILP = {"mip_rel_gap": 1e-6, "solver": "highs", "highs_options": {}}
 METHOD_OPTIONS: dict[str, dict] = {
     "milp": {**_COMMON, **_MILP, "formulation": "auto", "symmetry": "order", "warm_start": None,
              "placement_check_s": 5.0, "max_placement_pairs": 100_000, "placement_cuts": 10,
-             "model_route": "auto", "lp_rounding": True, "node_limit": None, "config_placement": "patterns"},
+             "model_route": "auto", "lp_rounding": False, "node_limit": None, "config_placement": "patterns"},
     "milp-pwl": {**_COMMON, **_MILP, "breakpoints": 8, "spacing": "adaptive"},
     "ga": {**_COMMON, "pop_size": 100, "n_gen": 100, "mutation_rate": None, "crossover_prob": 0.9,
            "warm_start": None, "initial_population": None, "engine": "pymoo",

@@ -83,35 +83,47 @@ def greedy(problem, configs: ConfigSet, *, start=None, start_chosen=None):
     dead = np.zeros(cs.n_configs, bool)
     steps = 0
     G = pr.n_gpu_types
+    # per configuration: the job's current log term and GPU count, the log gain per extra GPU;
+    # a move changes one job's entries only, so only that job's slice is recomputed
+    cur = st.chosen[cs.job]
+    has = cur >= 0
+    lt_cur = np.where(has, lt_cfg[np.maximum(cur, 0)], lt_idle[cs.job])
+    k_cur = np.where(has, cs.n_gpus[np.maximum(cur, 0)], 0)
+    ratio = _log_ratio(pr, cs, lt_cur, lt_cfg, w_cfg, k_cur, slice(None))
     while True:
-        cur = st.chosen[cs.job]
-        has = cur >= 0
-        lt_cur = np.where(has, lt_cfg[np.maximum(cur, 0)], lt_idle[cs.job])
-        k_cur = np.where(has, cs.n_gpus[np.maximum(cur, 0)], 0)
-        lgain = log_gain(pr, lt_cur, lt_cfg, w_cfg)
         # aggregate capacity filter: a move needs k GPUs of its type (one node's worth if
         # single-node) among the free ones plus the job's own GPUs of that type
         free_tot = np.bincount(pr.node_type, weights=st.free, minlength=G)
         free_max = np.zeros(G)
         np.maximum.at(free_max, pr.node_type, st.free)
-        own = np.where(has & (cs.gpu_type[np.maximum(cur, 0)] == cs.gpu_type), k_cur, 0)
+        cur_type = np.where(has, cs.gpu_type[np.maximum(cur, 0)], -1)
+        own = np.where(cur_type == cs.gpu_type, k_cur, 0)
         fits = (cs.n_gpus <= free_tot[cs.gpu_type] + own) & (
             cs.multi | cs.keep | (cs.n_gpus <= free_max[cs.gpu_type] + own))
         cand = np.flatnonzero((lt_cfg - lt_cur > 1e-12) & ~dead & fits)
         if not len(cand):
             break
-        ratio = lgain[cand] - np.log(np.maximum(cs.n_gpus[cand] - k_cur[cand], 0.5))
-        order = cand[_top_stable(-ratio, _MAX_TRIES_PER_STEP)]
+        order = cand[_top_stable(-ratio[cand], _MAX_TRIES_PER_STEP)]
         moved = False
         for c in order:
             if st.try_set(int(cs.job[c]), int(c)):
                 moved = True
+                sl = cs.of_job(int(cs.job[c]))
+                cur[sl], has[sl] = c, True
+                lt_cur[sl], k_cur[sl] = lt_cfg[c], cs.n_gpus[c]
+                ratio[sl] = _log_ratio(pr, cs, lt_cur, lt_cfg, w_cfg, k_cur, sl)
                 break
             dead[c] = True
         steps += 1
         if not moved and len(cand) <= _MAX_TRIES_PER_STEP:
             break
     return st.alloc, st.chosen, steps
+
+
+def _log_ratio(pr, cs, lt_cur, lt_cfg, w_cfg, k_cur, sl):
+    """Log of the objective gain per extra GPU of moving to each configuration in ``sl``. Shapes: -> (len(sl),)."""
+    gain = log_gain(pr, lt_cur[sl], lt_cfg[sl], w_cfg[sl])
+    return gain - np.log(np.maximum(cs.n_gpus[sl] - k_cur[sl], 0.5))
 
 
 def _top_stable(key, n):
