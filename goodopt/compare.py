@@ -20,7 +20,8 @@ from .errors import ValidationError
 log = logging.getLogger(__name__)
 
 RANDOMISED = ("ga", "nsga2")
-COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status", "has_solution", "feasible",
+COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status", "stopped_by_clock",
+           "has_solution", "feasible",
            "fitness", "bound", "gap", "seconds", "build_s", "solve_s", "n_evaluations", "nodes",
            "best_bound", "gap_to_bound", "relative_fitness")
 
@@ -69,7 +70,9 @@ def result_row(problem, method: str, seed, res) -> dict:
     """The table row of one solve (without the scenario name and the reference columns)."""
     return {
         "n_jobs": problem.n_jobs, "n_nodes": problem.n_nodes, "n_gpus": problem.n_gpus,
-        "method": method, "seed": seed, "status": str(res.status), "has_solution": res.has_solution,
+        "method": method, "seed": seed, "status": str(res.status),
+        "stopped_by_clock": res.status == "time_limit",  # machine-dependent: a wall-clock limit ended it
+        "has_solution": res.has_solution,
         "feasible": res.feasible, "fitness": res.fitness, "bound": res.bound, "gap": res.gap,
         "seconds": res.stats.total_s, "build_s": res.stats.build_s, "solve_s": res.stats.solve_s,
         "n_evaluations": res.stats.n_evaluations, "nodes": res.stats.nodes,

@@ -79,6 +79,7 @@ class SweepSpec:
     # kind: solve
     scenarios: tuple[str, ...] = ()
     time_limit_s: float | None = None
+    node_limit: int | None = None
     p_values: tuple[float, ...] = ()
     # kind: simulate
     workloads: tuple[str, ...] = ()
@@ -109,8 +110,11 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     ``kind: solve``: ``scenarios`` (files, shipped names, ``family:NAME:SEED``),
     ``families`` (``{names: [...], seeds: [...]}``, expanded to family
     scenarios), ``methods`` (names or ``{label, method, options}``), ``options``
-    (method or label -> options), ``time_limit_s``, ``p`` (objective ``p``
-    values to sweep; ``-inf`` allowed). Seeds apply to randomised methods only.
+    (method or label -> options), ``time_limit_s`` (wall clock: results then
+    depend on the machine's load), ``node_limit`` (a deterministic budget of
+    branch-and-bound nodes per MILP of ``milp``; the GA's is ``n_gen``), ``p``
+    (objective ``p`` values to sweep; ``-inf`` allowed). Seeds apply to
+    randomised methods only.
 
     ``kind: simulate``: ``workloads`` (CSV files, folders, ``generated:LOAD:SEED[:HOURS]``),
     ``generated`` (``{loads, seeds, hours}``), ``policies`` (names or
@@ -123,7 +127,7 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     """
     if not isinstance(d, Mapping):
         raise ValidationError("spec", f"must be a mapping, got {type(d).__name__}")
-    known = {"name", "kind", "seeds", "scenarios", "families", "methods", "options", "time_limit_s", "p",
+    known = {"name", "kind", "seeds", "scenarios", "families", "methods", "options", "time_limit_s", "node_limit", "p",
              "workloads", "generated", "policies", "cluster", "truth", "config", "vary", "description"}
     unknown = sorted(set(d) - known)
     if unknown:
@@ -153,11 +157,15 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
         t = d.get("time_limit_s")
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0):
             raise ValidationError("spec.time_limit_s", f"must be a number > 0, got {t!r}", "omit it for no limit")
+        nl = d.get("node_limit")
+        if nl is not None and (isinstance(nl, bool) or not isinstance(nl, int) or nl < 1):
+            raise ValidationError("spec.node_limit", f"must be a whole number >= 1, got {nl!r}",
+                                  "omit it for no node budget")
         from .fitness import check_p
 
         p_values = tuple(check_p(p) for p in _list(d.get("p", []), "spec.p"))
         return SweepSpec(name, kind, variants, seeds, scenarios=tuple(scenarios),
-                         time_limit_s=None if t is None else float(t), p_values=p_values)
+                         time_limit_s=None if t is None else float(t), node_limit=nl, p_values=p_values)
     from .sim.policies import POLICIES
 
     variants = _variants(d.get("policies"), "policies", "policy", tuple(POLICIES), options)
@@ -254,7 +262,7 @@ def spec_to_dict(spec: SweepSpec) -> dict:
     out = {"name": spec.name, "kind": spec.kind, "seeds": list(spec.seeds),
            key: [{"label": v.label, inner: v.name, "options": dict(v.options)} for v in spec.variants]}
     if spec.kind == "solve":
-        out.update(scenarios=list(spec.scenarios), time_limit_s=spec.time_limit_s,
+        out.update(scenarios=list(spec.scenarios), time_limit_s=spec.time_limit_s, node_limit=spec.node_limit,
                    p=[_p_str(p) for p in spec.p_values])
     else:
         out.update(workloads=list(spec.workloads), cluster=spec.cluster, truth=spec.truth,
@@ -279,6 +287,8 @@ def expand(spec: SweepSpec) -> list[dict]:
                         opts = dict(v.options)
                         if spec.time_limit_s is not None:
                             opts.setdefault("time_limit_s", spec.time_limit_s)
+                        if spec.node_limit is not None and v.name == "milp":
+                            opts.setdefault("node_limit", spec.node_limit)
                         if s is not None:
                             opts["seed"] = s
                         tasks.append({"kind": "solve", "scenario": sc, "p": None if p is None else _p_str(p),

@@ -82,6 +82,11 @@ def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
                          color=col[lab], label=lab, capsize=2, lw=1.2, ms=5)
         b = t[t.label == lab]
         axes[1].plot(b.n_gpus, b["mean"], marker=mk[lab], color=col[lab], label=lab, lw=1.2, ms=5)
+    if "stopped_by_clock" in df and "relative" in df:  # machine-dependent points, marked as such
+        clock = df[df["stopped_by_clock"].astype(bool)]
+        if len(clock):
+            axes[0].scatter(clock.n_gpus, clock["relative"], marker="x", color="black", s=40, zorder=5,
+                            label="stopped by a wall-clock limit")
     limit = df.attrs.get("time_limit_s")
     if limit:
         axes[1].axhline(limit, color="grey", ls=":", lw=1, label=f"time limit ({limit:g} s)")
@@ -97,6 +102,8 @@ def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
     lo = float(np.nanmin(q["min"]))
     axes[0].set_ylim(max(0.0, min(lo, 0.99) - 0.02), 1.005)
     handles, names = axes[1].get_legend_handles_labels()
+    extra = [(h, n) for h, n in zip(*axes[0].get_legend_handles_labels()) if n not in names]
+    handles, names = handles + [h for h, _ in extra], names + [n for _, n in extra]
     fig.legend(handles, names, loc="lower center", ncol=min(len(names), 7), frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return save(fig, out, name)
