@@ -87,7 +87,8 @@ def simulation(scale: str, traces=None) -> list[dict]:
         policies = ["greedy", "tiresias"]
         sensitive = "greedy"
     else:
-        policies = ["pollux", {"label": "milp", "policy": "milp", "options": {"time_limit_s": 5}},
+        policies = ["pollux", {"label": "milp", "policy": "milp",
+                                "options": {"time_limit_s": None, "node_limit": NODE_LIMIT}},
                     "greedy", "optimus", "tiresias"]
         sensitive = "pollux"
     base = _pollux_workloads(scale, traces)
@@ -120,7 +121,9 @@ def heterogeneity(scale: str, traces=None, workloads=()) -> dict:
     fields = ({"workloads": [f"{traces}/sia/workloads/philly"], "truth": "traces"} if scale == "full"
               else {"workloads": list(workloads)})
     return {"name": "heterogeneity", "kind": "simulate", "cluster": "sia-default", **fields, "policies": [
-        "sia", {"label": "milp (Pollux objective)", "policy": "milp"},
+        {"label": "sia", "policy": "sia", "options": {"time_limit_s": None, "node_limit": NODE_LIMIT}},
+        {"label": "milp (Pollux objective)", "policy": "milp",
+         "options": {"time_limit_s": None, "node_limit": NODE_LIMIT}},
         {"label": "pollux (unaware)", "policy": "pollux"},
         {"label": "gavel max-min", "policy": "gavel", "options": {"policy": "max_min_fairness"}},
         {"label": "gavel finish-time", "policy": "gavel", "options": {"policy": "finish_time_fairness"}}]}

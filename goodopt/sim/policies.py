@@ -215,9 +215,14 @@ class MilpPolicy(GoodputPolicy):
     name = "milp"
     method = "milp"
 
-    def __init__(self, *, time_limit_s: float = 10.0, mip_rel_gap: float = 1e-4, **kw):
+    def __init__(self, *, time_limit_s: float | None = 10.0, mip_rel_gap: float = 1e-4,
+                 node_limit: int | None = None, **kw):
+        """``node_limit`` (branch-and-bound nodes per MILP) is the deterministic budget; with
+        ``time_limit_s=None`` a run's allocations do not depend on the machine's speed."""
         super().__init__(**kw)
         self.options.update(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
+        if node_limit is not None:
+            self.options["node_limit"] = node_limit
 
     def _options(self, state, problem) -> dict:
         opts = dict(self.options)
