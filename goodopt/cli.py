@@ -135,7 +135,9 @@ def cmd_solve(args) -> int:
         raise ValidationError("--method", f"unknown method {args.method!r}", f"choose one of {', '.join(METHODS)}")
     pr = sc.problem()
     opts = _method_options(args, args.method)
-    if args.method in ("ga", "nsga2") and "seed" not in opts:
+    from .solvers.api import RANDOMISED
+
+    if args.method in RANDOMISED and "seed" not in opts:
         opts["seed"] = 0
     res = solve(pr, args.method, opts)
     out = res.to_dict(pr)

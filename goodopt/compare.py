@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from .errors import ValidationError
+from .solvers.api import RANDOMISED  # the methods that need a seed
 
 log = logging.getLogger(__name__)
 
-RANDOMISED = ("ga", "nsga2")
 COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status", "stopped_by_clock",
            "has_solution", "feasible",
            "fitness", "bound", "gap", "seconds", "build_s", "solve_s", "n_evaluations", "nodes",

@@ -34,7 +34,7 @@ from .backend import MilpOutcome, solve_model
 from .config_model import ArrayModel, PyomoModel
 from .highs_arrays import HighsSession
 from .heuristics import canonicalize, greedy
-from .result import CERTIFIED_GAP, Termination
+from .result import CERTIFIED_GAP, MethodOutcome, Termination
 
 log = logging.getLogger(__name__)
 
@@ -599,7 +599,7 @@ def _finish(run, alloc, out, proven=True):
     if why:
         message = f"{message}; {why}"
         log.warning("milp: %s", why)
-    return dict(
+    return MethodOutcome(
         alloc=alloc, status=status, bound=fit_bound, objective=out.objective, objective_bound=out.bound,
         build_s=run.build_s + sum(s.get("compile_s", 0.0) for s in stages),
         solve_s=sum(s.get("solve_s", 0.0) for s in stages),

@@ -38,7 +38,7 @@ from goodopt.formulations.ga_operators import (AllocationMutation, AllocationRep
                                                RepairData, RowCrossover, initial_population, mutate, repair,
                                                row_crossover)
 
-from .result import Termination
+from .result import MethodOutcome, Termination
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
         extra["pareto"] = [{"nodes_used": int(nodes_used[i]), "fitness": float(fe.fitness[i])}
                            for i in order if fe.violation[i] == 0]
         extra["pareto_allocations"] = front[order]
-    return dict(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
+    return MethodOutcome(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
                 build_s=build_s, solve_s=solve_s, nodes=None, solver="pymoo-" + ("nsga2" if two_objectives else "ga"),
                 solver_version=_pymoo_version(), raw_status=f"{n_gen} generations", n_variables=gaprob.n_var,
                 n_constraints=1, n_configs=None, extra=extra,
@@ -145,7 +145,7 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
         gen += 1
     solve_s = time.perf_counter() - t1
     alloc = pop[0] if np.isfinite(fit[0]) else None
-    return dict(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
+    return MethodOutcome(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
                 build_s=build_s, solve_s=solve_s, nodes=None, solver="numpy-ga", solver_version=np.__version__,
                 raw_status=f"{gen} generations", n_variables=J * problem.n_nodes, n_constraints=1, n_configs=None,
                 extra={"generations": gen, "evaluations": n_eval, "final_population": pop},

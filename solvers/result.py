@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,33 @@ class Termination(str, Enum):
 
 #: Relative gap below which a solver's "optimal" is reported as OPTIMAL.
 CERTIFIED_GAP = 1e-6
+
+
+@dataclass(frozen=True)
+class MethodOutcome:
+    """What a method hands back to :func:`goodopt.solve`, which re-scores it into a :class:`SolveResult`.
+
+    ``alloc`` (J, N) or None; ``status`` why it stopped; ``bound`` an upper
+    bound on the optimal fitness (NaN: none); ``objective``/``objective_bound``
+    in the model's own units; the rest feeds :class:`SolverStats`.
+    """
+
+    alloc: Any
+    status: Termination
+    bound: float = float("nan")
+    objective: float = float("nan")
+    objective_bound: float = float("nan")
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    nodes: int | None = None
+    solver: str = ""
+    solver_version: str = ""
+    raw_status: str = ""
+    n_variables: int | None = None
+    n_constraints: int | None = None
+    n_configs: int | None = None
+    extra: dict = field(default_factory=dict)
+    message: str = ""
 
 
 @dataclass

@@ -347,3 +347,22 @@ def test_unplaceable_configuration_optimum_gets_pattern_rows():
     assert res.extra["pattern_types"] == ["t4"] and "node-pattern rows on ['t4']" in res.extra["proof"]
     cuts = goodopt.solve(pr, "milp", {"config_placement": "cuts"})
     assert cuts.status == Termination.OPTIMAL and close(cuts.fitness, best.fitness)
+
+
+def test_options_are_typed_frozen_and_registered():
+    import dataclasses
+
+    from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, REGISTRY
+    from goodopt.solvers.options import MilpOptions
+
+    opts = MilpOptions.build({"node_limit": 50})
+    assert opts.node_limit == 50 and opts["node_limit"] == 50 and opts.formulation == "auto"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.node_limit = 3
+    with pytest.raises(ValidationError, match="options.node_limit"):
+        MilpOptions.build({"node_limit": 0})
+    with pytest.raises(ValidationError, match="valid options: .*config_placement"):
+        MilpOptions.build({"formulaton": "auto"})
+    assert set(METHOD_OPTIONS) == set(REGISTRY) and RANDOMISED == ("ga", "nsga2")
+    res = goodopt.solve(make_problem([[1.0]], capacity=[1]), "milp", {"node_limit": 5})
+    assert res.options["node_limit"] == 5 and res.status == Termination.OPTIMAL

@@ -1,0 +1,251 @@
+"""Typed, validated options of every method: one frozen dataclass per method.
+
+Options are checked once, when the object is made (:meth:`MethodOptions.build`
+from a user's mapping lists unknown keys); the stages read them as attributes,
+or by name through the read-only mapping view the objects also provide.
+``randomised`` says whether a method needs a seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+from goodopt.gavel import POLICY_NAMES
+
+
+def _whole(name, v, lo, fix=None, none_ok=False):
+    if v is None and none_ok:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ValidationError(f"options.{name}", f"must be a whole number >= {lo}, got {v!r}", fix)
+
+
+def _seconds(name, v, fix=None):
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or not np.isfinite(v):
+        raise ValidationError(f"options.{name}", f"must be a number > 0 seconds, got {v!r}", fix)
+
+
+def _choice(name, v, choices):
+    if v not in choices:
+        raise ValidationError(f"options.{name}", f"must be one of {tuple(choices)}, got {v!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodOptions(Mapping):
+    """Options every method takes: ``time_limit_s`` (wall clock, None = none), ``seed``, ``threads``."""
+
+    time_limit_s: float | None = None
+    seed: int | None = None
+    threads: int | None = None
+
+    randomised: ClassVar[bool] = False
+    method: ClassVar[str] = ""
+
+    def __post_init__(self):
+        _seconds("time_limit_s", self.time_limit_s, "omit it for no limit")
+        _whole("seed", self.seed, 0, none_ok=True)
+        _whole("threads", self.threads, 1, none_ok=True)
+        if self.randomised and self.seed is None:
+            raise ValidationError("options.seed", f"method {self.method!r} is randomised and needs a seed",
+                                  "pass options={'seed': 0} (same seed, same result)")
+
+    @classmethod
+    def build(cls, options: Mapping | None):
+        """The options object from a user's mapping (None = defaults); unknown keys are listed."""
+        if options is None:
+            options = {}
+        if isinstance(options, MethodOptions):
+            options = dict(options)
+        if not isinstance(options, Mapping):
+            raise ValidationError("options", f"must be a dict, got {type(options).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
+                                  f"valid options: {', '.join(sorted(names))}")
+        return cls(**options)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    # read-only mapping view (stages that look options up by name)
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """Every option and its default (factories called)."""
+        out = {}
+        for f in dataclasses.fields(cls):
+            out[f.name] = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class _MilpBase(MethodOptions):
+    mip_rel_gap: float = 1e-6
+    solver: str = "highs"
+    highs_options: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        super().__post_init__()
+        g = self.mip_rel_gap
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g < 1:
+            raise ValidationError("options.mip_rel_gap", f"must be in [0, 1), got {g!r}")
+        if not isinstance(self.highs_options, Mapping):
+            raise ValidationError("options.highs_options", "must be a dict of native HiGHS options")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MilpOptions(_MilpBase):
+    """The exact method (see the README's option list)."""
+
+    method: ClassVar[str] = "milp"
+    formulation: str = "auto"
+    symmetry: str = "order"
+    warm_start: Any = None
+    placement_check_s: float = 5.0
+    max_placement_pairs: int = 100_000
+    placement_cuts: int = 10
+    model_route: str = "auto"
+    lp_rounding: bool = False
+    node_limit: int | None = None
+    config_placement: str = "patterns"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _choice("formulation", self.formulation, ("auto", "placement", "config"))
+        _choice("symmetry", self.symmetry, ("order", "none"))
+        _choice("model_route", self.model_route, ("auto", "arrays", "pyomo"))
+        _choice("lp_rounding", self.lp_rounding, (True, False))
+        _choice("config_placement", self.config_placement, ("patterns", "cuts"))
+        _seconds("placement_check_s", self.placement_check_s)
+        _whole("max_placement_pairs", self.max_placement_pairs, 1)
+        _whole("placement_cuts", self.placement_cuts, 1)
+        _whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
+        if self.model_route == "arrays" and self.solver != "highs":
+            raise ValidationError("options.model_route", "the array route feeds HiGHS only",
+                                  "use model_route='pyomo' (or 'auto') with another solver")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PwlOptions(_MilpBase):
+    method: ClassVar[str] = "milp-pwl"
+    breakpoints: Any = 8
+    spacing: str = "adaptive"
+
+    def __post_init__(self):
+        super().__post_init__()
+        b = self.breakpoints
+        if isinstance(b, (list, tuple)):
+            if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):
+                raise ValidationError("options.breakpoints", f"a list must hold GPU counts >= 1, got {b!r}")
+        elif isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 2:
+            raise ValidationError("options.breakpoints", f"must be an integer >= 2 or a list of GPU counts, got {b!r}")
+        _choice("spacing", self.spacing, ("adaptive", "uniform"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _GeneticBase(MethodOptions):
+    randomised: ClassVar[bool] = True
+    pop_size: int = 100
+    n_gen: int = 100
+    mutation_rate: float | None = None
+    crossover_prob: float = 0.9
+    warm_start: Any = None
+    initial_population: Any = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _whole("pop_size", self.pop_size, 1)
+        _whole("n_gen", self.n_gen, 1)
+        r = self.mutation_rate
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1):
+            raise ValidationError("options.mutation_rate", f"must be in [0, 1], got {r!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaOptions(_GeneticBase):
+    method: ClassVar[str] = "ga"
+    engine: str = "pymoo"
+    stall_generations: int | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        _choice("engine", self.engine, ("pymoo", "numpy"))
+        _whole("stall_generations", self.stall_generations, 1, "omit it to always run n_gen generations",
+               none_ok=True)
+        if self.stall_generations is not None and self.engine != "numpy":
+            raise ValidationError("options.stall_generations", "is supported by the numpy engine only",
+                                  "add engine='numpy' or drop stall_generations")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Nsga2Options(_GeneticBase):
+    method: ClassVar[str] = "nsga2"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GreedyOptions(MethodOptions):
+    method: ClassVar[str] = "greedy"
+    start: str = "empty"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _choice("start", self.start, ("empty", "current"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EqualShareOptions(MethodOptions):
+    method: ClassVar[str] = "equal-share"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BruteForceOptions(MethodOptions):
+    method: ClassVar[str] = "brute-force"
+    max_allocations: int = 2_000_000
+
+    def __post_init__(self):
+        super().__post_init__()
+        _whole("max_allocations", self.max_allocations, 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GavelOptions(MethodOptions):
+    method: ClassVar[str] = "gavel"
+    policy: str = "max_min_fairness"
+    n_gpus: Any = "min_gpus"
+    policy_options: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        super().__post_init__()
+        _choice("policy", self.policy, POLICY_NAMES)
+        n = self.n_gpus
+        if n not in ("min_gpus", "base") and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number >= 1, got {n!r}")
+
+
+#: The options class of every method, in the order methods are listed.
+OPTIONS: dict[str, type[MethodOptions]] = {cls.method: cls for cls in (
+    MilpOptions, PwlOptions, GaOptions, Nsga2Options, GreedyOptions, EqualShareOptions, BruteForceOptions,
+    GavelOptions)}
