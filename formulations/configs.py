@@ -157,6 +157,26 @@ def _row_ok(ev, pr, j) -> bool:
     return all(float(v[0]) == 0 for v in terms.values())
 
 
+def choice_from_values(configs: ConfigSet, n_jobs: int, z) -> np.ndarray:
+    """Config index chosen per job (-1 = none) from integral values ``z`` (C,). Shapes: -> (J,)."""
+    chosen = np.full(n_jobs, -1, dtype=np.int64)
+    on = np.flatnonzero(np.asarray(z) > 0.5)
+    chosen[configs.job[on]] = on
+    return chosen
+
+
+def rounded_from_values(configs: ConfigSet, n_jobs: int, z) -> np.ndarray:
+    """Per job the configuration with the largest (LP) value in ``z`` (-1 if all are ~0). Shapes: -> (J,)."""
+    z = np.asarray(z, dtype=float)
+    chosen = np.full(n_jobs, -1, dtype=np.int64)
+    order = np.lexsort((configs.n_gpus, -z))  # largest value first, fewer GPUs on ties
+    jobs, first = np.unique(configs.job[order], return_index=True)
+    top = order[first]
+    ok = z[top] > 1e-6
+    chosen[jobs[ok]] = top[ok]
+    return chosen
+
+
 def match_configs(problem, configs: ConfigSet, alloc) -> np.ndarray:
     """Config index realised by each row of ``alloc`` (-1 when none matches). Shapes: (J, N) -> (J,)."""
     pr, cs = problem, configs

@@ -98,7 +98,7 @@ from pyomo.common.collections import ComponentMap
 from goodopt.errors import ValidationError
 
 from .config_matrix import dual_feasible_functions, multi_node_need
-from .configs import ConfigSet, match_configs, type_layout
+from .configs import ConfigSet, choice_from_values, match_configs, rounded_from_values, type_layout
 from .objective import ScaledObjective, reference_fitness, scaled_objective
 
 LEVELS = ("placement", "config")
@@ -286,23 +286,12 @@ def interchangeable_nodes(problem) -> list[list[int]]:
 # ------------------------------------------------------------------ decoding
 def chosen_configs(model, configs: ConfigSet, n_jobs: int) -> np.ndarray:
     """Config index chosen per job (-1 = none) from solved z. Shapes: -> (J,)."""
-    z = np.array([model.z[c].value or 0.0 for c in range(configs.n_configs)])
-    chosen = np.full(n_jobs, -1, dtype=np.int64)
-    on = np.flatnonzero(z > 0.5)
-    chosen[configs.job[on]] = on
-    return chosen
+    return choice_from_values(configs, n_jobs, [model.z[c].value or 0.0 for c in range(configs.n_configs)])
 
 
 def rounded_choice(model, configs: ConfigSet, n_jobs: int) -> np.ndarray:
     """Per job the configuration with the largest LP value (-1 if all are ~0). Shapes: -> (J,)."""
-    z = np.array([model.z[c].value or 0.0 for c in range(configs.n_configs)])
-    chosen = np.full(n_jobs, -1, dtype=np.int64)
-    order = np.lexsort((configs.n_gpus, -z))  # largest value first, fewer GPUs on ties
-    jobs, first = np.unique(configs.job[order], return_index=True)
-    top = order[first]
-    ok = z[top] > 1e-6
-    chosen[jobs[ok]] = top[ok]
-    return chosen
+    return rounded_from_values(configs, n_jobs, [model.z[c].value or 0.0 for c in range(configs.n_configs)])
 
 
 def placement_allocation(model, problem) -> np.ndarray:

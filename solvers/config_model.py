@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from goodopt.formulations.config_matrix import config_matrix, no_good_row
-from goodopt.formulations.configs import ConfigSet, match_configs
+from goodopt.formulations.configs import ConfigSet, choice_from_values, match_configs, rounded_from_values
 
 from .highs_arrays import HighsSession
 
@@ -68,24 +68,9 @@ class ArrayModel(_Base):
         if x is not None:
             self._x = x
             z = x[:self.cs.n_configs]
-            self._chosen = self._rounded(z) if relax else self._decode(z)
+            n = self.pr.n_jobs
+            self._chosen = rounded_from_values(self.cs, n, z) if relax else choice_from_values(self.cs, n, z)
         return out
-
-    def _decode(self, z):
-        chosen = np.full(self.pr.n_jobs, -1, np.int64)
-        on = np.flatnonzero(z > 0.5)
-        chosen[self.cs.job[on]] = on
-        return chosen
-
-    def _rounded(self, z):
-        cs = self.cs
-        chosen = np.full(self.pr.n_jobs, -1, np.int64)
-        order = np.lexsort((cs.n_gpus, -z))  # largest value first, fewer GPUs on ties
-        jobs, first = np.unique(cs.job[order], return_index=True)
-        top = order[first]
-        ok = z[top] > 1e-6
-        chosen[jobs[ok]] = top[ok]
-        return chosen
 
     def _encode(self, alloc):
         """Column values of an allocation (its rows matched to configurations)."""

@@ -205,15 +205,10 @@ def _config_level(run):
     model, out = _solve_config_model(run)
     if out.termination == Termination.INFEASIBLE:
         return _finish(run, None, out)
-    if opts["formulation"] == "auto" and _pattern_rows_apply(run):
-        result = _placement_rows_loop(run, model, out)
-        if result is not None:
-            out, placed = result
-            if placed is not None:
-                run.tighten(out)
-                return _finish(run, placed, out)
-    elif opts["formulation"] == "auto" and opts["placement_cuts"] > 0:
-        result = _placement_cut_loop(run, model, out)
+    loop = (_placement_rows_loop if _pattern_rows_apply(run)
+            else _placement_cut_loop if opts["placement_cuts"] > 0 else None)
+    if opts["formulation"] == "auto" and loop is not None:
+        result = loop(run, model, out)
         if result is not None:
             out, placed = result
             if placed is not None:
