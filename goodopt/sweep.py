@@ -112,7 +112,7 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     scenarios), ``methods`` (names or ``{label, method, options}``), ``options``
     (method or label -> options), ``time_limit_s`` (wall clock: results then
     depend on the machine's load), ``node_limit`` (a deterministic budget of
-    branch-and-bound nodes per MILP of ``milp``; the GA's is ``n_gen``), ``p``
+    branch-and-bound nodes per MILP, for every method that takes one; the GA's is ``n_gen``), ``p``
     (objective ``p`` values to sweep; ``-inf`` allowed). Seeds apply to
     randomised methods only.
 
@@ -279,6 +279,8 @@ def expand(spec: SweepSpec) -> list[dict]:
     """Every task of ``spec``, as JSON-ready dicts, in grid order."""
     tasks = []
     if spec.kind == "solve":
+        from .solvers.api import METHOD_OPTIONS
+
         for sc in spec.scenarios:
             for p in (spec.p_values or (None,)):
                 for v in spec.variants:
@@ -287,7 +289,7 @@ def expand(spec: SweepSpec) -> list[dict]:
                         opts = dict(v.options)
                         if spec.time_limit_s is not None:
                             opts.setdefault("time_limit_s", spec.time_limit_s)
-                        if spec.node_limit is not None and v.name == "milp":
+                        if spec.node_limit is not None and "node_limit" in METHOD_OPTIONS[v.name]:
                             opts.setdefault("node_limit", spec.node_limit)
                         if s is not None:
                             opts["seed"] = s

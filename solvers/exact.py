@@ -632,9 +632,11 @@ def solve_pwl(problem, evaluator, opts, t_start):
     model = fp.build_model(pr, cs, classes, objective=run.objective)
     run.build_s += time.perf_counter() - t0
     kw = run.solve_kwargs()
-    kw.pop("node_limit")
+    native = dict(opts["highs_options"])
+    if kw.pop("node_limit") is not None and opts["solver"] == "highs":
+        native.setdefault("mip_max_nodes", int(opts["node_limit"]))
     out = run.stage("pwl", solve_model(model, solver=opts["solver"], threads=opts["threads"],
-                                       highs_options=opts["highs_options"], **kw))
+                                       highs_options=native, **kw))
     if not out.has_solution:
         return _finish(run, None, out, proven=False)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error

@@ -153,9 +153,11 @@ class PwlOptions(_MilpBase):
     method: ClassVar[str] = "milp-pwl"
     breakpoints: Any = 8
     spacing: str = "adaptive"
+    node_limit: int | None = None
 
     def __post_init__(self):
         super().__post_init__()
+        _whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
         b = self.breakpoints
         if isinstance(b, (list, tuple)):
             if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):

@@ -128,3 +128,15 @@ def test_cli_sweep_writes_tables_and_resumes(tmp_path, capsys):
     bad.write_text("kind: solve\nmethods: [milp]\n")
     assert main(["sweep", str(bad), "--quiet"]) == 2
     assert "spec.scenarios" in capsys.readouterr().err
+
+
+def test_node_limit_is_a_deterministic_budget_of_exact_methods():
+    from goodopt.sweep import expand, spec_from_dict
+
+    spec = spec_from_dict({"kind": "solve", "scenarios": ["family:tiny:0"], "node_limit": 7,
+                           "methods": ["milp", "milp-pwl", "greedy", {"label": "ga", "method": "ga"}]})
+    opts = {t["label"]: t["options"] for t in expand(spec)}
+    assert opts["milp"]["node_limit"] == 7 and opts["milp-pwl"]["node_limit"] == 7
+    assert "node_limit" not in opts["greedy"] and "node_limit" not in opts["ga"]
+    with pytest.raises(ValidationError, match="spec.node_limit"):
+        spec_from_dict({"kind": "solve", "scenarios": ["family:tiny:0"], "methods": ["milp"], "node_limit": 0})
