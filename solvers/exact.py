@@ -180,7 +180,7 @@ def solve_milp(problem, evaluator, opts, t_start):
         run.add_candidate(canonicalize(problem, run.cs, opts["warm_start"])[0], "user")
     run.add_candidate(greedy(problem, run.cs)[0], "greedy")
     run.scale_objective()
-    if run.cs.n_configs == 0:
+    if _nothing_left(run):
         return _nothing_to_choose(run)
     if opts["formulation"] in ("auto", "config"):
         fields = _config_level(run)
@@ -189,14 +189,27 @@ def solve_milp(problem, evaluator, opts, t_start):
     return _placement_level(run)
 
 
+def _nothing_left(run) -> bool:
+    """No configuration at all, or every one pruned as worse than the incumbent (finite p)."""
+    ob = run.objective
+    return run.cs.n_configs == 0 or (ob is not None and bool(ob.forbidden.all()) and not ob.must_run.any())
+
+
 def _nothing_to_choose(run):
-    """No job has a configuration: the empty allocation is the only one, hence optimal."""
-    empty = np.zeros((run.pr.n_jobs, run.pr.n_nodes), np.int64)
-    f = float(run.ev.fitness(empty))
-    run.info["proof"] = "no job has a feasible configuration; the empty allocation is the only allocation"
-    out = _stand_in(Termination.OPTIMAL, "no configurations")
-    run.fit_bound = f
-    return _finish(run, empty, out)
+    """Nothing to choose: the empty allocation is the only one, or the incumbent is proven optimal.
+
+    With no configuration the empty allocation is the only allocation; when
+    every configuration was pruned, none belongs to an allocation better than
+    the incumbent (each one's term alone exceeds its whole objective).
+    """
+    if run.cs.n_configs == 0:
+        alloc = np.zeros((run.pr.n_jobs, run.pr.n_nodes), np.int64)
+        run.info["proof"] = "no job has a feasible configuration; the empty allocation is the only allocation"
+    else:
+        alloc = run.best()[0]
+        run.info["proof"] = "every configuration is worse on its own than the incumbent's whole objective"
+    run.fit_bound = float(run.ev.fitness(alloc))
+    return _finish(run, alloc, _stand_in(Termination.OPTIMAL, "nothing to choose"))
 
 
 def _config_level(run):
@@ -625,10 +638,8 @@ def solve_pwl(problem, evaluator, opts, t_start):
     slack = float(per_job.max(initial=0.0)) if pr.p == -np.inf else float(per_job.sum())
     info.update({"n_classes": len(classes), "pwl_error_bound": float(per_job.max(initial=0.0)),
                  "pwl_error_bound_total": slack, "breakpoints": opts["breakpoints"], "spacing": opts["spacing"]})
-    if not classes and not (cs.keep_of_job >= 0).any():
-        info["proof"] = "no job has a feasible configuration; the empty allocation is the only allocation"
-        run.fit_bound = float(evaluator.fitness(np.zeros((pr.n_jobs, pr.n_nodes), np.int64)))
-        return _finish(run, np.zeros((pr.n_jobs, pr.n_nodes), np.int64), _stand_in(Termination.OPTIMAL, "empty"))
+    if _nothing_left(run):
+        return _nothing_to_choose(run)
     model = fp.build_model(pr, cs, classes, objective=run.objective)
     run.build_s += time.perf_counter() - t0
     kw = run.solve_kwargs()

@@ -160,6 +160,10 @@ def check_against_brute_force(pr):
 @given(problems())
 # the 3-job p = -300 round that once certified 0.674 against a reachable 0.835 is in test_exact_extremes
 @example(make_problem([[1.0, 1.4, 1.6], [0.6, 1.0, 1.2], [0.0, 0.0, 0.0]], capacity=[2, 1], p=-10.0, eps=1e-2))
+# regression: every configuration pruned against the incumbent left milp-pwl an empty model (status error)
+@example(replace(make_problem([[0.0, 0.125, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6]], capacity=[3, 3],
+                              current=[[2, 0], [0, 0]], realloc=[1.0, 1e-3], max_gpus=[2, 1], p=-0.5, eps=0.1,
+                              interference_avoidance=False), idle_value=1.0))
 def test_every_method_against_brute_force(pr):
     check_against_brute_force(pr)
 
