@@ -117,9 +117,7 @@ def enumerate_configs(problem, *, prune: bool = True) -> ConfigSet:
 
     # keep configurations
     k_cur, nodes_cur, g_cur = current_shape(pr)
-    ev = pr.evaluator()
-    feasible_row = np.array([_row_ok(ev, pr, j) for j in range(J)]) if J else np.zeros(0, bool)
-    running = (k_cur > 0) & feasible_row
+    running = (k_cur > 0) & rows_feasible_alone(pr)
     keep_j = np.flatnonzero(running)
     m_cur = (nodes_cur > 1).astype(np.int64)
     kc = np.minimum(k_cur, K)
@@ -146,15 +144,16 @@ def enumerate_configs(problem, *, prune: bool = True) -> ConfigSet:
     return cs
 
 
-def _row_ok(ev, pr, j) -> bool:
-    """Whether job j's current row is feasible on its own (capacity aside)."""
-    row = pr.current[j]
-    if row.sum() == 0:
-        return False
-    single = np.zeros_like(pr.current)
-    single[j] = row
-    terms = ev.violation_terms(single)
-    return all(float(v[0]) == 0 for v in terms.values())
+def rows_feasible_alone(problem) -> np.ndarray:
+    """Whether each current row would be feasible if it were the only one (capacity, no negative
+    entries, one GPU type, within min/max GPUs; interference needs a second job). Shapes: -> (J,)."""
+    pr = problem
+    cur = pr.current
+    k = cur.sum(axis=1)
+    onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
+    per_type = cur @ onehot
+    return ((k > 0) & np.all(cur <= pr.node_capacity[None, :], axis=1) & np.all(cur >= 0, axis=1)
+            & (per_type.max(axis=1, initial=0) == k) & (k >= pr.min_gpus) & (k <= pr.max_gpus))
 
 
 def choice_from_values(configs: ConfigSet, n_jobs: int, z) -> np.ndarray:

@@ -366,3 +366,26 @@ def test_options_are_typed_frozen_and_registered():
     assert set(METHOD_OPTIONS) == set(REGISTRY) and RANDOMISED == ("ga", "nsga2")
     res = goodopt.solve(make_problem([[1.0]], capacity=[1]), "milp", {"node_limit": 5})
     assert res.options["node_limit"] == 5 and res.status == Termination.OPTIMAL
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_vectorised_row_check_agrees_with_the_evaluator(seed):
+    # enumerate_configs keeps a job's current row only if it is feasible on its own; the vectorised
+    # check must say what the evaluator says of each row alone (rows perturbed to break some rules)
+    from dataclasses import replace
+
+    from goodopt.formulations.configs import rows_feasible_alone
+
+    sc = random_scenario(seed, Cluster((NodeGroup("t4", 4, 3), NodeGroup("a100", 8, 1))), 6, running_fraction=0.9)
+    pr = sc.problem()
+    rng = np.random.default_rng(seed)
+    cur = pr.current.copy()
+    cur[rng.random(cur.shape) < 0.2] += rng.integers(0, 5)
+    pr = replace(pr, current=cur)
+    ev = pr.evaluator()
+    expected = []
+    for j in range(pr.n_jobs):
+        alone = np.zeros_like(cur)
+        alone[j] = cur[j]
+        expected.append(bool(cur[j].sum() > 0 and ev.violation(alone) == 0))
+    assert rows_feasible_alone(pr).tolist() == expected
