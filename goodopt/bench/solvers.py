@@ -115,7 +115,6 @@ def exact_solves(seed: int = 0, progress=None):
     rows = []
     for name, with_pyomo in EXACT_FAMILIES:
         pr = FAMILIES[name].scenario(seed).problem()
-        t = time.perf_counter()
         enumerate_s = _enumerate_seconds(pr)
         r = goodopt.solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
         row = {"family": name, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs, "n_configs": r.stats.n_configs,
