@@ -1,39 +1,50 @@
-"""The ``milp`` and ``milp-pwl`` methods.
+"""The ``milp`` and ``milp-pwl`` methods, as named stages over one :class:`MilpRun`.
 
-``milp`` (``formulation="auto"``, the default) first solves the
-configuration-level relaxation (aggregate capacity per GPU type), then places
-its configurations onto nodes. If the placement succeeds, the relaxation's
-optimum is attained by a feasible allocation and is therefore proven optimal
-for the placement problem. If not, the placement-level model is solved,
-warm-started from the better of the repaired relaxation solution and greedy,
-with the relaxation's bound kept as a bound. ``formulation="placement"``
-solves the placement-level model directly; ``formulation="config"`` stops after
-the relaxation and its (repaired) placement, reporting the gap to its bound.
+``milp`` (``formulation="auto"``, the default):
+
+1. *start*: configurations, a greedy incumbent (and the user's warm start),
+   the objective scaled to the incumbent with options pruned against it
+   (:mod:`goodopt.formulations.objective`);
+2. *configuration level* (aggregate capacity per GPU type, a valid
+   relaxation), as arrays into HiGHS or through pyomo, re-scaled until the
+   solver's answer is resolved (:func:`_solve_config_model`);
+3. *placement*: the optimum's configurations are placed, by the packing
+   heuristic and, per GPU type it cannot pack, by the exact node-pattern
+   check (:func:`_place_choice`); a type proven unplaceable gets node-pattern
+   rows in the configuration level, which is solved again
+   (:func:`_placement_rows_loop`; no-good cuts where patterns do not apply);
+4. *placement level* (job x node model) only when that did not settle it;
+5. *judge*: the status comes from the evaluator's re-score and the loosened
+   bound (:func:`judge`), never from the solver alone.
+
+``formulation="placement"`` solves the placement-level model directly;
+``formulation="config"`` stops after the relaxation and its (repaired)
+placement, reporting the gap to its bound.
 
 ``milp-pwl`` solves the piecewise-linear model of
-:mod:`goodopt.formulations.pwl`, places and repairs its configurations, and
-re-scores the allocation with the evaluator. Its bound adds the total
-interpolation error to the model's bound, so it is valid for the true
-problem.
+:mod:`goodopt.formulations.pwl` on the same scaled terms, places and repairs
+its configurations, and re-scores the allocation with the evaluator. Its
+bound adds the total interpolation error to the model's bound, so it is valid
+for the true problem; it never certifies.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 import time
+from dataclasses import replace
 
 import numpy as np
 
+from goodopt.formulations import node_patterns
 from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
 from goodopt.formulations.objective import fitness_of_value, reference_fitness, scaled_objective
-from goodopt.formulations import node_patterns
 from goodopt.formulations.placement import place_configs
 
 from .backend import MilpOutcome, solve_model
 from .config_model import ArrayModel, PyomoModel
-from .highs_arrays import HighsSession
 from .heuristics import canonicalize, greedy
+from .highs_arrays import HighsSession
 from .result import CERTIFIED_GAP, MethodOutcome, Termination
 
 log = logging.getLogger(__name__)
