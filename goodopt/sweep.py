@@ -38,6 +38,7 @@ import hashlib
 import json
 import logging
 import math
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -452,7 +453,9 @@ def open_executor(workers: int = 1, dask: str | None = None):
         with Client(dask) as client:
             yield client.get_executor()
     elif workers > 1:
-        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        # fresh interpreters, not forks: HiGHS's thread pool does not survive fork (a forked worker's
+        # MILP spun forever once the parent had solved one), and nothing else needs the parent's state
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             yield pool
     else:
         yield None
