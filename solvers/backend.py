@@ -13,6 +13,8 @@ dual bound and the raw model status. Any other name is looked up with
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -74,6 +76,42 @@ def _out_of_range(*arrays) -> str:
     return ""
 
 
+_BANNER_SHOWN = False
+
+
+def new_highs():
+    """A HiGHS instance with its output off.
+
+    HiGHS 1.16 prints a copyright banner on the C-level standard output when
+    a process makes its first instance, before any option can be set; it
+    would corrupt ``--json`` output. That first construction runs with file
+    descriptor 1 pointed at the null device.
+    """
+    global _BANNER_SHOWN
+    import highspy
+
+    if _BANNER_SHOWN:
+        h = highspy.Highs()
+    else:
+        _BANNER_SHOWN = True
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):  # no usable standard output: nothing to protect
+            h = highspy.Highs()
+        else:
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.close(devnull)
+                h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 def _objective_sense(model) -> int:
     import pyomo.environ as pyo
 
@@ -103,8 +141,7 @@ def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=
         nan = float("nan")
         return MilpOutcome(Termination.NUMERICAL, False, nan, nan, float("inf"), None, 0.0,
                            time.perf_counter() - t0, f"model refused: {bad}", "highs", "", n, m)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n, m
     lp.col_cost_ = cost

@@ -15,7 +15,7 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 
-from .backend import MilpOutcome, _highs_termination, _out_of_range
+from .backend import MilpOutcome, _highs_termination, _out_of_range, new_highs
 from .result import Termination
 
 
@@ -30,8 +30,7 @@ class HighsSession:
         self.model = model
         self.bad = _out_of_range(("objective", model.cost), ("matrix", model.A.data),
                                  ("row bounds", np.where(np.isfinite(model.row_upper), model.row_upper, 0.0)))
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         if threads is not None:
             h.setOptionValue("threads", int(threads))
         for key, value in (highs_options or {}).items():
