@@ -184,21 +184,7 @@ def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=
     t1 = time.perf_counter()
     h.run()
     solve_s = time.perf_counter() - t1
-    status = h.getModelStatus()
-    info = h.getInfo()
-    raw = h.modelStatusToString(status)
-    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
-    objective = sense * info.objective_function_value if has_solution else float("nan")
-    nodes = int(info.mip_node_count) if info.mip_node_count >= 0 else None
-    if integer.any():
-        bound = sense * info.mip_dual_bound
-        gap = float(info.mip_gap) if has_solution else float("inf")
-    else:
-        bound = objective if status == highspy.HighsModelStatus.kOptimal else float("nan")
-        gap = 0.0 if status == highspy.HighsModelStatus.kOptimal else float("inf")
-    if not np.isfinite(bound):
-        bound = float("nan")
-    term = _highs_termination(highspy, status, gap)
+    term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, bool(integer.any()), sense)
     if has_solution:
         values = h.getSolution().col_value
         for v, val in zip(cols, values):
@@ -207,6 +193,32 @@ def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=
     version = f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
     return MilpOutcome(term, has_solution, objective, bound, gap, nodes, solve_s, compile_s, raw, "highs",
                        version, n, m)
+
+
+def read_highs(h, integer: bool, sense: int = 1):
+    """How a HiGHS run ended: ``(termination, has_solution, objective, bound, gap, nodes, raw status)``.
+
+    ``sense`` (+1 or -1) turns HiGHS's objective into the model's own sense;
+    ``bound`` is the MIP dual bound (the LP optimum for LPs), NaN when unknown.
+    """
+    import highspy
+
+    status = h.getModelStatus()
+    info = h.getInfo()
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    objective = sense * info.objective_function_value if has_solution else float("nan")
+    nodes = int(info.mip_node_count) if integer and info.mip_node_count >= 0 else None
+    if integer:
+        bound = sense * info.mip_dual_bound
+        gap = float(info.mip_gap) if has_solution else float("inf")
+    else:
+        optimal = status == highspy.HighsModelStatus.kOptimal
+        bound = objective if optimal else float("nan")
+        gap = 0.0 if optimal else float("inf")
+    if not np.isfinite(bound):
+        bound = float("nan")
+    return (_highs_termination(highspy, status, gap), has_solution, float(objective), float(bound), gap, nodes,
+            h.modelStatusToString(status))
 
 
 def _highs_termination(highspy, status, gap) -> Termination:

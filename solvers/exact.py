@@ -184,8 +184,33 @@ class MilpRun:
         return _expired(self.deadline)
 
 
-def solve_milp(problem, evaluator, opts, t_start):
-    """Run the exact method. Returns a dict of result fields for :func:`goodopt.solvers.api.solve`."""
+def solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
+    """Run the exact method; a ``numerical`` verdict gets a second opinion with HiGHS's presolve on.
+
+    HiGHS 1.15 with presolve off (this method's default for configuration
+    models) returned a max-min optimum below a known allocation and then
+    called a floor under that allocation infeasible (hetero-tiny seed 319,
+    p = -inf); with presolve on it solved the same model correctly. The
+    second run is judged like the first, and its answer is kept only if it
+    is not ``numerical`` itself.
+    """
+    out = _solve_milp(problem, evaluator, opts, t_start)
+    if (out.status == Termination.NUMERICAL and opts["solver"] == "highs"
+            and "presolve" not in opts["highs_options"] and not _expired_from(opts, t_start)):
+        log.warning("milp: %s; solving again with HiGHS's presolve on", out.message)
+        again = _solve_milp(problem, evaluator,
+                            opts.replace(highs_options={**opts["highs_options"], "presolve": "on"}), t_start)
+        if again.status != Termination.NUMERICAL:
+            again.extra["second_opinion"] = f"first run: {out.message}"
+            return again
+    return out
+
+
+def _expired_from(opts, t_start):
+    return opts["time_limit_s"] is not None and time.perf_counter() >= t_start + opts["time_limit_s"]
+
+
+def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     run = MilpRun(problem, evaluator, opts, t_start)
     if opts.get("warm_start") is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts["warm_start"])[0], "user")
@@ -389,7 +414,11 @@ def _certify_epigraph(run, model, out, max_rounds: int = 5):
         snap = model.snapshot()
         # ask for a solution better by more than the certification gap (solver tolerances are ~1e-7)
         model.set_floor(claimed + max(CERTIFIED_GAP * abs(claimed), 1e-9))
-        chk = run.stage("epigraph-certify", model.solve(**run.solve_kwargs()))
+        # warm from the best known allocation: if it beats the claim, the solver cannot call the floor
+        # infeasible (HiGHS 1.15 did so on a two-type max-min model, seed 319 of hetero-tiny)
+        best_alloc, _, best_fit = run.best()
+        start = best_alloc if best_fit > claimed * (1 + 1e-9) else None
+        chk = run.stage("epigraph-certify", model.solve(warm_start=start, **run.solve_kwargs()))
         model.set_floor(None)
         if chk.has_solution and model.epigraph_value() > claimed * (1 + 1e-9) + 1e-12:
             log.warning("the MILP solver's optimum %.9g was improved to %.9g by re-solving",

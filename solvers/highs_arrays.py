@@ -15,7 +15,7 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 
-from .backend import MilpOutcome, _highs_termination, _out_of_range, new_highs
+from .backend import MilpOutcome, _out_of_range, new_highs, read_highs
 from .result import Termination
 
 
@@ -113,25 +113,10 @@ class HighsSession:
         return out, x
 
     def _outcome(self, integer, solve_s, setup_s):
-        hs, h, model = self._hs, self.h, self.model
-        status = h.getModelStatus()
-        info = h.getInfo()
-        raw = h.modelStatusToString(status)
-        has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        objective = float(info.objective_function_value) if has_solution else float("nan")
-        nodes = int(info.mip_node_count) if integer and info.mip_node_count >= 0 else None
-        if integer:
-            bound = float(info.mip_dual_bound)
-            gap = float(info.mip_gap) if has_solution else float("inf")
-        else:
-            optimal = status == hs.HighsModelStatus.kOptimal
-            bound = objective if optimal else float("nan")
-            gap = 0.0 if optimal else float("inf")
-        if not np.isfinite(bound):
-            bound = float("nan")
+        h, model = self.h, self.model
+        term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, integer)
         x = np.asarray(h.getSolution().col_value, float) if has_solution else None
         if x is not None and integer:
             x = np.where(model.integer, np.round(x), x)
-        term = _highs_termination(hs, status, gap)
         return MilpOutcome(term, has_solution, objective, bound, gap, nodes, solve_s, setup_s, raw, "highs",
                            self.version, model.n_columns, self.n_rows), x

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import goodopt
@@ -62,6 +62,9 @@ def hetero_tiny(seed, p, sia):
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 5000), p=st.sampled_from([-1.0, -0.5, 1.0, -np.inf]), sia=st.booleans())
+# regression: HiGHS (presolve off) claimed a max-min optimum below greedy's and called the floor above it
+# infeasible; the verdict is `numerical` and the second run (presolve on) certifies
+@example(seed=319, p=-np.inf, sia=False)
 def test_hetero_milp_equals_brute_force_and_never_spans_types(seed, p, sia):
     if sia and not np.isfinite(p):
         return  # the idle penalty needs a finite p
