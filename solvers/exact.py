@@ -71,8 +71,8 @@ def _remaining(deadline):
     return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
 
 
-def _expired(deadline, reserve=0.0):
-    return deadline is not None and time.perf_counter() + reserve >= deadline
+def _expired(deadline):
+    return deadline is not None and time.perf_counter() >= deadline
 
 
 def _config_highs_options(opts):
@@ -207,7 +207,7 @@ def solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
 
 
 def _expired_from(opts, t_start):
-    return opts["time_limit_s"] is not None and time.perf_counter() >= t_start + opts["time_limit_s"]
+    return _expired(None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"])
 
 
 def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
@@ -277,11 +277,11 @@ def _config_level(run):
                 info["proof"] = "configuration relaxation optimum placed by an exact placement check"
                 return _finish(run, placed, out)
         run.add_candidate(greedy(pr, cs, start=alloc)[0], "relaxation+repair")
-    too_big = opts["formulation"] == "auto" and _placement_pairs(pr, cs) > opts["max_placement_pairs"]
+    pairs = _placement_pairs(pr, cs) if opts["formulation"] == "auto" else 0
+    too_big = pairs > opts["max_placement_pairs"]
     if opts["formulation"] == "config" or run.expired() or too_big:
         if too_big:
-            info["skipped"] = ("placement-level model skipped: "
-                               f"{_placement_pairs(pr, cs)} job-node pairs > max_placement_pairs")
+            info["skipped"] = f"placement-level model skipped: {pairs} job-node pairs > max_placement_pairs"
         alloc, source, _ = run.best()
         info["incumbent"] = source
         if run.expired() and opts["formulation"] != "config":
