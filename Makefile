@@ -44,4 +44,4 @@ fit: $(STAMP)
 	$(BIN)/goodopt fit --traces $(GOODOPT_TRACES) --out scenarios/profiles
 
 clean:
-	rm -rf $(VENV) build *.egg-info paper_figures/out .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info paper_figures/out paper_figures/out-tiny paper_figures/out-full .pytest_cache .hypothesis

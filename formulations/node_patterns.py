@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config_matrix import CscArrays, MatrixModel
+from .matrix import CscArrays, MatrixModel
 
 
 @dataclass(frozen=True, eq=False)

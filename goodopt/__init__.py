@@ -25,10 +25,10 @@ from .fitness import power_mean, realloc_factor
 from .goodput import ThroughputParams
 from .problem import AllocationProblem
 from .profiles import AppProfile, GpuProfile, load_profile, shipped_profile
-from .scenario import Job, Objective, Scenario, load_scenario, scenario_from_dict
+from .scenario import Job, Objective, Scenario, scenario_from_dict
+from .sources import load_scenario
+from ._version import __version__
 from .solvers import METHODS, SolveResult, Termination, solve
-
-__version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

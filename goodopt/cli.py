@@ -13,7 +13,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from .errors import GoodoptError, ValidationError
+from .errors import GoodoptError, Interrupted, ValidationError
 
 log = logging.getLogger("goodopt.cli")
 
@@ -29,7 +29,7 @@ def _fmt(x, digits=3) -> str:
 # ------------------------------------------------------------------ commands
 def cmd_info(args) -> int:
     """``goodopt info``: print a scenario's cluster, objective and jobs."""
-    from .scenario import load_scenario
+    from .sources import load_scenario
 
     sc = load_scenario(args.scenario)
     pr = sc.problem()
@@ -58,7 +58,7 @@ def cmd_info(args) -> int:
 
 def cmd_evaluate(args) -> int:
     """``goodopt evaluate``: score an allocation file on a scenario."""
-    from .scenario import load_scenario
+    from .sources import load_scenario
     from .errors import ScenarioError
 
     sc = load_scenario(args.scenario)
@@ -125,7 +125,7 @@ def _key_values(items) -> dict:
 
 def cmd_solve(args) -> int:
     """``goodopt solve``: one method on one scenario; a table or JSON."""
-    from .scenario import load_scenario
+    from .sources import load_scenario
     from .solvers import METHODS, solve
 
     sc = load_scenario(args.scenario)
@@ -164,25 +164,27 @@ def cmd_solve(args) -> int:
 
 def cmd_compare(args) -> int:
     """``goodopt compare``: methods x scenarios x seeds into one tidy CSV."""
-    from .compare import compare, summary
+    from .outputs import check_output
+    from .runs.compare import compare
+    from .runs.tables import summary, table_outputs, write_table
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    path = Path(args.out)
+    for f in table_outputs(path):
+        check_output(f, inputs=args.scenarios)
     table = compare(args.scenarios, methods, n_seeds=args.seeds, time_limit_s=args.time_limit,
                     progress=not args.quiet)
-    path = Path(args.out)
-    from .compare import write_table
-
     write_table(table, path, scenarios=args.scenarios, methods=methods, n_seeds=args.seeds,
                 time_limit_s=args.time_limit)
     con = _console()
-    t = Table(title="comparison (fitness per method; gap to the best proven bound)")
+    t = Table(title="comparison (fitness per method; gap to the best proven bound, nan = no bound)")
     summ = summary(table)
     for col in summ.columns:
         t.add_column(str(col), justify="left" if col in ("scenario", "method", "status") else "right")
     for row in summ.itertuples(index=False):
         t.add_row(*[v if isinstance(v, str) else _fmt(v, 4) for v in row])
     con.print(t)
-    con.print(f"wrote {path} (+ .json metadata)")
+    con.print(f"wrote {path} and {table_outputs(path)[1]}")
     return 0
 
 
@@ -225,16 +227,9 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def cmd_simulate(args) -> int:
-    """``goodopt simulate``: run workloads under policies; per-run tables and a sweep table."""
-    from .cluster import Cluster, NodeGroup
-    from .sim import SimConfig, simulate
-    from .sim.sweep import expand_workloads, grid, resolve_workload, run_tasks
-    from .traces import traces_dir
-
-    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+def _policy_options(args, policies) -> dict:
+    """``--option`` items per policy: ``POLICY.KEY=VALUE`` for that policy, ``KEY=VALUE`` for every one."""
     options = _key_values(args.option)
-    # ``POLICY.KEY=VALUE`` applies to that policy only; plain ``KEY=VALUE`` to every policy
     per_policy = {p: {k: v for k, v in options.items() if "." not in k} for p in policies}
     for key, value in options.items():
         if "." in key:
@@ -243,93 +238,123 @@ def cmd_simulate(args) -> int:
                 raise ValidationError("--option", f"{key!r} names policy {pol!r}, which is not run",
                                       f"policies run: {policies}")
             per_policy[pol][name] = value
+    return per_policy
+
+
+def _truth_source(args) -> str:
+    from .traces import traces_dir
+
     if args.truth == "model":
-        truth = "model"
-    else:
-        try:
-            truth = str(traces_dir(args.traces))
-        except FileNotFoundError:
-            if args.truth == "traces":
-                raise
-            truth = "model"
-            log.warning("no traces found: using the model ground truth of the shipped profiles")
+        return "model"
+    try:
+        return str(traces_dir(args.traces))
+    except FileNotFoundError:
+        if args.truth == "traces":
+            raise
+        log.warning("no traces found: using the model ground truth of the shipped profiles")
+        return "model"
+
+
+def cmd_simulate(args) -> int:
+    """``goodopt simulate``: run workloads under policies; per-run tables and a summary table."""
+    from .outputs import check_output
+    from .runs.simulations import run_simulations
+    from .runs.tasks import cluster_spec, sim_task
+    from .sim.workload import expand_workloads
+
+    out = check_output(args.out, kind="dir")
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    per_policy = _policy_options(args, policies)
+    truth = _truth_source(args)
     if args.cluster:
-        from .scenario import load_scenario
-
-        cluster = load_scenario(args.cluster).cluster
+        cluster = args.cluster
     else:
-        cluster = Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),))
-    config = SimConfig(interval_s=args.interval, restart_delay_s=args.restart_delay,
-                       interference_slowdown=args.interference, gpu_type=args.gpu_type)
+        from .cluster import Cluster, NodeGroup
+
+        cluster = cluster_spec(Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),)))
+    config = {"interval_s": args.interval, "restart_delay_s": args.restart_delay,
+              "interference_slowdown": args.interference, "gpu_type": args.gpu_type}
     workloads = expand_workloads(args.workloads)
-    con = _console()
-    out = Path(args.out)
-    if len(workloads) == 1 and len(policies) == 1 and args.seeds == 1:
-        from .sim.sweep import cached_truth
-
-        wl = resolve_workload(workloads[0])
-        t = cached_truth(truth, tuple(sorted({j.application for j in wl.jobs})), cluster.gpu_type_names)
-        res = simulate(wl, cluster, policies[0], truth=t, config=config, seed=args.seed,
-                       policy_options=per_policy[policies[0]], progress=not args.quiet and not args.json)
-        res.write(out)
-        if args.json:
-            print(json.dumps({**res.summary, "metadata": res.metadata}, indent=2, default=str))
-            return 0
-        tab = Table(title=f"{wl.name} / {policies[0]} ({truth if truth == 'model' else 'trace'} ground truth)")
-        tab.add_column("metric")
-        tab.add_column("value", justify="right")
-        for key in ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
-                    "avg_ftf_rho", "n_rounds", "policy_s_per_round", "engine_s_per_round", "wall_s"):
-            v = res.summary[key]
-            tab.add_row(key + (" (s)" if key.endswith("jct") or key == "makespan" else ""),
-                        _fmt(v, 3) if isinstance(v, float) else str(v))
-        con.print(tab)
-        con.print(f"wrote {out}/jobs.csv, rounds.csv, allocations.csv, summary.json")
-        return 0
-    tasks = grid(workloads, policies, cluster, seeds=range(args.seed, args.seed + args.seeds), config=config,
-                 truth=truth, policy_options=per_policy, out_dir=out)
-    table = run_tasks(tasks, workers=args.workers, progress=not args.quiet and not args.json)
-    from .compare import write_table
-
-    write_table(table, out / "sweep.csv", workloads=workloads, policies=policies, truth=truth,
-                config=config.__dict__, policy_options=per_policy)
+    tasks = [sim_task(w, p, cluster, truth=truth, config=config, seed=s, options=per_policy[p])
+             for w in workloads for p in policies for s in range(args.seed, args.seed + args.seeds)]
+    if len(tasks) == 1:
+        return _simulate_one(args, tasks[0], out, truth)
+    table = run_simulations(tasks, out, workers=args.workers, progress=not args.quiet and not args.json,
+                            workloads=workloads, policies=policies, truth=truth, config=config,
+                            policy_options=per_policy)
     if args.json:
         print(table.to_json(orient="records", indent=2))
         return 0
-    summ = table.groupby("policy", sort=False).agg(
-        runs=("avg_jct", "size"), avg_jct_h=("avg_jct", lambda x: x.mean() / 3600),
-        p99_jct_h=("p99_jct", lambda x: x.mean() / 3600), makespan_h=("makespan", lambda x: x.mean() / 3600),
-        restarts=("restarts", "mean"), utilisation=("avg_utilisation", "mean"),
-        policy_s=("policy_s", "mean")).reset_index()
-    base = summ["avg_jct_h"].iloc[0]
-    summ[f"jct_vs_{summ['policy'].iloc[0]}"] = summ["avg_jct_h"] / base
-    tab = Table(title=f"{len(workloads)} workload(s): mean over workloads and seeds")
+    _print_policy_summary(table, len(workloads))
+    _console().print(f"wrote {out}/sweep.csv (+ sweep.meta.json) and per-run tables under {out}/")
+    return 0
+
+
+def _simulate_one(args, task, out, truth) -> int:
+    from .runs.tasks import cached_truth, task_cluster
+    from .sim import simulate
+    from .sim.engine import SimConfig
+    from .sim.workload import resolve_workload
+
+    wl = resolve_workload(task.workload)
+    cluster = task_cluster(task.cluster)
+    t = cached_truth(truth, tuple(sorted({j.application for j in wl.jobs})), cluster.gpu_type_names)
+    res = simulate(wl, cluster, task.policy, truth=t, config=SimConfig(**task.config), seed=task.seed,
+                   policy_options=dict(task.options), progress=not args.quiet and not args.json)
+    res.write(out)
+    if args.json:
+        print(json.dumps({**res.summary, "metadata": res.metadata}, indent=2, default=str))
+        return 0
+    tab = Table(title=f"{wl.name} / {task.policy} ({truth if truth == 'model' else 'trace'} ground truth)")
+    tab.add_column("metric")
+    tab.add_column("value", justify="right")
+    for key in ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
+                "avg_ftf_rho", "n_rounds", "policy_s_per_round", "engine_s_per_round", "wall_s"):
+        v = res.summary[key]
+        tab.add_row(key + (" (s)" if key.endswith("jct") or key == "makespan" else ""),
+                    _fmt(v, 3) if isinstance(v, float) else str(v))
+    con = _console()
+    con.print(tab)
+    con.print(f"wrote {out}/jobs.csv, rounds.csv, allocations.csv, summary.json")
+    return 0
+
+
+def _print_policy_summary(table, n_workloads: int) -> None:
+    from .sim.result import policy_summary
+
+    summ = policy_summary(table)
+    tab = Table(title=f"{n_workloads} workload(s): mean over workloads and seeds")
     for col in summ.columns:
         tab.add_column(str(col), justify="left" if col == "policy" else "right")
     for row in summ.itertuples(index=False):
         tab.add_row(*[v if isinstance(v, str) else _fmt(float(v), 3) for v in row])
-    con.print(tab)
-    con.print(f"wrote {out}/sweep.csv (+ .json metadata) and per-run tables under {out}/")
-    return 0
+    _console().print(tab)
 
 
 def cmd_sweep(args) -> int:
     """``goodopt sweep``: run a sweep spec (cached, local processes or Dask) into tidy tables."""
     import os
 
-    from .sweep import load_spec, run_sweep
+    from .outputs import check_output
+    from .runs.spec import load_spec
+    from .runs.sweep import jobs_path, run_sweep, sweep_outputs
 
     spec = load_spec(args.spec)
     out = Path(args.out or f"{spec.name}.csv")
+    for f in sweep_outputs(out):
+        check_output(f, inputs=[args.spec])
     cache = None if args.no_cache else Path(args.cache or out.with_name(f"{out.stem}-cache"))
+    if cache is not None:
+        check_output(cache, kind="dir", option="--cache", inputs=[args.spec, *sweep_outputs(out)],
+                     replaced=False)
     workers = args.workers or (os.cpu_count() or 1)
     res = run_sweep(spec, cache_dir=cache, workers=workers, dask=args.dask, progress=not args.quiet)
     res.write(out, spec_file=str(args.spec), cache=str(cache) if cache else None,
               executor=args.dask or f"{workers} local process(es)")
     con = _console()
     con.print(f"{spec.name}: {res.n_computed} task(s) computed, {res.n_cached} from the cache")
-    con.print(f"wrote {out} ({len(res.table)} rows), {out.with_name(out.stem + '-jobs.csv')} "
-              f"({len(res.jobs)} rows) and their .json metadata")
+    con.print(f"wrote {out} ({len(res.table)} rows), {jobs_path(out)} ({len(res.jobs)} rows) and their "
+              ".meta.json metadata")
     return 0
 
 
@@ -364,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default="milp,milp-pwl,ga,greedy", help="comma-separated methods")
     p.add_argument("--seeds", type=int, default=1, help="seeds per randomised method")
     p.add_argument("--time-limit", type=float, default=None, help="time limit per solve in seconds")
-    p.add_argument("--out", default="compare.csv", help="output CSV (a .json with metadata is written next to it)")
+    p.add_argument("--out", default="compare.csv", help="output CSV (NAME.meta.json with metadata is written beside it)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_compare)
 
@@ -425,6 +450,12 @@ def main(argv=None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
+    except Interrupted as exc:
+        print(f"goodopt: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("goodopt: interrupted; nothing was written", file=sys.stderr)
+        return 130
     except GoodoptError as exc:
         print(f"goodopt: error: {exc}", file=sys.stderr)
         return 2

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
@@ -328,29 +327,18 @@ def objective_from_dict(data) -> Objective:
     return objective
 
 
-def shipped_scenario_names() -> list[str]:
-    """Names of the scenarios shipped in ``scenarios/``."""
-    root = resources.files("goodopt.scenarios")
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+def scenario_from_file(path) -> Scenario:
+    """Read a scenario from a YAML file (profile paths are relative to the file).
 
-
-def load_scenario(path) -> Scenario:
-    """Load a scenario from a YAML file, a shipped scenario by name (``pollux-testbed``),
-    or a generated family member (``family:testbed-over:3``, see :mod:`goodopt.families`)."""
-    if str(path).startswith("family:"):
-        from .families import family_scenario
-
-        return family_scenario(str(path))
+    Shipped names and ``family:`` members are resolved by
+    :func:`goodopt.sources.load_scenario`, which also accepts files.
+    """
     p = Path(path)
-    if not p.is_file() and p.suffix == "" and str(path) in shipped_scenario_names():
-        with resources.as_file(resources.files("goodopt.scenarios") / f"{path}.yaml") as f:
-            return load_scenario(f)
     if not p.is_file():
-        raise ScenarioError(str(path), "scenario file not found",
-                            f"give a path or a shipped name: {shipped_scenario_names()}")
+        raise ScenarioError(str(path), "scenario file not found", "give the path of a YAML file")
     try:
         data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ScenarioError(str(path), f"not valid YAML: {exc}") from None
     return scenario_from_dict(data, base_dir=p.parent)
 

@@ -2,13 +2,16 @@
 
 Runs each figure's experiment (tidy tables under ``out/tables``), then its
 plotting scripts (which read only those tables), then writes the index
-``out/README.md``. Sweep results are cached under ``out/cache`` by input hash:
-an interrupted run resumes, and ``--plot-only`` redraws from the tables.
+``out/README.md``, which says for each figure at which scale it was made. Sweep
+results are cached under ``out/cache`` by input hash: an interrupted run
+resumes, and ``--plot-only`` redraws from the tables. The tiny and full scales
+write to their own folders (``out-tiny``, ``out-full``) by default.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import logging
 import os
@@ -18,17 +21,28 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from goodopt.errors import GoodoptError, Interrupted
+from goodopt.outputs import write_json, write_text
+
 from . import experiments, specs
 from .figures import FIGURES
 
 OUT = Path(__file__).resolve().parent / "out"
 
 
+def default_out(scale: str) -> Path:
+    """``paper_figures/out`` for the default scale, ``paper_figures/out-<scale>`` for the others, so that a
+    smoke run never replaces the default figures."""
+    return OUT if scale == "default" else OUT.with_name(f"out-{scale}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m paper_figures`` argument parser."""
     ap = argparse.ArgumentParser(prog="python -m paper_figures", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=OUT, help="output folder (default: paper_figures/out)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output folder (default: paper_figures/out, or paper_figures/out-<scale> for the "
+                         "tiny and full scales)")
     ap.add_argument("--only", nargs="+", default=None, choices=list(FIGURES), help="figures to make")
     ap.add_argument("--scale", choices=specs.SCALES, default="default",
                     help="tiny (smoke test), default (embedded data, minutes) or full (paper scale, traces)")
@@ -41,13 +55,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the experiments, then the plots, then the index; returns the exit status."""
+    """Run the experiments, then the plots, then the index; returns the exit status (130 on Ctrl-C)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     con = Console(highlight=False)
+    out = args.out or default_out(args.scale)
+    try:
+        return _run(args, out, con)
+    except Interrupted as exc:
+        con.print(f"paper_figures: {exc}; figures finished before it are in {out}")
+        return 130
+    except KeyboardInterrupt:
+        con.print(f"paper_figures: interrupted; figures finished before it are in {out}")
+        return 130
+    except GoodoptError as exc:
+        con.print(f"paper_figures: error: {exc}")
+        return 2
+
+
+def _run(args, out: Path, con: Console) -> int:
     ids = args.only or list(FIGURES)
-    tables = args.out / "tables"
-    cache = args.out / "cache" / args.scale
+    tables = out / "tables"
+    cache = out / "cache" / args.scale
     if args.no_cache:
         import tempfile
 
@@ -71,39 +100,67 @@ def main(argv=None) -> int:
                 bar.advance(task)
             for plot in fig.plots:
                 bar.update(task, description=f"{fid}: {plot.name}")
-                plot.draw(tables, args.out)
+                plot.draw(tables, out)
                 bar.advance(task)
             timings[fid] = round(time.perf_counter() - t0, 1)
+            record_figure(out, fid, scale=args.scale, traces=ctx.traces is not None, seconds=timings[fid],
+                          plot_only=args.plot_only)
+            write_index(out)  # after every figure: an interrupted run's index lists what it finished
         bar.update(task, description="figures")
-    write_index(args.out, args.scale, ctx.traces is not None)
     wall = time.perf_counter() - start
     if not args.plot_only:
-        (tables / f"run-{args.scale}.json").write_text(json.dumps(
-            {"scale": args.scale, "figures": timings, "wall_s": round(wall, 1), "workers": workers}, indent=2))
+        write_json(tables / f"run-{args.scale}.json",
+                   {"scale": args.scale, "figures": timings, "wall_s": round(wall, 1), "workers": workers})
     n = sum(len(FIGURES[i].plots) for i in ids)
-    con.print(f"wrote {n} figures ({', '.join(ids)}) to {args.out} in {wall:.1f} s; index: {args.out / 'README.md'}")
+    con.print(f"wrote {n} figures ({', '.join(ids)}) to {out} in {wall:.1f} s; index: {out / 'README.md'}")
     return 0
 
 
-def write_index(out: Path, scale: str, traces: bool) -> Path:
-    """``out/README.md``: every figure with its caption, tables and the command that makes it."""
-    full = " FULL=1" if scale == "full" else ""
+def record_figure(out: Path, fid: str, *, scale: str, traces: bool, seconds: float, plot_only: bool) -> None:
+    """Add one finished figure to ``out/index.json`` (how each figure in the folder was made)."""
+    entries = read_entries(out)
+    prev = entries.get(fid, {})
+    entries[fid] = {"scale": prev.get("scale", scale) if plot_only else scale,
+                    "traces": prev.get("traces", traces) if plot_only else traces,
+                    "made": datetime.datetime.now().isoformat(timespec="seconds"), "seconds": seconds}
+    write_json(out / "index.json", entries)
+
+
+def read_entries(out: Path) -> dict:
+    """``out/index.json``: figure id -> {scale, traces, made, seconds}; empty when missing or unreadable."""
+    try:
+        data = json.loads((out / "index.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_index(out: Path) -> Path:
+    """``out/README.md``: every figure with how it was made (its own scale), its caption and its command."""
+    entries = read_entries(out)
     lines = ["# goodopt figures", "",
-             f"Made with `make figures{full}` (scale `{scale}`; measured trace points "
-             f"{'included' if traces else 'absent: traces not found'}). Rebuild one figure with "
-             f"`make figN{full}`. Tables (CSV + JSON metadata, with the sweep spec as YAML) are in `tables/`; "
-             "the plotting scripts in `paper_figures/` read only those.", ""]
+             "Each figure below says at which scale it was made and whether the published traces were used. "
+             "Rebuild one figure with its command. Tables (CSV + `.meta.json` metadata, with the sweep spec as "
+             "YAML) are in `tables/`; the plotting scripts in `paper_figures/` read only those.", ""]
     for fid, fig in FIGURES.items():
-        lines += [f"## {fid}: {fig.title}", "", f"Command: `make {fid}{full}`", ""]
+        e = entries.get(fid)
+        full = " FULL=1" if e and e.get("scale") == "full" else ""
+        lines += [f"## {fid}: {fig.title}", ""]
+        if e:
+            lines.append(f"Made {e.get('made', '?')} at scale `{e.get('scale', '?')}`; measured trace points "
+                         f"{'used' if e.get('traces') else 'absent (traces not found)'}. "
+                         f"Command: `make {fid}{full}`" + (" (tiny: `python -m paper_figures --only "
+                                                            f"{fid} --scale tiny`)" if e.get("scale") == "tiny"
+                                                           else ""))
+        else:
+            lines.append(f"*Not made yet.* Command: `make {fid}`")
+        lines.append("")
         for plot in fig.plots:
-            made = (out / f"{plot.name}.png").exists()
+            made = e is not None and (out / f"{plot.name}.png").exists()
             lines.append(f"- [`{plot.name}.png`]({plot.name}.png) / [`.pdf`]({plot.name}.pdf): {plot.caption}."
                          + ("" if made else " *(not made yet)*"))
         lines.append("")
-    path = out / "README.md"
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines))
-    return path
+    return write_text(out / "README.md", "\n".join(lines))
 
 
 if __name__ == "__main__":

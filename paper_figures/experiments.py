@@ -1,7 +1,7 @@
 """Experiment steps: each writes tidy tables (CSV + JSON metadata) that the plotting scripts read.
 
 The model figures (1, 2) evaluate the shipped profiles directly; the others
-run sweeps (:mod:`goodopt.sweep`) from the specs in :mod:`paper_figures.specs`,
+run sweeps (:mod:`goodopt.runs`) from the specs in :mod:`paper_figures.specs`,
 cached by input hash under the output folder so a rerun only computes what
 changed.
 """
@@ -17,7 +17,8 @@ import pandas as pd
 import yaml
 
 from goodopt import goodput as gp
-from goodopt.compare import write_table as _write_csv
+from goodopt.outputs import meta_path, write_text
+from goodopt.runs.tables import write_table as _write_csv
 from goodopt.profiles import shipped_profile
 from goodopt.traces import POLLUX_APPS, measurements, traces_dir
 
@@ -39,7 +40,7 @@ class Context:
 
 
 def write_table(df: pd.DataFrame, out: Path, name: str, **meta) -> Path:
-    """Write ``name.csv`` and ``name.json`` (metadata) under ``out``."""
+    """Write ``name.csv`` and ``name.meta.json`` (metadata) under ``out``, atomically."""
     return _write_csv(df, Path(out) / f"{name}.csv", table_name=name, numpy=np.__version__,
                       python=platform.python_version(), **meta)
 
@@ -151,7 +152,7 @@ def model_tables(ctx: Context) -> list[Path]:
                                    traces="pollux/<app>/placements.csv, scalability.csv"))
     elif measured.exists():  # a stale overlay from an earlier run with traces must not be plotted
         measured.unlink()
-        measured.with_suffix(".json").unlink(missing_ok=True)
+        meta_path(measured).unlink(missing_ok=True)
     return written
 
 
@@ -162,12 +163,11 @@ def speedup_tables(ctx: Context) -> list[Path]:
 
 def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
     """Run one sweep spec (cached) and write its tables, its spec (YAML) and metadata."""
-    from goodopt.sweep import run_sweep, spec_from_dict, spec_to_dict
+    from goodopt.runs import run_sweep, spec_from_dict, spec_to_dict
 
     sp = spec_from_dict(spec, base_dir=base_dir)
     res = run_sweep(sp, cache_dir=ctx.cache, workers=ctx.workers, progress=ctx.progress)
-    ctx.tables.mkdir(parents=True, exist_ok=True)
-    (ctx.tables / f"{sp.name}.spec.yaml").write_text(yaml.safe_dump(spec_to_dict(sp), sort_keys=False))
+    write_text(ctx.tables / f"{sp.name}.spec.yaml", yaml.safe_dump(spec_to_dict(sp), sort_keys=False))
     return res.write(ctx.tables / f"{sp.name}.csv", scale=ctx.scale,
                      truth="traces" if spec.get("truth") == "traces" else "model",
                      computed=res.n_computed, from_cache=res.n_cached)

@@ -112,7 +112,7 @@ def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
 def _time_limit(tables: Path, name: str):
     import json
 
-    meta = json.loads((tables / f"{name}.json").read_text())
+    meta = json.loads((tables / f"{name}.meta.json").read_text())
     return meta.get("sweep", {}).get("time_limit_s")
 
 

@@ -10,7 +10,7 @@
     Pollux and Sia workloads, trace ground truth, cluster sizes up to 2048
     GPUs, more seeds, longer time limits. Hours, not minutes.
 
-Every spec is a plain mapping accepted by :func:`goodopt.sweep.spec_from_dict`;
+Every spec is a plain mapping accepted by :func:`goodopt.runs.spec_from_dict`;
 the experiments write each one next to its table (``tables/<name>.spec.yaml``)
 so a figure's data can be recomputed with ``goodopt sweep``.
 """

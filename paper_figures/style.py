@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from goodopt.outputs import atomic_path  # noqa: E402
+
 #: PDF metadata that would change from run to run (dates, versions) is left out: same table, same bytes.
 PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
 
@@ -18,12 +20,15 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "legend.fontsize": 8,
 
 
 def save(fig, out: Path, name: str) -> list[Path]:
-    """Write ``name.png`` (130 dpi) and a byte-stable ``name.pdf`` under ``out``; closes ``fig``."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write ``name.png`` (130 dpi) and a byte-stable ``name.pdf`` under ``out``, each atomically; closes ``fig``."""
     png, pdf = out / f"{name}.png", out / f"{name}.pdf"
-    fig.savefig(png, dpi=130, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(pdf, bbox_inches="tight", metadata=PDF_META)
-    plt.close(fig)
+    try:
+        with atomic_path(png) as tmp:
+            fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight", metadata={"Software": None})
+        with atomic_path(pdf) as tmp:
+            fig.savefig(tmp, format="pdf", bbox_inches="tight", metadata=PDF_META)
+    finally:
+        plt.close(fig)
     return [png, pdf]
 
 

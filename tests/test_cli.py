@@ -70,7 +70,7 @@ def test_solve_json_and_compare_table(tmp_path):
     tiny = t[t.scenario == "family:tiny:35"].set_index("method")
     assert tiny.loc["greedy", "gap_to_bound"] > 0.01  # greedy is 5.6% below the optimum there
     assert 0 <= tiny.loc["milp", "gap_to_bound"] <= 1e-6  # certified
-    assert (tmp_path / "cmp.json").is_file()
+    assert (tmp_path / "cmp.meta.json").is_file()
 
 
 def test_solve_rejects_unknown_method():

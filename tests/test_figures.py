@@ -42,7 +42,7 @@ def test_every_figure_and_table_exists(tiny):
         df = pd.read_csv(tables / f"{name}.csv")
         assert cols <= set(df.columns), name
         assert len(df) > 0, name
-        meta = json.loads((tables / f"{name}.json").read_text())
+        meta = json.loads((tables / f"{name}.meta.json").read_text())
         assert meta["n_rows"] == len(df) and meta["columns"] == list(df.columns)
     for fig in FIGURES.values():
         for plot in fig.plots:
@@ -79,19 +79,59 @@ def test_plots_read_only_tables_and_pdfs_are_byte_stable(tiny, tmp_path):
 def test_rerun_is_served_from_the_cache(tiny):
     assert main(["--scale", "tiny", "--out", str(tiny), "--only", "fig3", "fig7", "--quiet"]) == 0
     for name in ("fairness", "runtime_scaling"):
-        meta = json.loads((tiny / "tables" / f"{name}.json").read_text())
+        meta = json.loads((tiny / "tables" / f"{name}.meta.json").read_text())
         assert meta["computed"] == 0 and meta["from_cache"] == meta["n_rows"]
 
 
-def test_full_scale_without_traces_says_what_to_set(tmp_path, monkeypatch):
+def test_full_scale_without_traces_says_what_to_set(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GOODOPT_TRACES", str(tmp_path / "nowhere"))
-    with pytest.raises(FileNotFoundError, match="GOODOPT_TRACES"):
-        main(["--scale", "full", "--out", str(tmp_path), "--only", "fig5", "--quiet"])
+    assert main(["--scale", "full", "--out", str(tmp_path), "--only", "fig5", "--quiet"]) == 2
+    out = capsys.readouterr().out
+    assert "GOODOPT_TRACES" in out and "Traceback" not in out
+
+
+def test_a_partial_run_labels_only_its_own_figures(tmp_path):
+    from paper_figures.__main__ import read_entries, record_figure, write_index
+
+    out = tmp_path / "figs"
+    assert main(["--scale", "tiny", "--out", str(out), "--only", "fig1", "--quiet"]) == 0
+    index = (out / "README.md").read_text()
+    fig1, rest = index.split("## fig2", 1)
+    assert "at scale `tiny`" in fig1 and "at scale" not in rest and rest.count("*Not made yet.*") == 6
+    # a later default-scale run of fig3 in the same folder adds its own entry and relabels nothing else
+    record_figure(out, "fig3", scale="default", traces=False, seconds=1.0, plot_only=False)
+    write_index(out)
+    entries = read_entries(out)
+    assert entries["fig1"]["scale"] == "tiny" and entries["fig3"]["scale"] == "default"
+    index = (out / "README.md").read_text()
+    assert index.split("## fig2")[0].count("at scale `tiny`") == 1
+    assert "at scale `default`" in index.split("## fig3")[1].split("## fig4")[0]
+
+
+def test_smoke_scales_have_their_own_default_folders():
+    from paper_figures.__main__ import OUT, default_out
+
+    assert default_out("default") == OUT
+    assert len({default_out(s) for s in specs.SCALES}) == len(specs.SCALES)
 
 
 def test_specs_are_valid_at_every_scale():
-    from goodopt.sweep import spec_from_dict
+    from goodopt.runs import spec_from_dict
 
     for scale in specs.SCALES:
         for spec in (specs.fairness(scale), specs.exact_vs_heuristic(scale), specs.runtime_scaling(scale)):
             spec_from_dict(spec)
+
+
+def test_ctrl_c_during_the_figures_is_one_line_and_status_130(tmp_path, monkeypatch, capsys):
+    import paper_figures.figures as figures
+    from dataclasses import replace
+
+    def stopped(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(figures.FIGURES, "fig2", replace(figures.FIGURES["fig2"], experiment=stopped))
+    assert main(["--scale", "tiny", "--out", str(tmp_path), "--only", "fig1", "fig2", "--quiet"]) == 130
+    out = capsys.readouterr().out
+    assert "interrupted" in out and "Traceback" not in out
+    assert set(json.loads((tmp_path / "index.json").read_text())) == {"fig1"}  # fig1 finished and is recorded

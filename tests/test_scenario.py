@@ -8,7 +8,8 @@ import yaml
 
 import goodopt
 from goodopt import ScenarioError
-from goodopt.scenario import save_scenario, scenario_from_dict, shipped_scenario_names
+from goodopt.scenario import save_scenario, scenario_from_dict
+from goodopt.sources import shipped_scenario_names
 
 GOOD = {
     "name": "t",

@@ -15,7 +15,8 @@ from goodopt.goodput import ThroughputParams
 from goodopt.sim import POLICIES, SimConfig, generate_workload, model_truth, simulate, trace_truth
 from goodopt.sim.agent import JobAgent
 from goodopt.sim.policies import Policy
-from goodopt.sim.sweep import grid, run_tasks
+from goodopt.runs.execute import map_tasks
+from goodopt.runs.tasks import cluster_spec, run_simulation, sim_task
 from goodopt.sim.truth import canonical_placement
 from goodopt.sim.workload import Workload, WorkloadJob, load_workload
 
@@ -285,10 +286,14 @@ def test_cli_simulate_json_and_files(tmp_path, capsys):
 def test_sweep_pool_matches_serial(tmp_path):
     mix = {"cifar10": 1, "ncf": 1}
     wls = [str(generate_workload(s, hours=0.5, load=0.5, mix=mix).save(tmp_path / f"w{s}.csv")) for s in (1, 2)]
-    cluster = Cluster((NodeGroup("t4", 4, 4),))
-    tasks = grid(wls, ["greedy", "tiresias"], cluster, truth="model")
-    serial = run_tasks(tasks, workers=1, progress=False)
-    pooled = run_tasks(tasks, workers=2, progress=False)
+    cluster = cluster_spec(Cluster((NodeGroup("t4", 4, 4),)))
+    tasks = [sim_task(w, p, cluster) for w in wls for p in ("greedy", "tiresias")]
+
+    def rows(workers):
+        return pd.DataFrame([row for _, row, _ in map_tasks(run_simulation, tasks, workers=workers,
+                                                              progress=False)])
+
+    serial, pooled = rows(1), rows(2)
     cols = ["workload", "policy", "avg_jct", "makespan", "restarts"]
     pd.testing.assert_frame_equal(serial[cols], pooled[cols])
     assert len(serial) == 4 and serial["avg_jct"].gt(0).all()

@@ -1,15 +1,18 @@
 """Sweeps: spec validation, the tidy tables, the input-hash cache (resume) and Dask vs the local pool."""
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 import yaml
 
-import goodopt.sweep as sweep
+import goodopt.runs.sweep as sweep
 from goodopt.cli import main
-from goodopt.errors import ValidationError
-from goodopt.sweep import TIMING_COLUMNS, expand, run_sweep, spec_from_dict, task_key
+from goodopt.errors import Interrupted, ValidationError
+from goodopt.runs.cache import task_key
+from goodopt.runs.tasks import TIMING_COLUMNS, expand
+from goodopt.sweep import run_sweep, spec_from_dict
 
 SOLVE = {"name": "solve", "kind": "solve", "families": {"names": ["tiny"], "seeds": [0, 1]},
          "methods": ["milp", "greedy", {"label": "ga-small", "method": "ga", "options": {"pop_size": 16, "n_gen": 8}}],
@@ -45,11 +48,11 @@ def test_expand_is_the_full_grid_and_keys_ignore_labels():
     # 2 scenarios x 2 p x (milp + greedy + 2 GA seeds)
     assert len(tasks) == 2 * 2 * 4
     assert len({task_key(t) for t in tasks}) == len(tasks)
-    renamed = dict(tasks[0], label="another name")
+    renamed = replace(tasks[0], label="another name")
     assert task_key(renamed) == task_key(tasks[0])
-    assert task_key(dict(tasks[0], options={"time_limit_s": 3})) != task_key(tasks[0])
+    assert task_key(replace(tasks[0], options={**tasks[0].options, "time_limit_s": 3})) != task_key(tasks[0])
     sim = expand(spec_from_dict(SIM))
-    assert len(sim) == 1 * 2 * 2 and {t["config"]["interval_s"] for t in sim} == {60, 120}
+    assert len(sim) == 1 * 2 * 2 and {t.config["interval_s"] for t in sim} == {60, 120}
 
 
 def test_solve_sweep_table():
@@ -82,7 +85,7 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
         return real(task)
 
     monkeypatch.setattr(sweep, "run_task", flaky)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupted, match="interrupted: 5 of 16 tasks done and cached; run again to resume"):
         run_sweep(SOLVE, cache_dir=cache, progress=False)
     assert len(list(cache.glob("*.json"))) == 5
     monkeypatch.setattr(sweep, "run_task", lambda task: calls.append(task_key(task)) or real(task))
@@ -118,7 +121,7 @@ def test_cli_sweep_writes_tables_and_resumes(tmp_path, capsys):
     assert "4 task(s) computed, 0 from the cache" in capsys.readouterr().out
     table = pd.read_csv(out)
     jobs = pd.read_csv(out.with_name("grid-jobs.csv"))
-    meta = json.loads(out.with_suffix(".json").read_text())
+    meta = json.loads(out.with_name("grid.meta.json").read_text())
     assert len(table) == 4 and meta["n_rows"] == 4 and meta["sweep"]["kind"] == "simulate"
     assert {"job", "jct_s", "label", "interval_s"} <= set(jobs.columns) and len(jobs) == 20
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
@@ -130,12 +133,10 @@ def test_cli_sweep_writes_tables_and_resumes(tmp_path, capsys):
 
 
 def test_node_limit_is_a_deterministic_budget_of_exact_methods():
-    from goodopt.sweep import expand, spec_from_dict
-
     spec = spec_from_dict({"kind": "solve", "scenarios": ["family:tiny:0"], "node_limit": 7,
                            "methods": ["milp", "milp-pwl", "greedy", {"label": "ga", "method": "ga"}]})
-    opts = {t["label"]: t["options"] for t in expand(spec)}
+    opts = {t.label: t.options for t in expand(spec)}
     assert opts["milp"]["node_limit"] == 7 and opts["milp-pwl"]["node_limit"] == 7
-    assert "node_limit" not in opts["greedy"] and "node_limit" not in opts["ga"]
+    assert "node_limit" not in opts["greedy"] and opts["ga"]["n_gen"] > 0 and "node_limit" not in opts["ga"]
     with pytest.raises(ValidationError, match="spec.node_limit"):
         spec_from_dict({"kind": "solve", "scenarios": ["family:tiny:0"], "methods": ["milp"], "node_limit": 0})

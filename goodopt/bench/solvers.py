@@ -109,14 +109,14 @@ def exact_solves(seed: int = 0, progress=None):
     Budgets are deterministic (:data:`EXACT_NODE_LIMIT` branch-and-bound nodes, no time limit), so the
     statuses and gaps do not depend on the machine's load; the seconds do.
     """
-    import goodopt
+    from goodopt.solvers import solve
 
-    goodopt.solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
+    solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
     rows = []
     for name, with_pyomo in EXACT_FAMILIES:
         pr = FAMILIES[name].scenario(seed).problem()
         enumerate_s = _enumerate_seconds(pr)
-        r = goodopt.solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
+        r = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
         row = {"family": name, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs, "n_configs": r.stats.n_configs,
                "enumerate_s": enumerate_s, "build_s": r.stats.build_s, "solve_s": r.stats.solve_s,
                "build_solve_s": r.stats.build_s + r.stats.solve_s, "total_s": r.stats.total_s,
@@ -124,7 +124,7 @@ def exact_solves(seed: int = 0, progress=None):
                "pyomo_total_s": float("nan"), "pyomo_status": "", "ratio_pyomo_to_arrays": float("nan"),
                "same_fitness": ""}
         if with_pyomo:
-            q = goodopt.solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT, "model_route": "pyomo"})
+            q = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT, "model_route": "pyomo"})
             row.update(pyomo_total_s=q.stats.total_s, pyomo_status=str(q.status),
                        ratio_pyomo_to_arrays=q.stats.total_s / r.stats.total_s,
                        same_fitness=bool(abs(q.fitness - r.fitness) <= 1e-6 * abs(r.fitness)))
@@ -159,16 +159,16 @@ def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict:
 
 def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
     """Exact MILP on the two benchmark sizes, with greedy on the same problem as the ratio base."""
-    import goodopt
+    from goodopt.solvers import solve
 
-    goodopt.solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
+    solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
     rows = []
     for n_nodes, gpn, n_jobs in MILP_CASES:
         t = time.perf_counter()
         pr = random_scenario(seed, testbed_cluster(n_nodes, gpn), n_jobs).problem()
         problem_s = time.perf_counter() - t
-        g = goodopt.solve(pr, "greedy")
-        r = goodopt.solve(pr, "milp", {"time_limit_s": time_limit_s})
+        g = solve(pr, "greedy")
+        r = solve(pr, "milp", {"time_limit_s": time_limit_s})
         rows.append({
             "case": f"{n_nodes}x{gpn}, {n_jobs} jobs", "n_gpus": n_nodes * gpn, "problem_build_s": problem_s,
             "n_configs": r.stats.n_configs, "build_s": r.stats.build_s, "solve_s": r.stats.solve_s,
@@ -184,7 +184,7 @@ def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
 
 def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
     """Presolve on/off (configuration model) and symmetry breaking on/off (placement model)."""
-    import goodopt
+    from goodopt.solvers import solve
     from ..formulations import milp as fm
     from ..formulations.configs import enumerate_configs
     from ..solvers.backend import solve_model
@@ -206,7 +206,7 @@ def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
             progress()
     for name in ("family:tiny:35", "family:testbed-under:0", "pollux-testbed"):
         pr = goodopt.load_scenario(name).problem()
-        res = {s: goodopt.solve(pr, "milp", {"formulation": "placement", "symmetry": s,
+        res = {s: solve(pr, "milp", {"formulation": "placement", "symmetry": s,
                                              "time_limit_s": time_limit_s}) for s in ("none", "order")}
         rows.append({"choice": "symmetry breaking (placement model)", "instance": name, "baseline": "none",
                      "baseline_s": res["none"].stats.solve_s, "variant": "order identical nodes",
@@ -221,20 +221,20 @@ def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
 
 def quality(seeds=(0, 1, 2), time_limit_s: float = 30.0, progress=None):
     """Fitness of heuristics relative to the certified optimum (or best proven bound) per family."""
-    import goodopt
+    from goodopt.solvers import solve
 
     rows = []
     for name in QUALITY_FAMILIES:
         for seed in seeds:
             pr = FAMILIES[name].scenario(seed).problem()
-            opt = goodopt.solve(pr, "milp", {"time_limit_s": time_limit_s})
+            opt = solve(pr, "milp", {"time_limit_s": time_limit_s})
             ref = opt.bound if np.isfinite(opt.bound) else opt.fitness
             row = {"family": name, "seed": seed, "milp_status": str(opt.status), "milp_gap": opt.gap,
                    "milp_s": opt.stats.total_s}
             runs = [("greedy", "greedy", {}), ("ga", "ga", {"seed": seed})]
             runs += [(f"pwl_k{k}", "milp-pwl", {"breakpoints": k}) for k in (4, 8, 16)]
             for label, method, opts in runs:
-                r = goodopt.solve(pr, method, opts)
+                r = solve(pr, method, opts)
                 row[f"{label}_rel"] = r.fitness / ref
                 row[f"{label}_s"] = r.stats.total_s
                 if method == "milp-pwl":

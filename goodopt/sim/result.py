@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from goodopt.outputs import atomic_dir, json_default
+
 JOB_COLUMNS = ("job", "application", "arrival_s", "start_s", "completion_s", "jct_s", "num_replicas",
                "batch_size", "n_restarts", "attained_gpu_s", "isolated_s", "ftf_rho")
 ALLOCATION_COLUMNS = ("time_s", "job", "n_gpus", "n_nodes", "local_bsz", "accum_steps", "batch_size",
@@ -44,23 +46,22 @@ class SimulationResult:
         return self.summary["avg_jct"]
 
     def write(self, out_dir) -> Path:
-        """Write ``jobs.csv``, ``rounds.csv``, ``allocations.csv`` and ``summary.json`` to ``out_dir``."""
-        out = Path(out_dir)
+        """Write ``jobs.csv``, ``rounds.csv``, ``allocations.csv`` and ``summary.json`` as the folder
+        ``out_dir``, atomically: a kill leaves the old folder or the new one, never a mix."""
+        with atomic_dir(out_dir, marker={"kind": "simulation", "metadata": self.metadata}) as staging:
+            self.write_into(staging)
+        return Path(out_dir)
+
+    def write_into(self, folder) -> Path:
+        """Write the four files into ``folder`` (created when missing), without the atomic exchange."""
+        out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         self.jobs.to_csv(out / "jobs.csv", index=False)
         self.rounds.to_csv(out / "rounds.csv", index=False)
         self.allocations.to_csv(out / "allocations.csv", index=False)
         (out / "summary.json").write_text(json.dumps({**self.summary, "metadata": self.metadata}, indent=2,
-                                                     default=_json_default))
+                                                     default=json_default))
         return out
-
-
-def _json_default(obj):
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    return str(obj)
 
 
 def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float) -> dict:
@@ -85,3 +86,15 @@ def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_
         "policy_s_per_round": float(policy_s / max(len(rounds), 1)),
         "engine_s_per_round": float(engine_s / max(len(rounds), 1)),
     }
+
+
+def policy_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per policy (in first-seen order), the mean over runs of a simulations table: runs, average and p99
+    JCT, makespan (hours), restarts, utilisation, policy seconds, and the JCT relative to the first policy."""
+    summ = table.groupby("policy", sort=False).agg(
+        runs=("avg_jct", "size"), avg_jct_h=("avg_jct", lambda x: x.mean() / 3600),
+        p99_jct_h=("p99_jct", lambda x: x.mean() / 3600), makespan_h=("makespan", lambda x: x.mean() / 3600),
+        restarts=("restarts", "mean"), utilisation=("avg_utilisation", "mean"),
+        policy_s=("policy_s", "mean")).reset_index()
+    summ[f"jct_vs_{summ['policy'].iloc[0]}"] = summ["avg_jct_h"] / summ["avg_jct_h"].iloc[0]
+    return summ

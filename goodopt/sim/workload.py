@@ -145,3 +145,49 @@ def generate_workload(seed, *, load: float = 1.0, hours: float = 8.0, mix=None,
         r = reqs[rng.choice(len(reqs), p=np.array(counts, float) / sum(counts))]
         jobs.append(WorkloadJob(f"{app}-{i}", float(t), app, int(r[0]), int(r[1])))
     return Workload(tuple(jobs), name=name or f"generated-load{load:g}-seed{seed if np.isscalar(seed) else 'rng'}")
+
+
+GENERATED_PREFIX = "generated:"
+
+
+def resolve_workload(spec) -> Workload:
+    """A workload from a CSV path or ``generated:LOAD:SEED[:HOURS]`` (Pollux-style generator, 8 hours
+    by default)."""
+    if isinstance(spec, Workload):
+        return spec
+    s = str(spec)
+    if not s.startswith(GENERATED_PREFIX):
+        return load_workload(s)
+    load, seed, hours, explicit_hours = parse_generated(s)
+    suffix = f"-{hours:g}h" if explicit_hours else ""
+    return generate_workload(seed, load=load, hours=hours, name=f"generated-{load:g}-{seed}{suffix}")
+
+
+def parse_generated(spec: str) -> tuple[float, int, float, bool]:
+    """``(load, seed, hours, hours given)`` of ``generated:LOAD:SEED[:HOURS]``."""
+    parts = str(spec).split(":")
+    try:
+        if len(parts) not in (3, 4):
+            raise ValueError
+        load, seed = float(parts[1]), int(parts[2])
+        hours = float(parts[3]) if len(parts) > 3 else 8.0
+    except ValueError:
+        raise ValidationError("workload", f"bad generated workload {spec!r}",
+                              "write generated:LOAD:SEED or generated:LOAD:SEED:HOURS, e.g. generated:1.0:0") \
+            from None
+    return load, seed, hours, len(parts) > 3
+
+
+def expand_workloads(specs) -> list[str]:
+    """Workload specs with folders expanded to their ``*.csv`` files (sorted)."""
+    out = []
+    for spec in specs:
+        p = Path(str(spec))
+        if not str(spec).startswith(GENERATED_PREFIX) and p.is_dir():
+            files = sorted(p.glob("*.csv"), key=lambda f: (len(f.stem), f.stem))
+            if not files:
+                raise ValidationError("workload", f"folder {str(p)!r} holds no .csv workloads")
+            out.extend(str(f) for f in files)
+        else:
+            out.append(str(spec))
+    return out

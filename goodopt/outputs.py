@@ -1,0 +1,234 @@
+"""Writing results safely: output paths checked before any work, files and folders replaced atomically.
+
+Every file goodopt writes as a result is first written beside its final name
+(a hidden, uniquely named temporary) and then renamed over it, so a reader --
+or a kill at any moment -- sees the old file or the new one, never a mix or a
+half-written file. A folder of outputs (a simulation's tables) is built in a
+hidden staging folder and exchanged with the old one in one step
+(``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere two renames, between which
+the old folder survives under a hidden name).
+
+A table's metadata goes to ``NAME.meta.json`` beside ``NAME.csv``, and records
+the SHA-256 of the table it describes, so a pair from two different runs is
+detectable (:func:`table_matches_meta`).
+
+:func:`check_output` runs before the work: an output that cannot be written,
+or would replace an input or a folder that goodopt did not write, is refused
+with a :class:`~goodopt.errors.ValidationError` naming the option.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import hashlib
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from .errors import ValidationError
+
+log = logging.getLogger(__name__)
+
+#: The file that marks a folder as goodopt's output (an existing folder without it is never replaced).
+MARKER = "goodopt-output.json"
+
+
+def meta_path(table_path) -> Path:
+    """Where a table's metadata goes: ``res.csv`` -> ``res.meta.json`` (never the table's own name)."""
+    p = Path(table_path)
+    return p.with_name(f"{p.stem if p.suffix else p.name}.meta.json")
+
+
+# ------------------------------------------------------------------ checks before work
+def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Iterable = (),
+                 replaced: bool = True) -> Path:
+    """Refuse an output that cannot be written, before any work is done.
+
+    ``kind`` is ``"file"`` or ``"dir"``. Refused: a path that is one of
+    ``inputs``; a file output that is an existing folder (or a folder output
+    that is an existing file); a folder output that exists, is not empty and
+    was not written by goodopt (unless ``replaced`` is False: a folder that is
+    added to, such as a cache); a location whose folder is not writable.
+    Returns the path.
+    """
+    p = Path(path)
+    resolved = p.resolve()
+    for inp in inputs:
+        if inp is not None and Path(inp).resolve() == resolved:
+            raise ValidationError(option, f"{str(p)!r} is an input of this run and would be overwritten",
+                                  "write the results to another name")
+    if kind == "file" and p.is_dir():
+        raise ValidationError(option, f"{str(p)!r} is a folder, a file name is needed", "e.g. results.csv")
+    if kind == "dir" and p.exists() and not p.is_dir():
+        raise ValidationError(option, f"{str(p)!r} is a file, a folder name is needed",
+                              "give a new folder name or remove the file")
+    if kind == "dir" and replaced and p.is_dir() and any(p.iterdir()) and not (p / MARKER).is_file():
+        raise ValidationError(option, f"folder {str(p)!r} is not empty and was not written by goodopt",
+                              "give a new folder name; goodopt replaces only folders it wrote")
+    if kind == "dir" and not replaced and p.is_dir():
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise ValidationError(option, f"folder {str(p)!r} is not writable", "choose a writable location")
+        return p
+    parent = _existing_ancestor(resolved.parent)
+    if not parent.is_dir():
+        raise ValidationError(option, f"{str(parent)!r} is a file, so {str(p)!r} cannot be created",
+                              "choose another location")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValidationError(option, f"folder {str(parent)!r} is not writable", "choose a writable location")
+    return p
+
+
+def _existing_ancestor(p: Path) -> Path:
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+# ------------------------------------------------------------------ atomic files
+def _temp_name(path: Path, tag: str) -> Path:
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+@contextlib.contextmanager
+def atomic_path(path) -> Iterator[Path]:
+    """A temporary path beside ``path``; renamed over ``path`` when the block ends without error."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_name(path, "tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def write_json(path, data) -> Path:
+    """Write ``data`` as indented JSON to ``path`` atomically (numpy scalars as numbers)."""
+    return write_text(path, json.dumps(data, indent=2, default=json_default))
+
+
+def json_default(obj):
+    """JSON encoding of numpy scalars (and, as text, of anything else)."""
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return str(obj)
+
+
+def sha256_file(path) -> str:
+    """SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def table_matches_meta(table_path) -> bool:
+    """Whether ``NAME.meta.json`` describes exactly the table ``NAME.csv`` holds now."""
+    try:
+        meta = json.loads(meta_path(table_path).read_text())
+        return meta.get("table_sha256") == sha256_file(table_path)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+# ------------------------------------------------------------------ atomic folders
+@contextlib.contextmanager
+def atomic_dir(path, marker: dict | None = None) -> Iterator[Path]:
+    """A staging folder beside ``path``; exchanged with ``path`` when the block ends without error.
+
+    The staging folder gets the :data:`MARKER` file (with ``marker`` as its
+    content). On error or interrupt it is removed and ``path`` is untouched.
+    Staging folders of processes that no longer run are removed first.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(path)
+    staging = _temp_name(path, "partial")
+    staging.mkdir()
+    try:
+        yield staging
+        write_json(staging / MARKER, marker or {})
+        _swap_in(staging, path)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _swap_in(staging: Path, path: Path) -> None:
+    if not path.exists():
+        os.rename(staging, path)
+        return
+    if _exchange(staging, path):  # staging now holds the old folder
+        shutil.rmtree(staging, ignore_errors=True)
+        return
+    old = _temp_name(path, "old")
+    os.rename(path, old)
+    os.rename(staging, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2``); False where that is not available."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError, TypeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove hidden staging/old folders of ``path`` left by processes that were killed."""
+    for p in path.parent.glob(f".{path.name}.*-*-*"):
+        parts = p.name.rsplit("-", 2)
+        try:
+            pid = int(parts[-2])
+        except (ValueError, IndexError):
+            continue
+        if pid != os.getpid() and not _alive(pid):
+            log.info("removing %s, left by an interrupted run", p)
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

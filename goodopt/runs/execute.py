@@ -1,0 +1,191 @@
+"""Running many tasks: in this process, on a local process pool, or on a Dask cluster.
+
+:func:`map_tasks` is the one runner behind ``compare``, ``sweep``,
+``simulate`` and the figures. Its promises:
+
+* ``on_result(i, result)`` is called as each result arrives (the sweep stores
+  it in its cache there), so work finished before an error or an interrupt
+  is kept;
+* a task that raises a :class:`~goodopt.errors.GoodoptError` does not stop the
+  others; when all have run, :class:`~goodopt.errors.TaskError` names the
+  failed tasks and their messages (goodopt's errors survive pickling, so the
+  message is the same under every executor);
+* Ctrl-C (``KeyboardInterrupt``) cancels the pending tasks, stops the local
+  workers at once and raises :class:`~goodopt.errors.Interrupted` with the
+  count of finished tasks;
+* local workers are fresh interpreters that ignore Ctrl-C (the parent decides)
+  and exit by themselves when their parent process is gone, even after a
+  ``SIGKILL`` of the parent.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
+
+from goodopt.errors import GoodoptError, Interrupted, TaskError, ValidationError
+
+log = logging.getLogger(__name__)
+
+#: Seconds between a worker's checks that its parent still runs.
+PARENT_POLL_S = 0.5
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Set up a local worker: Ctrl-C is the parent's to handle; exit when the parent is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch():
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(1)
+            time.sleep(PARENT_POLL_S)
+
+    threading.Thread(target=watch, name="goodopt-parent-watch", daemon=True).start()
+
+
+@contextlib.contextmanager
+def open_executor(workers: int = 1, dask: str | None = None):
+    """A ``concurrent.futures`` executor: a Dask cluster's (``dask`` address), a process pool, or None (inline)."""
+    if dask:
+        try:
+            from distributed import Client
+        except ImportError:  # pragma: no cover - dask is a dependency
+            raise ValidationError("dask", "dask.distributed is not installed", "pip install 'dask[distributed]'")
+        with Client(dask) as client:
+            yield client.get_executor()
+    elif workers > 1:
+        # fresh interpreters, not forks: HiGHS's thread pool does not survive fork (a forked worker's
+        # MILP spun forever once the parent had solved one), and nothing else needs the parent's state
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_worker_init, initargs=(os.getpid(),))
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    else:
+        yield None
+
+
+def stop_pool(ex, futures=()) -> None:
+    """Cancel ``futures`` (the pending tasks of ``ex``) and end a local pool's worker processes now."""
+    for fut in futures:
+        fut.cancel()
+    if isinstance(ex, cf.ProcessPoolExecutor):
+        procs = list((getattr(ex, "_processes", None) or {}).values())
+        ex.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.terminate()
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(timeout=5)
+
+
+def progress_bar(enabled: bool = True):
+    """A rich progress bar showing description, done / total and elapsed time."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    disable=not enabled, transient=True)
+
+
+class _Tally:
+    """What a run has done so far, for the messages of :class:`TaskError` and :class:`Interrupted`."""
+
+    def __init__(self, n_before: int, n_total: int, cached: bool):
+        self.done, self.total, self.cached = n_before, n_total, cached
+        self.failures: list[tuple[int, str, str]] = []
+
+
+def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None = None, progress=True,
+              label: str = "tasks", describe: Callable = str, on_result: Callable | None = None,
+              n_before: int = 0, cached: bool = False) -> list:
+    """``[fn(item) for item in items]`` inline, on a process pool or on Dask, with a done/total bar.
+
+    See the module docstring for errors and interrupts. ``describe(item)``
+    names a task in messages and in the bar; ``n_before`` tasks of the run
+    were done before (read from a cache, which ``cached`` says exists) and
+    count as done in an :class:`Interrupted` message. ``progress`` is a flag,
+    or a live ``rich.progress.Progress`` to which a row is added.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValidationError("workers", f"must be a whole number >= 1, got {workers!r}")
+    items = list(items)
+    workers = max(1, min(workers, len(items), os.cpu_count() or 1))
+    results: dict[int, object] = {}
+    tally = _Tally(n_before, n_before + len(items), cached)
+    from rich.progress import Progress
+
+    shared = isinstance(progress, Progress)  # a caller's live bar: add a row to it
+    with (contextlib.nullcontext(progress) if shared else progress_bar(bool(progress))) as bar:
+        row = bar.add_task(label, total=len(items))
+
+        def arrived(i, fut_or_value, is_future):
+            try:
+                value = fut_or_value.result() if is_future else fut_or_value()
+            except Interrupted:
+                raise
+            except GoodoptError as exc:
+                tally.failures.append((i, describe(items[i]), str(exc)))
+                log.info("task %s failed: %s", describe(items[i]), exc)
+            except BrokenProcessPool:
+                tally.failures.append((i, describe(items[i]), "its worker process died (out of memory?)"))
+            else:
+                results[i] = value
+                tally.done += 1
+                if on_result is not None:
+                    on_result(i, value)
+            bar.advance(row)
+
+        try:
+            _run_all(fn, items, workers, dask, bar, row, describe, arrived)
+        except KeyboardInterrupt:
+            raise Interrupted(tally.done, tally.total, tally.cached) from None
+        finally:
+            if shared:
+                bar.remove_task(row)
+    if tally.failures:
+        tally.failures.sort()
+        raise TaskError([(d, m) for _, d, m in tally.failures], tally.total)
+    return [results[i] for i in range(len(items))]
+
+
+def _run_all(fn, items, workers, dask, bar, row, describe, arrived) -> None:
+    with open_executor(workers, dask) as ex:
+        if ex is None:
+            for i, item in enumerate(items):
+                bar.update(row, description=describe(item))
+                arrived(i, lambda item=item: fn(item), False)
+            return
+        futures: dict = {}
+        try:
+            for i, item in enumerate(items):
+                futures[ex.submit(fn, item)] = i
+            for fut in cf.as_completed(futures):
+                arrived(futures[fut], fut, True)
+        except BaseException:
+            with _ignoring_sigint():
+                stop_pool(ex, futures)
+            raise
+
+
+@contextlib.contextmanager
+def _ignoring_sigint():
+    """Further Ctrl-C presses are ignored while a run cleans up (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

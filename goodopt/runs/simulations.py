@@ -1,0 +1,45 @@
+"""Several simulations into one output folder: per-run tables and a summary table, all or nothing.
+
+The folder is built beside its final name and exchanged with any previous
+output in one step (:func:`goodopt.outputs.atomic_dir`): an interrupted or
+failed run leaves the previous folder as it was, and nothing that looks
+complete.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from goodopt.outputs import atomic_dir
+
+from .execute import map_tasks
+from .tables import write_table
+from .tasks import SimTask, run_simulation
+
+
+def run_folder(task: SimTask) -> str:
+    """A run's sub-folder: ``<workload>/<label>-s<seed>``."""
+    w = str(task.workload)
+    stem = w.replace(":", "-") if w.startswith("generated:") else \
+        (f"{Path(w).parent.name}-{Path(w).stem}" if Path(w).parent.name else Path(w).stem)
+    return f"{stem}/{task.label or task.policy}-s{task.seed}"
+
+
+def run_simulations(tasks: list[SimTask], out_dir, *, workers: int = 1, progress=True,
+                    **metadata) -> pd.DataFrame:
+    """Run ``tasks``; write each run's tables under ``out_dir/<workload>/<policy>-s<seed>`` and the
+    summary table ``out_dir/sweep.csv`` (+ ``sweep.meta.json``); returns the summary table."""
+    rows: dict[int, dict] = {}
+    with atomic_dir(out_dir, marker={"kind": "simulations", "n_runs": len(tasks)}) as staging:
+        def store(i, value):
+            res, row, _ = value
+            res.write_into(staging / run_folder(tasks[i]))
+            rows[i] = {"label": tasks[i].label, **row}
+
+        map_tasks(run_simulation, tasks, workers=workers, progress=progress, label="simulations",
+                  describe=lambda t: t.describe(), on_result=store)
+        table = pd.DataFrame([rows[i] for i in range(len(tasks))])
+        write_table(table, staging / "sweep.csv", **metadata)
+    return table

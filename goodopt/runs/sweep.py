@@ -1,0 +1,122 @@
+"""Sweeps: a grid of solves or simulations as one tidy table, cached, local or on Dask.
+
+A sweep is described by a :class:`~goodopt.runs.spec.SweepSpec` (usually a
+YAML file). It expands to tasks (:mod:`goodopt.runs.tasks`); a finished task
+is stored in the cache folder under a key of everything it depends on
+(:mod:`goodopt.runs.cache`), so an interrupted sweep re-run with the same
+cache only computes what is missing, and identical tasks of different sweeps
+are computed once.
+
+A task's result depends only on its inputs, so the table does not depend on
+where or in which order tasks ran (apart from the timing columns,
+:data:`~goodopt.runs.tasks.TIMING_COLUMNS`).
+
+Two grids:
+
+``kind: solve``
+    scenarios x methods x seeds (x objective ``p``); one row per solve with
+    fitness, bound, gap, status and times, plus ``best_bound``,
+    ``gap_to_bound`` and ``relative_fitness`` within each (scenario, p).
+``kind: simulate``
+    workloads x policies x seeds (x engine settings in ``vary``); one row per
+    run with the run's summary (JCTs, makespan, restarts, utilisation, ...).
+
+Both also give a per-job table (:attr:`SweepResult.jobs`): GPUs and speedup
+per job for solves, JCT per job for simulations.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .cache import TaskCache, task_key
+from .execute import map_tasks
+from .spec import SweepSpec, load_spec, spec_from_dict, spec_to_dict
+from .tables import add_reference_columns, table_outputs, write_table
+from .tasks import expand, named_rows, run_task
+
+log = logging.getLogger(__name__)
+
+
+def sweep_outputs(path) -> list[Path]:
+    """Every file :meth:`SweepResult.write` writes for ``path``."""
+    path = Path(path)
+    return table_outputs(path) + table_outputs(jobs_path(path))
+
+
+def jobs_path(path) -> Path:
+    """The per-job table beside ``path``: ``res.csv`` -> ``res-jobs.csv``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}-jobs{path.suffix or '.csv'}")
+
+
+@dataclass
+class SweepResult:
+    """The sweep's tidy tables and how many tasks were computed now vs read from the cache."""
+
+    table: pd.DataFrame
+    jobs: pd.DataFrame
+    spec: SweepSpec
+    n_computed: int
+    n_cached: int
+
+    def write(self, path, **metadata) -> Path:
+        """``path`` (CSV), ``<stem>-jobs.csv`` and their ``.meta.json`` (metadata incl. the spec), atomically."""
+        path = Path(path)
+        meta = {"sweep": spec_to_dict(self.spec), "n_tasks": self.n_computed + self.n_cached, **metadata}
+        write_table(self.table, path, **meta)
+        write_table(self.jobs, jobs_path(path), **meta)
+        return path
+
+
+def as_spec(spec) -> SweepSpec:
+    """A :class:`SweepSpec` from a spec, a mapping or a YAML path."""
+    if isinstance(spec, SweepSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return spec_from_dict(spec)
+    return load_spec(spec)
+
+
+def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers: int = 1,
+              dask: str | None = None, progress=True) -> SweepResult:
+    """Run every task of ``spec`` not yet in ``cache_dir``; returns the tables.
+
+    ``cache_dir=None`` disables caching. ``workers`` local processes, or a
+    Dask cluster at ``dask`` (``tcp://host:port``). A failed task raises
+    :class:`~goodopt.errors.TaskError` after the others ran (and were
+    cached); Ctrl-C raises :class:`~goodopt.errors.Interrupted`.
+    """
+    spec = as_spec(spec)
+    tasks = expand(spec)
+    cache = TaskCache(cache_dir) if cache_dir is not None else None
+    keys = [task_key(t) for t in tasks] if cache is not None else [None] * len(tasks)
+    done: dict[int, dict] = {}
+    if cache is not None:
+        for i, (task, key) in enumerate(zip(tasks, keys)):
+            hit = cache.get(task, key)
+            if hit is not None:
+                done[i] = hit
+    todo = [i for i in range(len(tasks)) if i not in done]
+    log.info("sweep %s: %d tasks, %d cached, %d to run", spec.name, len(tasks), len(done), len(todo))
+
+    def store(n, result):
+        i = todo[n]
+        done[i] = result
+        if cache is not None:
+            cache.put(tasks[i], keys[i], result)
+
+    map_tasks(run_task, [tasks[i] for i in todo], workers=workers, dask=dask, progress=progress,
+              label=spec.name, describe=lambda t: t.describe(), on_result=store, n_before=len(done),
+              cached=cache is not None)
+    rows = [named_rows(tasks[i], [done[i]["row"]])[0] for i in range(len(tasks))]
+    jobs = [r for i in range(len(tasks)) for r in named_rows(tasks[i], done[i]["jobs"])]
+    table = pd.DataFrame(rows)
+    if spec.kind == "solve":
+        table = add_reference_columns(table, by=["scenario", "p"])
+    return SweepResult(table, pd.DataFrame(jobs), spec, len(todo), len(tasks) - len(todo))

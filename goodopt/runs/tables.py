@@ -1,0 +1,85 @@
+"""Result tables: the row of one solve, the reference columns of a group, and the one table writer.
+
+``gap_to_bound`` is the relative distance of a row's fitness to the *best
+proven bound* of its group (the smallest upper bound any method reported on
+the same problem); it is NaN when no method proved a bound.
+
+:func:`write_table` writes ``NAME.csv`` and ``NAME.meta.json`` atomically
+(see :mod:`goodopt.outputs`); the metadata records the table's SHA-256.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from goodopt._version import __version__
+from goodopt.outputs import atomic_path, meta_path, sha256_file, write_json
+
+#: Columns of a ``compare`` table.
+COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status", "stopped_by_clock",
+           "has_solution", "feasible",
+           "fitness", "bound", "gap", "seconds", "build_s", "solve_s", "n_evaluations", "nodes",
+           "best_bound", "gap_to_bound", "relative_fitness")
+
+
+def result_row(problem, method: str, seed, res) -> dict:
+    """The table row of one solve (without the scenario name and the reference columns)."""
+    return {
+        "n_jobs": problem.n_jobs, "n_nodes": problem.n_nodes, "n_gpus": problem.n_gpus,
+        "method": method, "seed": seed, "status": str(res.status),
+        "stopped_by_clock": res.status == "time_limit",  # machine-dependent: a wall-clock limit ended it
+        "has_solution": res.has_solution,
+        "feasible": res.feasible, "fitness": res.fitness, "bound": res.bound, "gap": res.gap,
+        "seconds": res.stats.total_s, "build_s": res.stats.build_s, "solve_s": res.stats.solve_s,
+        "n_evaluations": res.stats.n_evaluations, "nodes": res.stats.nodes,
+    }
+
+
+def add_reference_columns(df: pd.DataFrame, by) -> pd.DataFrame:
+    """Add ``best_bound`` (smallest proven bound in the group, NaN if none), ``gap_to_bound`` (NaN
+    without a bound) and ``relative_fitness`` (fitness over the group's best fitness)."""
+    df = df.copy()
+    if df.empty:
+        return df.assign(best_bound=[], gap_to_bound=[], relative_fitness=[])
+    g = df.groupby(by, dropna=False)
+    best_bound = g["bound"].transform(lambda b: b[np.isfinite(b.astype(float))].min())
+    best_fit = g["fitness"].transform("max")
+    df["best_bound"] = best_bound
+    gap = (best_bound - df["fitness"]) / best_bound.abs()
+    df["gap_to_bound"] = gap.mask(gap.abs() <= 1e-9, 0.0)  # numerical noise of proven optima; NaN stays NaN
+    df["relative_fitness"] = df["fitness"] / best_fit
+    return df
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean fitness, gap to the best bound and seconds per (scenario, method)."""
+    g = table.groupby(["scenario", "method"], sort=False)
+    out = g.agg(fitness=("fitness", "mean"), gap_to_bound=("gap_to_bound", "mean"),
+                relative_fitness=("relative_fitness", "mean"), seconds=("seconds", "mean"),
+                status=("status", lambda s: ",".join(sorted(set(s)))))
+    return out.reset_index()
+
+
+def table_outputs(path) -> list[Path]:
+    """The files :func:`write_table` writes for ``path``: the table and its metadata."""
+    return [Path(path), meta_path(path)]
+
+
+def write_table(table: pd.DataFrame, path, **metadata) -> Path:
+    """Write ``table`` as CSV to ``path`` and its metadata to ``NAME.meta.json``, each atomically.
+
+    The metadata holds goodopt's version, Python's, the columns, the row count,
+    the table's SHA-256 and ``metadata``.
+    """
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        table.to_csv(tmp, index=False)
+        digest = sha256_file(tmp)
+    meta = {"goodopt_version": __version__, "python": platform.python_version(), "columns": list(table.columns),
+            "n_rows": len(table), "table": path.name, "table_sha256": digest, **metadata}
+    write_json(meta_path(path), meta)
+    return path

@@ -1,0 +1,300 @@
+"""Tasks: one solve or one simulation, self-contained, and how each is run.
+
+A task holds everything its result depends on (besides files and code, which
+:mod:`goodopt.runs.cache` hashes): a :class:`SolveTask` names a scenario, a
+method with *every* option (defaults filled in, so equal computations are
+equal tasks), the objective ``p`` and the seed; a :class:`SimTask` names a
+workload, a cluster, a ground truth, engine settings and a policy with its
+options. ``label`` (and a simulation's ``vary``) only name the result.
+
+:func:`expand` turns a :class:`~goodopt.runs.spec.SweepSpec` into tasks;
+:func:`run_task` computes one, on any worker, and returns its JSON-ready
+:class:`TaskResult` mapping ``{"row": {...}, "jobs": [{...}, ...]}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from goodopt.outputs import json_default
+
+from .spec import SIM_CONFIG_FIELDS, SweepSpec, p_to_json
+from .tables import result_row
+
+#: Columns that measure time: they differ between runs of the same task.
+TIMING_COLUMNS = ("seconds", "build_s", "solve_s", "policy_s", "engine_s", "wall_s")
+#: Run-level columns of a simulation row (after the workload, load, hours, policy and seed).
+SUMMARY_COLUMNS = ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
+                   "avg_ftf_rho", "max_ftf_rho", "n_rounds", "policy_s", "engine_s", "wall_s")
+
+
+def to_json(value):
+    """``value`` as plain JSON types (tuples as lists, numpy scalars as numbers, ``inf`` kept)."""
+    return json.loads(json.dumps(value, default=json_default))
+
+
+@dataclass(frozen=True)
+class SolveTask:
+    """One solve: ``method`` with ``options`` (all of them) on ``scenario`` (at objective ``p`` if given).
+
+    ``scenario`` is a file, a shipped name or ``family:NAME:SEED``; in-process
+    runs may pass a :class:`~goodopt.scenario.Scenario` object instead (such
+    tasks are not cached).
+    """
+
+    scenario: object
+    method: str
+    options: Mapping
+    p: float | None = None
+    seed: int | None = None
+    label: str = ""
+    kind: ClassVar[str] = "solve"
+
+    def inputs(self) -> dict:
+        """The task's inputs as canonical JSON (the naming field ``label`` left out)."""
+        return to_json({"kind": self.kind, "scenario": str(self.scenario), "method": self.method,
+                        "options": dict(sorted(self.options.items())),
+                        "p": None if self.p is None else p_to_json(self.p), "seed": self.seed})
+
+    def describe(self) -> str:
+        name = getattr(self.scenario, "name", self.scenario)
+        return f"{name} / {self.label or self.method}" + (f" seed {self.seed}" if self.seed is not None else "")
+
+
+@dataclass(frozen=True)
+class SimTask:
+    """One simulation: ``workload`` on the cluster of ``cluster`` under ``policy``.
+
+    ``workload`` is a CSV file or ``generated:LOAD:SEED[:HOURS]``; ``cluster``
+    a scenario (file, shipped name, family member) whose cluster is used, or a
+    mapping ``{"node_groups": [...]}``; ``truth`` is ``"model"`` or a traces
+    folder; ``config`` holds every engine setting; ``policy_described`` the
+    policy's own description of itself with these options (defaults included).
+    """
+
+    workload: str
+    policy: str
+    cluster: object
+    truth: str = "model"
+    config: Mapping = field(default_factory=dict)
+    seed: int = 0
+    options: Mapping = field(default_factory=dict)
+    policy_described: Mapping = field(default_factory=dict)
+    label: str = ""
+    vary: Mapping = field(default_factory=dict)
+    kind: ClassVar[str] = "simulate"
+
+    def inputs(self) -> dict:
+        """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
+        return to_json({"kind": self.kind, "workload": str(self.workload), "policy": self.policy,
+                        "cluster": self.cluster, "truth": self.truth, "config": dict(sorted(self.config.items())),
+                        "seed": self.seed, "options": dict(sorted(self.options.items())),
+                        "policy_described": self.policy_described})
+
+    def describe(self) -> str:
+        w = str(self.workload)
+        stem = w if w.startswith("generated:") else Path(w).stem
+        return f"{stem} / {self.label or self.policy} seed {self.seed}"
+
+
+Task = SolveTask | SimTask
+
+
+# ------------------------------------------------------------------ making tasks
+def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None, seed=None,
+               label: str = "") -> SolveTask:
+    """A solve task with the method's options validated and completed with their defaults."""
+    from goodopt.solvers.api import _check_options
+
+    opts = dict(options or {})
+    if seed is not None:
+        opts["seed"] = seed
+    full = dict(_check_options(method, opts))
+    return SolveTask(scenario, method, to_json(full), None if p is None else float(p), seed, label or method)
+
+
+def sim_task(workload, policy: str, cluster, *, truth: str = "model", config: Mapping | None = None, seed: int = 0,
+             options: Mapping | None = None, label: str = "", vary: Mapping | None = None) -> SimTask:
+    """A simulation task with every engine setting explicit and the policy's options checked."""
+    from goodopt.sim.engine import SimConfig
+    from goodopt.sim.policies import make_policy
+
+    cfg = SimConfig(**dict(config or {}))
+    described = make_policy(policy, **dict(options or {})).describe()
+    return SimTask(str(workload), policy, to_json(cluster) if isinstance(cluster, Mapping) else str(cluster),
+                   str(truth), to_json(_config_dict(cfg)), int(seed), to_json(dict(options or {})),
+                   to_json(described), label or policy, dict(vary or {}))
+
+
+def _config_dict(cfg) -> dict:
+    return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in cfg.__dict__.items()}
+
+
+def expand(spec: SweepSpec) -> list[Task]:
+    """Every task of ``spec``, in grid order."""
+    if spec.kind == "solve":
+        return _expand_solve(spec)
+    return _expand_simulate(spec)
+
+
+def _expand_solve(spec: SweepSpec) -> list[SolveTask]:
+    from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED
+
+    tasks = []
+    for sc in spec.scenarios:
+        for p in (spec.p_values or (None,)):
+            for v in spec.variants:
+                opts = dict(v.options)
+                if spec.time_limit_s is not None:
+                    opts.setdefault("time_limit_s", spec.time_limit_s)
+                if spec.node_limit is not None and "node_limit" in METHOD_OPTIONS[v.name]:
+                    opts.setdefault("node_limit", spec.node_limit)
+                for s in (spec.seeds if v.name in RANDOMISED else (None,)):
+                    tasks.append(solve_task(sc, v.name, opts, p=p, seed=s, label=v.label))
+    return tasks
+
+
+def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
+    combos = [{}]
+    for k, values in spec.vary.items():
+        combos = [{**c, k: v} for c in combos for v in values]
+    tasks = []
+    for w in spec.workloads:
+        for combo in combos:
+            config = {k: float(v) for k, v in {**dict(spec.config), **combo}.items() if k in SIM_CONFIG_FIELDS}
+            for v in spec.variants:
+                for s in spec.seeds:
+                    tasks.append(sim_task(w, v.name, spec.cluster, truth=spec.truth, config=config, seed=s,
+                                          options=v.options, label=v.label, vary=combo))
+    return tasks
+
+
+# ------------------------------------------------------------------ running tasks
+def run_task(task: Task) -> dict:
+    """Compute one task (on any worker): ``{"row": {...}, "jobs": [{...}, ...]}`` as plain JSON types,
+    without the naming columns (:func:`named_rows` adds them)."""
+    if isinstance(task, SolveTask):
+        return to_json(_run_solve(task))
+    res, row, jobs = run_simulation(task)
+    return to_json({"row": row, "jobs": jobs})
+
+
+def _run_solve(task: SolveTask) -> dict:
+    from goodopt.scenario import Scenario
+    from goodopt.solvers import solve
+    from goodopt.sources import load_scenario
+
+    warm_up(task.method)
+    sc = task.scenario if isinstance(task.scenario, Scenario) else load_scenario(task.scenario)
+    if task.p is not None:
+        sc = sc.with_objective(p=float(task.p))
+    pr = sc.problem()
+    res = solve(pr, task.method, dict(task.options))
+    row = {"scenario": sc.name, "p": sc.objective.p, **result_row(pr, task.method, task.seed, res)}
+    row["pwl_breakpoints"] = task.options.get("breakpoints") if task.method == "milp-pwl" else None
+    row["pwl_error_bound"] = res.extra.get("pwl_error_bound")
+    # jobs a count-level answer could not place on nodes (they run on fewer GPUs)
+    row["n_placement_failed"] = len(res.extra.get("placement_failed_jobs", ()))
+    jobs = []
+    if res.has_solution:
+        gpus, nodes = res.x.sum(axis=1), (res.x > 0).sum(axis=1)
+        for j, name in enumerate(pr.job_names):
+            jobs.append({"scenario": sc.name, "p": sc.objective.p, "seed": task.seed, "job": name,
+                         "application": sc.jobs[j].application, "n_gpus": int(gpus[j]),
+                         "n_nodes": int(nodes[j]), "speedup": float(res.speedups[j])})
+    return {"row": row, "jobs": jobs}
+
+
+@functools.lru_cache(maxsize=None)
+def warm_up(method: str) -> None:
+    """Solve a tiny instance once per process and method, so first-use costs (imports, the solver library's
+    set-up) are not charged to the first timed solve of a process."""
+    from goodopt.families import family
+    from goodopt.solvers import solve
+    from goodopt.solvers.api import RANDOMISED
+
+    if method not in ("milp", "milp-pwl", "gavel", "ga", "nsga2"):
+        return
+    opts = {"seed": 0, "pop_size": 8, "n_gen": 2} if method in RANDOMISED else {}
+    solve(family("tiny").scenario(0).problem(), method, opts)
+
+
+def run_simulation(task: SimTask):
+    """Run one simulation task: ``(SimulationResult, row, job rows)``."""
+    from goodopt.sim import simulate
+    from goodopt.sim.workload import resolve_workload
+
+    wl = resolve_workload(task.workload)
+    cluster = task_cluster(task.cluster)
+    truth = cached_truth(task.truth, tuple(sorted({j.application for j in wl.jobs})), cluster.gpu_type_names)
+    res = simulate(wl, cluster, task.policy, truth=truth, config=_sim_config(task.config), seed=task.seed,
+                   policy_options=dict(task.options))
+    load, hours = generated_load(task.workload)
+    head = {"workload": wl.name, "load": load, "hours": hours, "policy": task.policy, "seed": task.seed}
+    row = {**head, **{k: res.summary.get(k) for k in SUMMARY_COLUMNS}}
+    jobs = [{**head, **r} for r in res.jobs.to_dict(orient="records")]
+    return res, row, jobs
+
+
+def _sim_config(config: Mapping):
+    from goodopt.sim.engine import SimConfig
+
+    return SimConfig(**dict(config))
+
+
+def task_cluster(spec):
+    """The cluster of a task: a scenario's (by any spelling) or ``{"node_groups": [...]}``."""
+    from goodopt.cluster import Cluster, NodeGroup
+    from goodopt.sources import load_scenario
+
+    if isinstance(spec, Mapping):
+        return Cluster(tuple(NodeGroup(g["gpu_type"], int(g["gpus_per_node"]), int(g["n_nodes"]),
+                                       g.get("name", "")) for g in spec["node_groups"]))
+    return load_scenario(spec).cluster
+
+
+def cluster_spec(cluster) -> dict:
+    """The mapping form of a :class:`~goodopt.cluster.Cluster` that :func:`task_cluster` reads back."""
+    return {"node_groups": [{"gpu_type": g.gpu_type, "gpus_per_node": g.gpus_per_node, "n_nodes": g.n_nodes,
+                             **({"name": g.prefix} if g.prefix else {})} for g in cluster.groups]}
+
+
+@functools.lru_cache(maxsize=4)
+def cached_truth(source: str, apps: tuple[str, ...], gpu_types: tuple[str, ...] = ("t4",)):
+    """Ground truth by source (``"model"`` or a traces folder), built once per process."""
+    from goodopt.sim.truth import model_truth, trace_truth
+
+    if source == "model":
+        return model_truth(apps, gpu_type=gpu_types)
+    return trace_truth(source, apps, gpu_types=gpu_types)
+
+
+def generated_load(spec: str) -> tuple[float, float]:
+    """(load, hours) of ``generated:LOAD:SEED[:HOURS]``; a CSV in a ``load-X`` folder has load X."""
+    from goodopt.sim.workload import GENERATED_PREFIX, parse_generated
+
+    if str(spec).startswith(GENERATED_PREFIX):
+        load, _, hours, _ = parse_generated(str(spec))
+        return load, hours
+    folder = Path(str(spec)).parent.name
+    if folder.startswith("load-"):
+        with contextlib.suppress(ValueError):
+            return float(folder[5:]), math.nan
+    return math.nan, math.nan
+
+
+def named_rows(task: Task, rows: list[dict]) -> list[dict]:
+    """Rows with the task's label (after the first column) and its ``vary`` values."""
+    extra = [("label", task.label)] + list(getattr(task, "vary", {}).items())
+    out = []
+    for r in rows:
+        items = list(r.items())
+        out.append(dict(items[:1] + extra + items[1:]))
+    return out
