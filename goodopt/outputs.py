@@ -159,9 +159,12 @@ def atomic_dir(path, marker: dict | None = None) -> Iterator[Path]:
 
     The staging folder gets the :data:`MARKER` file (with ``marker`` as its
     content). On error or interrupt it is removed and ``path`` is untouched.
-    Staging folders of processes that no longer run are removed first.
+    Staging folders of processes that no longer run are removed first. An
+    existing folder that is not empty and was not written by goodopt is never
+    replaced (:func:`check_output` raises before anything is written).
     """
     path = Path(path)
+    check_output(path, kind="dir", option="out_dir")
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(path)
     staging = _temp_name(path, "partial")

@@ -408,3 +408,12 @@ def test_interrupted_map_says_how_much_is_done():
     with pytest.raises(Interrupted) as exc:
         map_tasks(stop_at_two, [0, 1, 2, 3], progress=False, n_before=5, cached=True)
     assert (exc.value.n_done, exc.value.n_tasks) == (7, 9)
+
+
+def test_a_folder_goodopt_did_not_write_is_never_replaced(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(ValidationError, match="not written by goodopt"), atomic_dir(mine):
+        pass
+    assert (mine / "notes.txt").read_text() == "keep"
