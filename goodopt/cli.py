@@ -248,10 +248,10 @@ def _truth_source(args) -> str:
         return "model"
     try:
         return str(traces_dir(args.traces))
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
         if args.truth == "traces":
             raise
-        log.warning("no traces found: using the model ground truth of the shipped profiles")
+        log.warning("%s; --truth auto uses the model ground truth of the shipped profiles", exc)
         return "model"
 
 

@@ -1,7 +1,8 @@
 """Readers for the published measurement traces (Pollux, Sia, Gavel).
 
 The traces are read from a directory (``GOODOPT_TRACES``, default
-``../shared/traces``) and never copied into the project. Layout and column
+``../shared/traces`` beside the checkout, wherever the command runs) and
+never copied into the project. Layout and column
 meanings follow the traces' own README:
 
 * ``pollux/<app>/placements.csv`` and ``scalability.csv`` (T4 nodes);
@@ -42,12 +43,17 @@ _VALIDATION_COLUMNS = ("progress", "iteration", "metric", "grad_sqr", "grad_var"
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 
 
+#: The default traces folder: ``../shared/traces`` next to the checkout (not the current directory), so a
+#: command finds the same traces wherever it is run from.
+DEFAULT_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+
+
 def traces_dir(path: str | os.PathLike | None = None, *, must_exist: bool = True) -> Path:
-    """Resolve the traces directory: ``path``, else ``$GOODOPT_TRACES``, else ``../shared/traces``.
+    """Resolve the traces directory: ``path``, else ``$GOODOPT_TRACES``, else :data:`DEFAULT_TRACES`.
 
     Raises :class:`TraceError` naming what was tried when it does not exist.
     """
-    candidate = Path(path or os.environ.get("GOODOPT_TRACES") or Path("..") / "shared" / "traces")
+    candidate = Path(path or os.environ.get("GOODOPT_TRACES") or DEFAULT_TRACES)
     if must_exist and not candidate.is_dir():
         raise TraceError(
             f"traces directory {str(candidate)!r} not found: set GOODOPT_TRACES or pass --traces "

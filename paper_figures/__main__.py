@@ -139,7 +139,7 @@ def write_index(out: Path) -> Path:
     """``out/README.md``: every figure with how it was made (its own scale), its caption and its command."""
     entries = read_entries(out)
     lines = ["# goodopt figures", "",
-             "Each figure below says at which scale it was made and whether the published traces were used. "
+             "Each figure below says at which scale it was made and whether the published traces were found. "
              "Rebuild one figure with its command. Tables (CSV + `.meta.json` metadata, with the sweep spec as "
              "YAML) are in `tables/`; the plotting scripts in `paper_figures/` read only those.", ""]
     for fid, fig in FIGURES.items():
@@ -147,8 +147,8 @@ def write_index(out: Path) -> Path:
         full = " FULL=1" if e and e.get("scale") == "full" else ""
         lines += [f"## {fid}: {fig.title}", ""]
         if e:
-            lines.append(f"Made {e.get('made', '?')} at scale `{e.get('scale', '?')}`; measured trace points "
-                         f"{'used' if e.get('traces') else 'absent (traces not found)'}. "
+            lines.append(f"Made {e.get('made', '?')} at scale `{e.get('scale', '?')}`; published traces "
+                         f"{'found' if e.get('traces') else 'not found'}. "
                          f"Command: `make {fid}{full}`" + (" (tiny: `python -m paper_figures --only "
                                                             f"{fid} --scale tiny`)" if e.get("scale") == "tiny"
                                                            else ""))

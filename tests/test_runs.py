@@ -417,3 +417,12 @@ def test_a_folder_goodopt_did_not_write_is_never_replaced(tmp_path):
     with pytest.raises(ValidationError, match="not written by goodopt"), atomic_dir(mine):
         pass
     assert (mine / "notes.txt").read_text() == "keep"
+
+
+def test_the_default_traces_folder_does_not_depend_on_the_current_directory(monkeypatch, tmp_path):
+    from goodopt.traces import DEFAULT_TRACES, traces_dir
+
+    monkeypatch.delenv("GOODOPT_TRACES", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert DEFAULT_TRACES.is_absolute() and DEFAULT_TRACES == ROOT.parent / "shared" / "traces"
+    assert traces_dir(must_exist=False) == DEFAULT_TRACES
