@@ -363,28 +363,35 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``goodopt`` argument parser with one sub-command per ``cmd_*`` function."""
     ap = argparse.ArgumentParser(prog="goodopt", description=__doc__)
     ap.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    # -v is also accepted after the sub-command (its default is left to the top level)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                        help="more logging (-v info, -vv debug)")
     sub = ap.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("info", help="summarise a scenario (file or shipped name)")
+    def add(name, **kw):  # every sub-command: the common flags, and its defaults shown in --help
+        return sub.add_parser(name, parents=[common], formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kw)
+
+    p = add("info", help="summarise a scenario (file or shipped name)")
     p.add_argument("scenario")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("evaluate", help="score an allocation of a scenario")
+    p = add("evaluate", help="score an allocation of a scenario")
     p.add_argument("scenario")
     p.add_argument("--allocation", required=True, help="YAML/JSON file: job -> {node: GPUs}")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("solve", help="solve a scenario's allocation problem with one method")
+    p = add("solve", help="solve a scenario's allocation problem with one method")
     p.add_argument("scenario", help="scenario file, shipped name, or family:NAME:SEED")
     p.add_argument("--method", default="milp", help="milp, milp-pwl, ga, nsga2, greedy, equal-share, brute-force")
     p.add_argument("--time-limit", type=float, default=None, help="time limit in seconds")
-    p.add_argument("--seed", type=int, default=None, help="seed of randomised methods (default 0)")
+    p.add_argument("--seed", type=int, default=None, help="seed of randomised methods (0 when not given)")
     p.add_argument("--option", action="append", help="method option KEY=VALUE (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=cmd_solve)
 
-    p = sub.add_parser("compare", help="compare methods on scenarios; writes a tidy CSV")
+    p = add("compare", help="compare methods on scenarios; writes a tidy CSV")
     p.add_argument("scenarios", nargs="+", help="scenario files, shipped names, or family:NAME:SEED")
     p.add_argument("--methods", default="milp,milp-pwl,ga,greedy", help="comma-separated methods")
     p.add_argument("--seeds", type=int, default=1, help="seeds per randomised method")
@@ -393,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("fit", help="fit application profiles from the published traces")
+    p = add("fit", help="fit application profiles from the published traces")
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
     p.add_argument("--out", default="scenarios/profiles", help="output folder for <app>.yaml")
     p.add_argument("--apps", nargs="*", default=None, help="applications (default: the six Pollux ones)")
@@ -401,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder for the generated gavel-default.yaml (default: the parent of --out)")
     p.set_defaults(func=cmd_fit)
 
-    p = sub.add_parser("simulate", help="simulate workloads under scheduling policies")
+    p = add("simulate", help="simulate workloads under scheduling policies")
     p.add_argument("workloads", nargs="+", help="workload CSVs, folders of them, or generated:LOAD:SEED")
     p.add_argument("--policy", default="pollux",
                    help="policy or comma-separated policies: pollux, milp, greedy, equal-share, optimus, "
@@ -429,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_simulate)
 
-    p = sub.add_parser("sweep", help="run a grid of solves or simulations from a YAML spec; one tidy table")
+    p = add("sweep", help="run a grid of solves or simulations from a YAML spec; one tidy table")
     p.add_argument("spec", help="sweep spec (YAML; see goodopt.sweep.spec_from_dict)")
     p.add_argument("--out", default=None, help="output CSV (default: <spec name>.csv)")
     p.add_argument("--cache", default=None,

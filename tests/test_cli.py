@@ -96,3 +96,15 @@ def test_solve_accepts_heterogeneous_scenarios_and_gavel_policies():
     out = subprocess.run([sys.executable, "-m", "goodopt.cli", "solve", "sia-default", "--method", "milp", "--json"],
                          capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["status"] == "optimal"
+
+
+def test_verbose_is_accepted_after_the_sub_command_and_help_shows_defaults(capsys):
+    from goodopt.cli import build_parser
+
+    ap = build_parser()
+    assert ap.parse_args(["info", "small-2node", "-vv"]).verbose == 2
+    assert ap.parse_args(["-v", "info", "small-2node"]).verbose == 1
+    assert ap.parse_args(["info", "small-2node"]).verbose == 0
+    with pytest.raises(SystemExit):
+        ap.parse_args(["compare", "--help"])
+    assert "(default: compare.csv)" in " ".join(capsys.readouterr().out.split())
