@@ -96,6 +96,21 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def _names(value: str, option: str, known) -> list[str]:
+    """A comma-separated list of names, each one known (with a suggestion for a near miss)."""
+    import difflib
+
+    names = [v.strip() for v in str(value).split(",") if v.strip()]
+    if not names:
+        raise ValidationError(option, f"no names in {value!r}", f"e.g. {option} {','.join(list(known)[:2])}")
+    for n in names:
+        if n not in known:
+            near = difflib.get_close_matches(n, list(known), n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise ValidationError(option, f"unknown name {n!r}", f"{hint}choose from {', '.join(known)}")
+    return names
+
+
 def _method_options(args, method):
     from .solvers import METHOD_OPTIONS
 
@@ -168,7 +183,9 @@ def cmd_compare(args) -> int:
     from .runs.compare import compare
     from .runs.tables import summary, table_outputs, write_table
 
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    from .solvers.api import METHODS
+
+    methods = _names(args.methods, "--methods", METHODS)
     path = Path(args.out)
     for f in table_outputs(path):
         check_output(f, inputs=args.scenarios)
@@ -263,7 +280,9 @@ def cmd_simulate(args) -> int:
     from .sim.workload import expand_workloads
 
     out = check_output(args.out, kind="dir")
-    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    from .sim.policies import POLICIES
+
+    policies = _names(args.policy, "--policy", tuple(POLICIES))
     per_policy = _policy_options(args, policies)
     truth = _truth_source(args)
     if args.cluster:

@@ -148,7 +148,7 @@ def test_cli_sweep_with_a_missing_scenario_on_two_workers_is_one_line(tmp_path):
 def test_a_typo_in_a_policy_is_reported_before_any_work(tmp_path, capsys):
     rc = main(["simulate", "generated:0.1:0", "--policy", "polux,tiresias", "--workers", "2",
                "--out", str(tmp_path / "o"), "--quiet"])
-    assert rc == 2 and "unknown policy 'polux'" in capsys.readouterr().err
+    assert rc == 2 and "--policy: unknown name 'polux' (did you mean 'pollux'?" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
@@ -426,3 +426,13 @@ def test_the_default_traces_folder_does_not_depend_on_the_current_directory(monk
     monkeypatch.chdir(tmp_path)
     assert DEFAULT_TRACES.is_absolute() and DEFAULT_TRACES == ROOT.parent / "shared" / "traces"
     assert traces_dir(must_exist=False) == DEFAULT_TRACES
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compare", "family:tiny:0", "--methods", ","], "--methods: no names in ','"),
+    (["compare", "family:tiny:0", "--methods", "gredy"], "did you mean 'greedy'?"),
+    (["simulate", "generated:0.1:0", "--policy", "polux"], "did you mean 'pollux'?"),
+])
+def test_name_lists_are_checked_with_a_suggestion(argv, message, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    assert message in capsys.readouterr().err
