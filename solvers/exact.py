@@ -184,6 +184,25 @@ class MilpRun:
         return _expired(self.deadline)
 
 
+#: HiGHS's MIP feasibility tolerance for epigraph (p = +-inf) models, unless the user sets one.
+EPIGRAPH_MIP_FEASIBILITY = 1e-9
+
+
+def _epigraph_tolerance(problem, opts):
+    """Options with a tight MIP feasibility tolerance for epigraph models.
+
+    At the default 1e-6, HiGHS 1.16 let the epigraph variable exceed the
+    smallest speedup by 1e-6 (tiny_problem seed 259, p = -inf: t = 0.9107305
+    for a re-scored 0.9107295), so the certified bound sat 1.2e-6 above an
+    optimum that brute force confirms, and the answer was judged
+    ``numerical``. At 1e-9 the same model is certified.
+    """
+    if opts["solver"] != "highs" or np.isfinite(problem.p) or "mip_feasibility_tolerance" in opts["highs_options"]:
+        return opts
+    return opts.replace(highs_options={"mip_feasibility_tolerance": EPIGRAPH_MIP_FEASIBILITY,
+                                       **opts["highs_options"]})
+
+
 def solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     """Run the exact method; a ``numerical`` verdict gets a second opinion with HiGHS's presolve on.
 
@@ -194,6 +213,7 @@ def solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     second run is judged like the first, and its answer is kept only if it
     is not ``numerical`` itself.
     """
+    opts = _epigraph_tolerance(problem, opts)
     out = _solve_milp(problem, evaluator, opts, t_start)
     if (out.status == Termination.NUMERICAL and opts["solver"] == "highs"
             and "presolve" not in opts["highs_options"] and not _expired_from(opts, t_start)):

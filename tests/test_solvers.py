@@ -51,6 +51,8 @@ def close(a, b, tol=TOL):
 @example(tiny_problem(0, 3, 2, 2, -np.inf, True, False))
 # regression: HiGHS presolve returned a sub-optimal "optimal" on this two-type epigraph model
 @example(tiny_problem(569, 2, 3, 3, -np.inf, True, False))
+# regression: HiGHS 1.16 let the epigraph variable exceed the smallest speedup by its 1e-6 feasibility tolerance
+@example(tiny_problem(259, 2, 3, 4, -np.inf, True, False))
 def test_milp_equals_brute_force(pr):
     bf = goodopt.solve(pr, "brute-force")
     assert bf.status == Termination.OPTIMAL
