@@ -310,21 +310,15 @@ def cmd_simulate(args) -> int:
 
 
 def _simulate_one(args, task, out, truth) -> int:
-    from .runs.tasks import cached_truth, task_cluster
-    from .sim import simulate
-    from .sim.engine import SimConfig
-    from .sim.workload import resolve_workload
+    from .runs.tasks import run_simulation
 
-    wl = resolve_workload(task.workload)
-    cluster = task_cluster(task.cluster)
-    t = cached_truth(truth, tuple(sorted({j.application for j in wl.jobs})), cluster.gpu_type_names)
-    res = simulate(wl, cluster, task.policy, truth=t, config=SimConfig(**task.config), seed=task.seed,
-                   policy_options=dict(task.options), progress=not args.quiet and not args.json)
+    res, _, _ = run_simulation(task, progress=not args.quiet and not args.json)
     res.write(out)
     if args.json:
         print(json.dumps({**res.summary, "metadata": res.metadata}, indent=2, default=str))
         return 0
-    tab = Table(title=f"{wl.name} / {task.policy} ({truth if truth == 'model' else 'trace'} ground truth)")
+    tab = Table(title=f"{res.metadata['workload']} / {task.policy} "
+                      f"({truth if truth == 'model' else 'trace'} ground truth)")
     tab.add_column("metric")
     tab.add_column("value", justify="right")
     for key in ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",

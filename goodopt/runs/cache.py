@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from goodopt._version import __version__
-from goodopt.outputs import atomic_path, json_default
+from goodopt.outputs import atomic_path, json_default, sha256_file
 
 from .tasks import SimTask, SolveTask, Task
 
@@ -64,7 +64,7 @@ def file_digest(path) -> str:
     hit = _DIGESTS.get(str(p))
     if hit is not None and hit[0] == sig:
         return hit[1]
-    digest = hashlib.sha256(p.read_bytes()).hexdigest()
+    digest = sha256_file(p)
     _DIGESTS[str(p)] = (sig, digest)
     return digest
 

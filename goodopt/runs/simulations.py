@@ -8,23 +8,18 @@ complete.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from goodopt.outputs import atomic_dir
 
 from .execute import map_tasks
 from .tables import write_table
-from .tasks import SimTask, run_simulation
+from .tasks import SimTask, run_simulation, workload_stem
 
 
 def run_folder(task: SimTask) -> str:
     """A run's sub-folder: ``<workload>/<label>-s<seed>``."""
-    w = str(task.workload)
-    stem = w.replace(":", "-") if w.startswith("generated:") else \
-        (f"{Path(w).parent.name}-{Path(w).stem}" if Path(w).parent.name else Path(w).stem)
-    return f"{stem}/{task.label or task.policy}-s{task.seed}"
+    return f"{workload_stem(task.workload)}/{task.label or task.policy}-s{task.seed}"
 
 
 def run_simulations(tasks: list[SimTask], out_dir, *, workers: int = 1, progress=True,

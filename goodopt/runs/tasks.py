@@ -99,9 +99,16 @@ class SimTask:
                         "policy_described": self.policy_described})
 
     def describe(self) -> str:
-        w = str(self.workload)
-        stem = w if w.startswith("generated:") else Path(w).stem
-        return f"{stem} / {self.label or self.policy} seed {self.seed}"
+        return f"{workload_stem(self.workload)} / {self.label or self.policy} seed {self.seed}"
+
+
+def workload_stem(workload) -> str:
+    """A short name of a workload spec: ``generated-1.0-0`` or ``<folder>-<file stem>``."""
+    w = str(workload)
+    if w.startswith("generated:"):
+        return w.replace(":", "-")
+    p = Path(w)
+    return f"{p.parent.name}-{p.stem}" if p.parent.name else p.stem
 
 
 Task = SolveTask | SimTask
@@ -226,8 +233,8 @@ def warm_up(method: str) -> None:
     solve(family("tiny").scenario(0).problem(), method, opts)
 
 
-def run_simulation(task: SimTask):
-    """Run one simulation task: ``(SimulationResult, row, job rows)``."""
+def run_simulation(task: SimTask, progress: bool = False):
+    """Run one simulation task: ``(SimulationResult, row, job rows)``; ``progress`` shows the run's bar."""
     from goodopt.sim import simulate
     from goodopt.sim.workload import resolve_workload
 
@@ -235,7 +242,7 @@ def run_simulation(task: SimTask):
     cluster = task_cluster(task.cluster)
     truth = cached_truth(task.truth, tuple(sorted({j.application for j in wl.jobs})), cluster.gpu_type_names)
     res = simulate(wl, cluster, task.policy, truth=truth, config=_sim_config(task.config), seed=task.seed,
-                   policy_options=dict(task.options))
+                   policy_options=dict(task.options), progress=progress)
     load, hours = generated_load(task.workload)
     head = {"workload": wl.name, "load": load, "hours": hours, "policy": task.policy, "seed": task.seed}
     row = {**head, **{k: res.summary.get(k) for k in SUMMARY_COLUMNS}}
