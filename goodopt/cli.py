@@ -13,6 +13,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from .cluster import MAX_GPUS_PER_NODE, MAX_NODES
 from .errors import GoodoptError, Interrupted, ValidationError
 
 log = logging.getLogger("goodopt.cli")
@@ -53,22 +54,35 @@ def cmd_info(args) -> int:
     con.print(t)
     con.print(f"fitness of the current allocation: {_fmt(ev.fitness(pr.current), 4)}; "
               f"feasible: {ev.violation(pr.current) == 0}")
+    _warn_pinned(sc, pr)
     return 0
+
+
+def _warn_pinned(sc, pr) -> None:
+    """Warn of jobs a re-allocation factor of 0 pins to their current allocation (the ``age_s: 0`` trap)."""
+    from .problem import pinned_jobs
+
+    pinned = pinned_jobs(pr)
+    if not pinned:
+        return
+    idle = [j for j in pinned if pr.current[j].sum() == 0]
+    names = ", ".join(f"jobs[{j}].age_s" for j in pinned[:3]) + (" ..." if len(pinned) > 3 else "")
+    what = ("every job is pinned at speedup 0, so the empty allocation is optimal" if len(idle) == pr.n_jobs else
+            f"{len(pinned)} of {pr.n_jobs} jobs have re-allocation factor 0 and keep their current GPUs "
+            f"({len(idle)} of them idle at speedup 0)")
+    log.warning("%s: %s (%s <= n_reallocs x restart_delay_s); give each job its age in seconds", sc.name, what,
+                names)
 
 
 def cmd_evaluate(args) -> int:
     """``goodopt evaluate``: score an allocation file on a scenario."""
     from .sources import load_scenario
     from .errors import ScenarioError
+    from .validation import read_yaml
 
     sc = load_scenario(args.scenario)
     pr = sc.problem()
-    try:
-        mapping = yaml.safe_load(Path(args.allocation).read_text()) or {}
-    except FileNotFoundError:
-        raise ScenarioError(args.allocation, "allocation file not found") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(args.allocation, f"not valid YAML/JSON: {exc}") from None
+    mapping = read_yaml(args.allocation, "allocation", ScenarioError) or {}
     alloc = pr.allocation_from_mapping(mapping)
     ev = pr.evaluator()
     fit = ev.fitness(alloc)
@@ -141,20 +155,21 @@ def _key_values(items) -> dict:
 def cmd_solve(args) -> int:
     """``goodopt solve``: one method on one scenario; a table or JSON."""
     from .sources import load_scenario
-    from .solvers import METHODS, solve
+    from .solvers import solve
 
-    sc = load_scenario(args.scenario)
-    if args.method not in METHODS:
-        from .errors import ValidationError
-
-        raise ValidationError("--method", f"unknown method {args.method!r}", f"choose one of {', '.join(METHODS)}")
-    pr = sc.problem()
-    opts = _method_options(args, args.method)
+    from .progress import status_line
     from .solvers.api import RANDOMISED
 
+    sc = load_scenario(args.scenario)
+    pr = sc.problem()
+    _warn_pinned(sc, pr)
+    opts = _method_options(args, args.method)
     if args.method in RANDOMISED and "seed" not in opts:
         opts["seed"] = 0
-    res = solve(pr, args.method, opts)
+    if args.solver_log:
+        opts["solver_log"] = True
+    with status_line(f"{args.method} on {sc.name}", enabled=not (args.quiet or args.json or args.solver_log)):
+        res = solve(pr, args.method, opts)
     out = res.to_dict(pr)
     out["scenario"] = sc.name
     if args.json:
@@ -210,6 +225,8 @@ def cmd_fit(args) -> int:
     from .fitting import fit_application
     from .traces import POLLUX_APPS, traces_dir
 
+    from .progress import report, status_line
+
     root = traces_dir(args.traces)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -217,14 +234,21 @@ def cmd_fit(args) -> int:
     t = Table(title=f"fitted profiles from {root}")
     for col in ("application", "GPU type", "points", "RMS log step", "RMS log compute", "multi-node data"):
         t.add_column(col)
-    for app in args.apps or POLLUX_APPS:
-        prof = fit_application(root, app)
-        prof.save(out / f"{app}.yaml")
+    apps = args.apps or POLLUX_APPS
+    unchanged = []
+    for i, app in enumerate(apps):
+        with status_line(f"fitting {app} ({i + 1}/{len(apps)})", enabled=not args.quiet):
+            report("fitting %s (%d/%d)", app, i + 1, len(apps))
+            prof = fit_application(root, app)
+        if not _save_if_changed(prof, out / f"{app}.yaml"):
+            unchanged.append(app)
         for gpu, g in sorted(prof.gpu_types.items()):
             t.add_row(app, gpu, str(g.fit["n_points"]), f"{g.fit['rms_log_step_time']:.3f}",
                       f"{g.fit['rms_log_compute_time']:.3f}", str(g.fit["multi_node_identified"]))
     con.print(t)
-    con.print(f"wrote {len(args.apps or POLLUX_APPS)} profiles to {out}")
+    con.print(f"wrote {len(apps) - len(unchanged)} profile(s) to {out}"
+              + (f"; {len(unchanged)} unchanged within the stored precision ({', '.join(unchanged)})"
+                 if unchanged else ""))
     gavel_file = root / "gavel" / "simulation_throughputs.json"
     if gavel_file.is_file():
         from .gavel import gavel_scenario, read_gavel_throughputs
@@ -233,7 +257,7 @@ def cmd_fit(args) -> int:
         g = read_gavel_throughputs(gavel_file)
         (out / "gavel").mkdir(exist_ok=True)
         for name, prof in g.profiles().items():
-            prof.save(out / "gavel" / f"{name}.yaml")
+            _save_if_changed(prof, out / "gavel" / f"{name}.yaml")
         sc = gavel_scenario(g)
         dest = Path(args.scenarios) if args.scenarios else out.parent
         rel = {app: str(Path((out / "gavel").resolve()).relative_to(dest.resolve()) / f"{app}.yaml")
@@ -242,6 +266,29 @@ def cmd_fit(args) -> int:
         con.print(f"wrote {len(g.job_types)} Gavel throughput profiles to {out / 'gavel'} and "
                   f"{dest / 'gavel-default.yaml'}")
     return 0
+
+
+def _save_if_changed(profile, path: Path) -> bool:
+    """Write ``profile`` unless ``path`` already holds it to the stored precision (re-fits that differ in the
+    last digits leave tracked files alone); returns whether it wrote."""
+    import math
+
+    from .validation import read_yaml
+
+    def close(a, b):
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+        if isinstance(a, float) or isinstance(b, float):
+            return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-5)
+        return a == b
+
+    new = profile.to_dict()
+    if path.is_file() and close(read_yaml(path, "profile"), json.loads(json.dumps(new))):
+        return False
+    profile.save(path)
+    return True
 
 
 def _policy_options(args, policies) -> dict:
@@ -276,13 +323,11 @@ def cmd_simulate(args) -> int:
     """``goodopt simulate``: run workloads under policies; per-run tables and a summary table."""
     from .outputs import check_output
     from .runs.simulations import run_simulations
-    from .runs.tasks import cluster_spec, sim_task
-    from .sim.workload import expand_workloads
+    from .runs.tasks import cluster_spec, sim_task, task_cluster
+    from .sim.workload import check_workloads, expand_workloads
 
     out = check_output(args.out, kind="dir")
-    from .sim.policies import POLICIES
-
-    policies = _names(args.policy, "--policy", tuple(POLICIES))
+    policies = args.policy.split(",")
     per_policy = _policy_options(args, policies)
     truth = _truth_source(args)
     if args.cluster:
@@ -296,6 +341,11 @@ def cmd_simulate(args) -> int:
     workloads = expand_workloads(args.workloads)
     tasks = [sim_task(w, p, cluster, truth=truth, config=config, seed=s, options=per_policy[p])
              for w in workloads for p in policies for s in range(args.seed, args.seed + args.seeds)]
+    check_workloads(workloads, n_gpus=task_cluster(tasks[0].cluster).n_gpus,
+                    max_time_s=tasks[0].config["max_time_s"])
+    if args.dry_run:
+        _print_tasks(tasks)
+        return 0
     if len(tasks) == 1:
         return _simulate_one(args, tasks[0], out, truth)
     table = run_simulations(tasks, out, workers=args.workers, progress=not args.quiet and not args.json,
@@ -332,6 +382,15 @@ def _simulate_one(args, task, out, truth) -> int:
     return 0
 
 
+def _print_tasks(tasks) -> None:
+    con = _console()
+    con.print(f"{len(tasks)} task(s); every input checked:")
+    for t in tasks[:50]:
+        con.print(f"  {t.describe()}")
+    if len(tasks) > 50:
+        con.print(f"  ... and {len(tasks) - 50} more")
+
+
 def _print_policy_summary(table, n_workloads: int) -> None:
     from .sim.result import policy_summary
 
@@ -353,6 +412,11 @@ def cmd_sweep(args) -> int:
     from .runs.sweep import jobs_path, run_sweep, sweep_outputs
 
     spec = load_spec(args.spec)
+    if args.dry_run:
+        from .runs.tasks import expand
+
+        _print_tasks(expand(spec))
+        return 0
     out = Path(args.out or f"{spec.name}.csv")
     for f in sweep_outputs(out):
         check_output(f, inputs=[args.spec])
@@ -372,14 +436,85 @@ def cmd_sweep(args) -> int:
 
 
 # ------------------------------------------------------------------ plumbing
+def _method_names():
+    from .solvers.api import METHODS
+
+    return METHODS
+
+
+def _policy_names():
+    from .sim.policies import POLICIES
+
+    return tuple(POLICIES)
+
+
+class _Names(argparse.Action):
+    """A comma-separated list of known names (``single``: exactly one), checked as it is parsed, with a
+    suggestion for a near miss. ``known`` is a function, so the registries load only when the option is given."""
+
+    def __init__(self, *args, known, single=False, **kw):
+        super().__init__(*args, **kw)
+        self.known, self.single = known, single
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            names = _names(values, option_string, self.known())
+        except ValidationError as exc:
+            parser.error(f"argument {option_string}: {exc.problem} ({exc.fix})")
+        if self.single and len(names) != 1:
+            parser.error(f"argument {option_string}: give one name, got {values!r}")
+        setattr(namespace, self.dest, names[0] if self.single else ",".join(names))
+
+
+def _whole_in(lo: int, hi: int):
+    """An argparse type: a whole number in ``[lo, hi]``."""
+    def whole(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must lie in [{lo}, {hi}], got {value}")
+        return value
+    return whole
+
+
+def _number_in(lo: float, hi: float, *, open_low: bool = True):
+    """An argparse type: a finite number in ``(lo, hi]`` (``[lo, hi]`` unless ``open_low``)."""
+    def number(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not (lo < value <= hi if open_low else lo <= value <= hi):
+            raise argparse.ArgumentTypeError(f"must lie in {'(' if open_low else '['}{lo:g}, {hi:g}], got {text}")
+        return value
+    return number
+
+
+def _dask_address(text):
+    from .runs.execute import check_dask_address
+
+    try:
+        return check_dask_address(text)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.problem} ({exc.fix})") from None
+
+
+SEED = _whole_in(0, 2 ** 32 - 1)
+SEEDS = _whole_in(1, 10_000)
+WORKERS = _whole_in(1, 1024)
+SECONDS = _number_in(0, 1e6)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``goodopt`` argument parser with one sub-command per ``cmd_*`` function."""
     ap = argparse.ArgumentParser(prog="goodopt", description=__doc__)
-    ap.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    verbose = "more logging: -v progress and info, -vv goodopt's debug, -vvv every library's debug"
+    ap.add_argument("-v", "--verbose", action="count", default=0, help=verbose)
     # -v is also accepted after the sub-command (its default is left to the top level)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
-                        help="more logging (-v info, -vv debug)")
+    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=verbose)
     sub = ap.add_subparsers(dest="command", required=True)
 
     def add(name, **kw):  # every sub-command: the common flags, and its defaults shown in --help
@@ -397,18 +532,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("solve", help="solve a scenario's allocation problem with one method")
     p.add_argument("scenario", help="scenario file, shipped name, or family:NAME:SEED")
-    p.add_argument("--method", default="milp", help="milp, milp-pwl, ga, nsga2, greedy, equal-share, brute-force")
-    p.add_argument("--time-limit", type=float, default=None, help="time limit in seconds")
-    p.add_argument("--seed", type=int, default=None, help="seed of randomised methods (0 when not given)")
-    p.add_argument("--option", action="append", help="method option KEY=VALUE (repeatable)")
+    p.add_argument("--method", default="milp", action=_Names, known=_method_names, single=True,
+                   help="milp, milp-pwl, ga, nsga2, greedy, equal-share, brute-force, gavel")
+    p.add_argument("--time-limit", type=SECONDS, default=None, help="time limit in seconds")
+    p.add_argument("--seed", type=SEED, default=None, help="seed of randomised methods (0 when not given)")
+    p.add_argument("--option", action="append", help="method option KEY=VALUE (repeatable; see docs/options.md)")
+    p.add_argument("--solver-log", action="store_true",
+                   help="print the solver's own log (HiGHS's, or pymoo's table per generation)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--quiet", action="store_true", help="no status line while solving")
     p.set_defaults(func=cmd_solve)
 
     p = add("compare", help="compare methods on scenarios; writes a tidy CSV")
     p.add_argument("scenarios", nargs="+", help="scenario files, shipped names, or family:NAME:SEED")
-    p.add_argument("--methods", default="milp,milp-pwl,ga,greedy", help="comma-separated methods")
-    p.add_argument("--seeds", type=int, default=1, help="seeds per randomised method")
-    p.add_argument("--time-limit", type=float, default=None, help="time limit per solve in seconds")
+    p.add_argument("--methods", default="milp,milp-pwl,ga,greedy", action=_Names, known=_method_names,
+                   help="comma-separated, from: milp, milp-pwl, ga, nsga2, greedy, equal-share, brute-force, gavel")
+    p.add_argument("--seeds", type=SEEDS, default=1, help="seeds per randomised method")
+    p.add_argument("--time-limit", type=SECONDS, default=None, help="time limit per solve in seconds")
     p.add_argument("--out", default="compare.csv", help="output CSV (NAME.meta.json with metadata is written beside it)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_compare)
@@ -419,34 +559,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--apps", nargs="*", default=None, help="applications (default: the six Pollux ones)")
     p.add_argument("--scenarios", default=None,
                    help="folder for the generated gavel-default.yaml (default: the parent of --out)")
+    p.add_argument("--quiet", action="store_true", help="no status line while fitting")
     p.set_defaults(func=cmd_fit)
 
     p = add("simulate", help="simulate workloads under scheduling policies")
     p.add_argument("workloads", nargs="+", help="workload CSVs, folders of them, or generated:LOAD:SEED")
-    p.add_argument("--policy", default="pollux",
+    p.add_argument("--policy", default="pollux", action=_Names, known=_policy_names,
                    help="policy or comma-separated policies: pollux, milp, greedy, equal-share, optimus, "
-                        "tiresias, fifo")
+                        "tiresias, fifo, sia, gavel")
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
     p.add_argument("--truth", choices=("auto", "traces", "model"), default="auto",
                    help="ground truth: the traces (auto: when found) or the shipped profiles' model")
-    p.add_argument("--interval", type=float, default=60.0, help="scheduling interval in seconds")
-    p.add_argument("--restart-delay", type=float, default=30.0, help="restart delay in seconds")
-    p.add_argument("--interference", type=float, default=0.0,
+    p.add_argument("--interval", type=SECONDS, default=60.0, help="scheduling interval in seconds")
+    p.add_argument("--restart-delay", type=_number_in(0, 1e6, open_low=False), default=30.0,
+                   help="restart delay in seconds")
+    p.add_argument("--interference", type=_number_in(0, 0.99, open_low=False), default=0.0,
                    help="slowdown of multi-node jobs sharing a node with another (0.25 = 25%%)")
     p.add_argument("--cluster", default=None,
                    help="take the cluster of a scenario (file, shipped name such as sia-default, or "
                         "family:NAME:SEED); overrides --nodes/--gpus-per-node/--gpu-type")
-    p.add_argument("--nodes", type=int, default=16, help="nodes in the cluster")
-    p.add_argument("--gpus-per-node", type=int, default=4, help="GPUs per node")
+    p.add_argument("--nodes", type=_whole_in(1, MAX_NODES), default=16, help="nodes in the cluster")
+    p.add_argument("--gpus-per-node", type=_whole_in(1, MAX_GPUS_PER_NODE), default=4, help="GPUs per node")
     p.add_argument("--gpu-type", default="t4", help="GPU type of the nodes")
-    p.add_argument("--seed", type=int, default=0, help="seed of the policy's random choices")
-    p.add_argument("--seeds", type=int, default=1, help="number of seeds (seed, seed+1, ...)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the policy's random choices")
+    p.add_argument("--seeds", type=SEEDS, default=1, help="number of seeds (seed, seed+1, ...)")
     p.add_argument("--option", action="append",
                    help="policy option KEY=VALUE or POLICY.KEY=VALUE (repeatable), e.g. milp.time_limit_s=2")
-    p.add_argument("--workers", type=int, default=1, help="parallel processes for several runs")
+    p.add_argument("--workers", type=WORKERS, default=1, help="parallel processes for several runs")
     p.add_argument("--out", default="sim_out", help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true", help="check every input and list the runs, then stop")
     p.set_defaults(func=cmd_simulate)
 
     p = add("sweep", help="run a grid of solves or simulations from a YAML spec; one tidy table")
@@ -455,19 +598,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None,
                    help="cache folder of finished tasks (default: <out stem>-cache next to --out)")
     p.add_argument("--no-cache", action="store_true", help="compute every task, keep nothing")
-    p.add_argument("--workers", type=int, default=None, help="local processes (default: one per CPU)")
-    p.add_argument("--dask", default=None, metavar="tcp://HOST:PORT",
+    p.add_argument("--workers", type=WORKERS, default=None, help="local processes (default: one per CPU)")
+    p.add_argument("--dask", default=None, metavar="tcp://HOST:PORT", type=_dask_address,
                    help="run on this Dask scheduler instead of local processes")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true", help="check the spec and every input and list the tasks, "
+                   "then stop")
     p.set_defaults(func=cmd_sweep)
     return ap
+
+
+def _configure_logging(verbose: int) -> None:
+    """``-v``: goodopt's info; ``-vv``: goodopt's debug; ``-vvv``: every library's debug too."""
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(logging.DEBUG if verbose >= 3 else logging.WARNING)
+    logging.getLogger("goodopt").setLevel([logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)])
 
 
 def main(argv=None) -> int:
     """Entry point: parse, configure logging, run; returns the exit status (2 on bad input)."""
     args = build_parser().parse_args(argv)
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging(args.verbose)
     try:
         return args.func(args)
     except Interrupted as exc:

@@ -9,6 +9,9 @@ import numpy as np
 
 from .errors import ScenarioError
 
+#: Size bounds of a cluster (far above the 2048-GPU studies; they keep every array in memory).
+MAX_NODES, MAX_GPUS_PER_NODE = 4096, 64
+
 
 @dataclass(frozen=True)
 class NodeGroup:
@@ -26,10 +29,11 @@ class NodeGroup:
     def __post_init__(self):
         if not self.gpu_type:
             raise ScenarioError("gpu_type", "must be a non-empty string")
-        if self.gpus_per_node < 1:
-            raise ScenarioError("gpus_per_node", f"must be >= 1, got {self.gpus_per_node}")
-        if self.n_nodes < 1:
-            raise ScenarioError("n_nodes", f"must be >= 1, got {self.n_nodes}")
+        if not 1 <= self.gpus_per_node <= MAX_GPUS_PER_NODE:
+            raise ScenarioError("gpus_per_node", f"must lie in [1, {MAX_GPUS_PER_NODE}], got {self.gpus_per_node}")
+        if not 1 <= self.n_nodes <= MAX_NODES:
+            raise ScenarioError("n_nodes", f"must lie in [1, {MAX_NODES}], got {self.n_nodes}",
+                                "model larger clusters as several studies of a part")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,9 @@ class Cluster:
         if not self.groups:
             raise ScenarioError("cluster.node_groups", "must list at least one node group")
         object.__setattr__(self, "groups", tuple(self.groups))
+        if sum(g.n_nodes for g in self.groups) > MAX_NODES:
+            raise ScenarioError("cluster.node_groups", f"more than {MAX_NODES} nodes in all",
+                                "model larger clusters as several studies of a part")
         if len(set(self.node_names)) != len(self.node_names):
             raise ScenarioError("cluster.node_groups", "node names collide", "give the groups distinct prefixes")
 

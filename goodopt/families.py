@@ -13,12 +13,14 @@ wherever a scenario name is accepted (``goodopt solve family:testbed-over:3``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .cluster import Cluster, NodeGroup
 from .errors import ValidationError
 from .generate import random_scenario
 from .scenario import Objective, Scenario
+from .validation import suggest
 
 
 @dataclass(frozen=True)
@@ -93,14 +95,24 @@ GREEDY_SUBOPTIMAL: dict[str, tuple[int, ...]] = {"tiny": (3, 10, 15, 19, 21, 35)
 def family(name: str) -> Family:
     """The family called ``name`` (a :class:`ValidationError` lists the known ones)."""
     if name not in FAMILIES:
-        raise ValidationError("family", f"unknown family {name!r}", f"choose one of {', '.join(FAMILIES)}")
+        raise ValidationError("family", f"unknown family {name!r}",
+                              f"{suggest(name, FAMILIES)}choose one of {', '.join(FAMILIES)}")
     return FAMILIES[name]
 
 
 def family_scenario(spec: str) -> Scenario:
     """Scenario from ``family:NAME:SEED``."""
-    parts = spec.split(":")
-    if len(parts) != 3 or parts[0] != "family" or not parts[2].isdigit():
+    name, seed = parse_family(spec)
+    return family(name).scenario(seed)
+
+
+def parse_family(spec: str) -> tuple[str, int]:
+    """``(name, seed)`` of ``family:NAME:SEED``, both checked (the seed in ASCII digits, below 2**32)."""
+    parts = str(spec).split(":")
+    if len(parts) != 3 or parts[0] != "family" or not re.fullmatch(r"[0-9]{1,10}", parts[2]) \
+            or int(parts[2]) >= 2 ** 32:
         raise ValidationError("scenario", f"family scenarios are written family:NAME:SEED, got {spec!r}",
-                              f"e.g. family:testbed-over:0; families: {', '.join(FAMILIES)}")
-    return family(parts[1]).scenario(int(parts[2]))
+                              f"SEED is a whole number in [0, 2**32); e.g. family:testbed-over:0; "
+                              f"families: {', '.join(FAMILIES)}")
+    family(parts[1])
+    return parts[1], int(parts[2])

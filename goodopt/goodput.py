@@ -53,6 +53,9 @@ class ThroughputParams:
                 raise ValidationError(f.name, f"must be a finite number >= 0, got {value!r}")
         if not 1.0 <= self.gamma <= 10.0:
             raise ValidationError("gamma", f"must lie in [1, 10], got {self.gamma!r}")
+        if self.alpha_c + self.beta_c <= 0:
+            raise ValidationError("alpha_c", "alpha_c and beta_c are both 0, so a step would take no time",
+                                  "give the compute time per step a positive constant or slope")
 
     def as_array(self) -> np.ndarray:
         """The seven parameters in declaration order. Shapes: () -> (7,)."""

@@ -25,6 +25,7 @@ import numpy as np
 from . import goodput as gp
 from .errors import ScenarioError, ShapeError
 from .fitness import realloc_factor
+from .validation import MAX_WHOLE
 from .profiles import ThroughputProfile
 
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
@@ -134,8 +135,9 @@ class AllocationProblem:
                 if node not in nidx:
                     raise ScenarioError(f"allocation.{job}.{node}", "unknown node",
                                         f"nodes are named like {self.node_names[0]!r}")
-                if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-                    raise ScenarioError(f"allocation.{job}.{node}", f"must be a whole number >= 0, got {gpus!r}")
+                if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= MAX_WHOLE:
+                    raise ScenarioError(f"allocation.{job}.{node}", f"must be a whole number >= 0, got {gpus!r}",
+                                        "an allocation over a node's capacity is reported as infeasible")
                 a[jidx[job], nidx[node]] = gpus
         return a
 
@@ -350,3 +352,9 @@ def _base_min_config(scenario, good):
                             "check its min/max GPUs and the profile's batch limits")
     g, k, _ = np.unravel_index(idx, (G, K1, 2))
     return k.astype(np.int64), g.astype(np.int64), value
+
+
+def pinned_jobs(problem: AllocationProblem) -> list[int]:
+    """Jobs whose re-allocation factor is 0 (``age_s <= n_reallocs * restart_delay_s``, e.g. the default
+    ``age_s: 0``): any change to their allocation scores speedup 0, so they keep what they hold."""
+    return [int(j) for j in np.flatnonzero(problem.realloc <= 0)]

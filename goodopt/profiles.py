@@ -27,7 +27,7 @@ import yaml
 
 from .errors import ScenarioError
 from .goodput import ThroughputParams
-from .validation import Reader
+from .validation import Reader, read_yaml, suggest
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class AppProfile:
             init_batch_size=r.integer("init_batch_size", minimum=1),
             max_batch_size=r.integer("max_batch_size", minimum=1),
             target_epochs=r.number("target_epochs", minimum=0, strict=True),
-            epoch_iterations=r.optional("epoch_iterations", None),
+            epoch_iterations=r.number("epoch_iterations", None, minimum=0, strict=True),
             phi_epochs=tuple(phi.number_list("epoch")),
             phi_values=tuple(phi.number_list("value")),
             gpu_types=gpus,
@@ -146,9 +146,9 @@ class AppProfile:
         r.done()
         return prof
 
-    def save(self, path) -> None:
-        """Write the profile as YAML to ``path``; returns the path."""
-        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, width=100, default_flow_style=None))
+    def save(self, path) -> Path:
+        """Write the profile as YAML to ``path`` (atomically); returns the path."""
+        return save_profile(self, path)
 
 
 @dataclass(frozen=True)
@@ -240,14 +240,24 @@ class ThroughputProfile:
         r.done()
         return prof
 
-    def save(self, path) -> None:
-        """Write the profile as YAML to ``path``; returns the path."""
-        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, width=100, default_flow_style=None))
+    def save(self, path) -> Path:
+        """Write the profile as YAML to ``path`` (atomically); returns the path."""
+        return save_profile(self, path)
+
+
+def save_profile(profile, path) -> Path:
+    """Write a profile of either kind as YAML to ``path``, atomically."""
+    from .outputs import write_text
+
+    return write_text(path, yaml.safe_dump(profile.to_dict(), sort_keys=False, width=100, default_flow_style=None))
 
 
 def profile_from_dict(data, where: str = "profile"):
     """An :class:`AppProfile` or, with ``kind: throughput``, a :class:`ThroughputProfile`."""
-    kind = data.get("kind", "adaptive") if isinstance(data, dict) else "adaptive"
+    if not isinstance(data, dict):
+        raise ScenarioError(where, f"a profile must be a mapping, got {type(data).__name__}",
+                            "see scenarios/profiles/cifar10.yaml for the fields")
+    kind = data.get("kind", "adaptive")
     if kind == "throughput":
         return ThroughputProfile.from_dict(data, where)
     if kind != "adaptive":
@@ -259,12 +269,7 @@ def profile_from_dict(data, where: str = "profile"):
 def load_profile(path):
     """Read an application profile (either kind) from a YAML file."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ScenarioError(str(path), "profile file not found") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(str(path), f"not valid YAML: {exc}") from None
+    data = read_yaml(path, "profile", ScenarioError)
     return profile_from_dict(data, where=path.name)
 
 
@@ -280,6 +285,10 @@ def shipped_profile_names() -> list[str]:
 
 def shipped_profile(name: str) -> AppProfile:
     """A shipped application profile by name (``cifar10``, ``imagenet``, ...)."""
+    names = shipped_profile_names()
+    if name not in names:
+        raise ScenarioError("application", f"no shipped profile named {name!r}",
+                            f"{suggest(name, names)}choose one of {names} or give a profile path")
     f = shipped_profiles_dir() / f"{name}.yaml"
     if not f.is_file():
         raise ScenarioError("application", f"no shipped profile named {name!r}",

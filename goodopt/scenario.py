@@ -21,7 +21,7 @@ A scenario file is YAML::
     jobs:
       - name: job-0
         application: cifar10      # a shipped or listed profile
-        age_s: 600                # seconds since submission
+        age_s: 600                # seconds since submission (default 0: see below)
         n_reallocs: 1             # re-allocations so far
         allocation: {t4-0: 2}     # current GPUs per node
         weight: 1
@@ -29,6 +29,13 @@ A scenario file is YAML::
         max_gpus: 8               # default: no limit
         epoch: 3.5                # completed epochs (sets phi) ...
         # phi: 1200               # ... or the gradient noise scale directly
+
+The re-allocation factor ``r = max(age_s - n_reallocs * restart_delay_s, 0) / (age_s + restart_delay_s)``
+multiplies a job's speedup whenever its allocation changes. With the default
+``age_s: 0`` it is 0: any change scores speedup 0, so such a job is *pinned* to
+its current allocation (a job holding no GPUs stays idle, and with every job so
+the empty allocation is optimal). Give each job its age; ``goodopt info`` and
+``goodopt solve`` warn of pinned jobs.
 
 ``objective: {preset: sia}`` starts from Sia's choices (:meth:`Objective.sia`)
 and lets the other fields override them.
@@ -45,18 +52,24 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
+import logging
+
 import yaml
 
 from .cluster import Cluster, NodeGroup
 from .errors import ScenarioError
 from .fitness import check_p
 from .profiles import AppProfile, load_profile, shipped_profile
-from .validation import Reader, check_number
+from .validation import Reader, check_number, read_yaml
 
 BASES = ("fair-share", "one-gpu", "min-config")
+#: Finest batch-size search (Pollux uses 50 candidates; each adds a column to every speedup table).
+MAX_BATCH_CANDIDATES = 4096
 PRESETS = ("pollux", "sia")
 
 #: Checkpoint-restore delays per application measured by Sia's authors (seconds).
+log = logging.getLogger(__name__)
+
 SIA_RESTART_DELAYS_S = {"cifar10": 30.0, "deepspeech2": 25.0, "imagenet": 250.0, "bert": 120.0, "yolov3": 45.0}
 
 
@@ -91,8 +104,8 @@ class Objective:
         check_number("objective.restart_delay_s", self.restart_delay_s, minimum=0)
         if self.base not in BASES:
             raise ScenarioError("objective.base", f"unknown base {self.base!r}", f"choose one of {list(BASES)}")
-        if int(self.n_batch_candidates) < 2:
-            raise ScenarioError("objective.n_batch_candidates", "must be >= 2")
+        if not 2 <= int(self.n_batch_candidates) <= MAX_BATCH_CANDIDATES:
+            raise ScenarioError("objective.n_batch_candidates", f"must lie in [2, {MAX_BATCH_CANDIDATES}]")
         delays = dict(self.restart_delays_s or {})
         for app, d in delays.items():
             check_number(f"objective.restart_delays_s.{app}", d, minimum=0)
@@ -298,8 +311,32 @@ def scenario_from_dict(data, base_dir: Path | str = ".") -> Scenario:
     name = str(r.optional("name", "scenario"))
     description = str(r.optional("description", ""))
     r.done()
-    return Scenario(cluster=cluster, jobs=tuple(jobs), profiles=profiles, objective=objective,
-                    name=name, description=description)
+    sc = Scenario(cluster=cluster, jobs=tuple(jobs), profiles=profiles, objective=objective,
+                  name=name, description=description)
+    for warning in scenario_warnings(sc):
+        log.warning("%s: %s", name, warning)
+    return sc
+
+
+def scenario_warnings(s: Scenario) -> list[str]:
+    """What a valid scenario holds that is probably not meant: a job that can never get ``min_gpus`` GPUs of a
+    type it runs on, and a node that current allocations over-fill; each names the field."""
+    out = []
+    cl = s.cluster
+    cap = dict(zip(cl.node_names, cl.node_capacity.tolist()))
+    for i, job in enumerate(s.jobs):
+        usable = [t for t in cl.gpu_type_names if t in s.profiles[job.application].gpu_types]
+        most = max(sum(g.gpus_per_node * g.n_nodes for g in cl.groups if g.gpu_type == t) for t in usable)
+        if job.min_gpus > most:
+            out.append(f"jobs[{i}].min_gpus: {job.min_gpus} is more than the {most} GPUs of any one type it can "
+                       "use, so the job can never run")
+    for node in cl.node_names:
+        used = sum(job.allocation.get(node, 0) for job in s.jobs)
+        if used > cap[node]:
+            holders = [f"jobs[{i}]" for i, job in enumerate(s.jobs) if job.allocation.get(node)]
+            out.append(f"{', '.join(holders)}.allocation.{node}: {used} GPUs allocated on a {cap[node]}-GPU node, "
+                       "so the current allocation is infeasible")
+    return out
 
 
 def objective_from_dict(data) -> Objective:
@@ -319,7 +356,8 @@ def objective_from_dict(data) -> Objective:
         base_gpu_type=o.optional("base_gpu_type", d.base_gpu_type),
         restart_delay_s=o.number("restart_delay_s", d.restart_delay_s, minimum=0),
         interference_avoidance=o.boolean("interference_avoidance", d.interference_avoidance),
-        n_batch_candidates=o.integer("n_batch_candidates", d.n_batch_candidates, minimum=2),
+        n_batch_candidates=o.integer("n_batch_candidates", d.n_batch_candidates, minimum=2,
+                                     maximum=MAX_BATCH_CANDIDATES),
         restart_delays_s=delays if o.has("restart_delays_s") else d.restart_delays_s,
         idle_penalty=o.number("idle_penalty", d.idle_penalty) if o.has("idle_penalty") else d.idle_penalty,
     )
@@ -334,12 +372,7 @@ def scenario_from_file(path) -> Scenario:
     :func:`goodopt.sources.load_scenario`, which also accepts files.
     """
     p = Path(path)
-    if not p.is_file():
-        raise ScenarioError(str(path), "scenario file not found", "give the path of a YAML file")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(path), f"not valid YAML: {exc}") from None
+    data = read_yaml(p, "scenario", ScenarioError)
     return scenario_from_dict(data, base_dir=p.parent)
 
 
@@ -383,5 +416,7 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
 
 def save_scenario(s: Scenario, path, profile_paths: Mapping[str, str] | None = None) -> None:
     """Write a scenario as YAML (readable back with :func:`load_scenario`)."""
-    Path(path).write_text(yaml.safe_dump(scenario_to_dict(s, profile_paths), sort_keys=False,
+    from .outputs import write_text
+
+    write_text(path, yaml.safe_dump(scenario_to_dict(s, profile_paths), sort_keys=False,
                                          default_flow_style=None, width=100))

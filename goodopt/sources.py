@@ -16,8 +16,9 @@ from pathlib import Path
 import yaml
 
 from .errors import ScenarioError
-from .families import FAMILIES, family_scenario
+from .families import FAMILIES, family_scenario, parse_family
 from .scenario import Scenario, scenario_from_file
+from .validation import suggest
 
 FAMILY_PREFIX = "family:"
 
@@ -43,11 +44,22 @@ def load_scenario(source) -> Scenario:
     if not p.is_file() and p.suffix == "" and s in shipped_scenario_names():
         with resources.as_file(resources.files("goodopt.scenarios") / f"{s}.yaml") as f:
             return scenario_from_file(f)
-    if not p.is_file():
+    if not p.exists():
         raise ScenarioError(s, "scenario file not found",
-                            f"give a path, a shipped name ({', '.join(shipped_scenario_names())}) or "
+                            f"{suggest(s, shipped_scenario_names())}give a path, a shipped name "
+                            f"({', '.join(shipped_scenario_names())}) or "
                             f"family:NAME:SEED (families: {', '.join(FAMILIES)})")
     return scenario_from_file(p)
+
+
+def check_source(source) -> None:
+    """Check a scenario spelling before any work: a family member's name and seed, a shipped name, or a
+    scenario file (read and validated in full, with its profiles)."""
+    s = str(source)
+    if s.startswith(FAMILY_PREFIX):
+        parse_family(s)
+    elif Path(s).is_file() or Path(s).suffix != "" or s not in shipped_scenario_names():
+        load_scenario(s)
 
 
 def scenario_inputs(source) -> list[Path]:

@@ -116,14 +116,6 @@ def read_validation(app_dir) -> dict[int, pd.DataFrame]:
     return dict(sorted(out.items()))
 
 
-def read_workload(path) -> pd.DataFrame:
-    """A workload in the Pollux format (``name,time,application,num_replicas,batch_size``)."""
-    df = _read_csv(Path(path), WORKLOAD_COLUMNS)
-    if (df["time"] < 0).any():
-        raise TraceError(f"{path}: column 'time' must be >= 0 (arrival seconds)")
-    return df.loc[:, list(WORKLOAD_COLUMNS)].sort_values("time", kind="stable").reset_index(drop=True)
-
-
 def measurements(traces, app: str, gpu_type: str) -> pd.DataFrame:
     """All step-time measurements of ``app`` on ``gpu_type``.
 

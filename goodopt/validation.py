@@ -1,29 +1,85 @@
-"""Path-aware reading of nested mappings (scenario and profile files).
+"""Reading what users type: input files and nested mappings, checked once at the boundary.
+
+:func:`read_text` and :func:`read_yaml` read an input file (scenario, profile,
+allocation, sweep spec, workload) and turn every way it can be unreadable — not
+found, a folder, too large, not UTF-8, not YAML — into one
+:class:`~goodopt.errors.ValidationError` naming ``file:line:column`` and the fix.
 
 :class:`Reader` walks a mapping, coercing and range-checking each field, and
-raises :class:`~goodopt.errors.ScenarioError` with the dotted path of the field
-(``jobs[2].max_gpus``) and the fix. :meth:`Reader.done` rejects unknown keys,
-which catches typos instead of silently ignoring them.
+raises a :class:`~goodopt.errors.ValidationError` (a
+:class:`~goodopt.errors.ScenarioError` unless another class is given) with the
+dotted path of the field (``jobs[2].max_gpus``) and the fix.
+:meth:`Reader.done` rejects unknown keys, which catches typos instead of
+silently ignoring them. Scenarios, profiles and sweep specs are all read this way.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
+from pathlib import Path
 from typing import Any
 
-from .errors import ScenarioError
+import yaml
+
+from .errors import ScenarioError, ValidationError
+
+#: Largest input file read (bytes): far above any real scenario, spec or workload.
+MAX_INPUT_BYTES = 64 * 2 ** 20
+#: Largest whole number accepted where a size or count is read (keeps arrays and int64 arithmetic sane).
+MAX_WHOLE = 2 ** 31 - 1
 
 _MISSING = object()
 
 
-class Reader:
-    """Typed access to one mapping at a known path."""
+def read_text(path, what: str, error=ValidationError) -> str:
+    """The text of input file ``path`` (a ``what``: "scenario", "allocation", ...), or ``error`` saying why not."""
+    p = Path(path)
+    if p.is_dir():
+        raise error(str(p), f"is a folder, not a {what} file", f"give the path of the {what} file")
+    if not p.is_file():
+        raise error(str(p), f"{what} file not found", f"check the path (current folder: {Path.cwd()})")
+    size = p.stat().st_size
+    if size > MAX_INPUT_BYTES:
+        raise error(str(p), f"is {size / 2 ** 20:.0f} MiB, larger than any {what} file should be "
+                    f"(limit {MAX_INPUT_BYTES // 2 ** 20} MiB)", "check that this is the right file")
+    data = p.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise error(f"{p}:{line}:{col}", f"byte 0x{data[exc.start]:02x} is not UTF-8 text",
+                    "save the file as UTF-8") from None
 
-    def __init__(self, data: Any, path: str):
+
+def read_yaml(path, what: str, error=ValidationError):
+    """The parsed YAML (or JSON) of input file ``path``; syntax errors name ``file:line:column``."""
+    text = read_text(path, what, error)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        raise error(where, f"not valid YAML: {problem}", f"fix the {what} file's syntax there") from None
+
+
+def suggest(name, known) -> str:
+    """``"did you mean 'x'? "`` for a near miss among ``known`` names, else ``""``."""
+    near = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f"did you mean {near[0]!r}? " if near else ""
+
+
+class Reader:
+    """Typed access to one mapping at a known path; errors are raised as ``error`` (a ValidationError class)."""
+
+    def __init__(self, data: Any, path: str, error=ScenarioError):
         if not isinstance(data, dict):
-            raise ScenarioError(path, f"must be a mapping, got {type(data).__name__}")
+            raise error(path, f"must be a mapping, got {type(data).__name__}")
         self.data = data
         self.prefix = path
+        self.error = error
         self.seen: set[str] = set()
 
     def path(self, key: str) -> str:
@@ -39,7 +95,7 @@ class Reader:
         self.seen.add(key)
         if key not in self.data:
             if default is _MISSING:
-                raise ScenarioError(self.path(key), "is required", "add this field")
+                raise self.error(self.path(key), "is required", "add this field")
             return default
         return self.data[key]
 
@@ -47,36 +103,39 @@ class Reader:
         return self.raw(key, default)
 
     def sub(self, key: str) -> "Reader":
-        return Reader(self.raw(key), self.path(key))
+        return Reader(self.raw(key), self.path(key), self.error)
 
     mapping = sub
 
     def items(self, key: str, default=_MISSING) -> list:
         value = self.raw(key, default)
         if not isinstance(value, list):
-            raise ScenarioError(self.path(key), f"must be a list, got {type(value).__name__}")
+            raise self.error(self.path(key), f"must be a list, got {type(value).__name__}")
         return value
 
     def string(self, key: str, default=_MISSING, choices=None) -> str:
         value = self.raw(key, default)
         if not isinstance(value, str) or not value:
-            raise ScenarioError(self.path(key), f"must be a non-empty string, got {value!r}")
+            raise self.error(self.path(key), f"must be a non-empty string, got {value!r}")
         if choices is not None and value not in choices:
-            raise ScenarioError(self.path(key), f"unknown value {value!r}", f"choose one of {sorted(choices)}")
+            raise self.error(self.path(key), f"unknown value {value!r}",
+                             f"{suggest(value, choices)}choose one of {sorted(choices)}")
         return value
 
     def boolean(self, key: str, default=_MISSING) -> bool:
         value = self.raw(key, default)
         if not isinstance(value, bool):
-            raise ScenarioError(self.path(key), f"must be true or false, got {value!r}")
+            raise self.error(self.path(key), f"must be true or false, got {value!r}")
         return value
 
     def number(self, key: str, default=_MISSING, minimum=None, maximum=None, strict=False,
                allow_inf=False) -> float:
         value = self.raw(key, default)
-        return check_number(self.path(key), value, minimum, maximum, strict, allow_inf)
+        if value is None and default is None:
+            return None
+        return check_number(self.path(key), value, minimum, maximum, strict, allow_inf, self.error)
 
-    def integer(self, key: str, default=_MISSING, minimum=None, maximum=None):
+    def integer(self, key: str, default=_MISSING, minimum=None, maximum=MAX_WHOLE):
         value = self.raw(key, default)
         if value is None and default is None:
             return None
@@ -84,39 +143,51 @@ class Reader:
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             else:
-                raise ScenarioError(self.path(key), f"must be a whole number, got {value!r}")
+                raise self.error(self.path(key), f"must be a whole number, got {value!r}")
         if minimum is not None and value < minimum:
-            raise ScenarioError(self.path(key), f"must be >= {minimum}, got {value}")
+            raise self.error(self.path(key), f"must be >= {minimum}, got {value}")
         if maximum is not None and value > maximum:
-            raise ScenarioError(self.path(key), f"must be <= {maximum}, got {value}")
+            raise self.error(self.path(key), f"must be <= {maximum}, got {value}")
         return value
 
     def number_list(self, key: str) -> list[float]:
         values = self.items(key)
-        return [check_number(f"{self.path(key)}[{i}]", v) for i, v in enumerate(values)]
+        return [check_number(f"{self.path(key)}[{i}]", v, error=self.error) for i, v in enumerate(values)]
+
+    def expect(self, known) -> None:
+        """Reject keys outside ``known`` now, before any field is read (a typo is reported first)."""
+        self.seen |= {k for k in self.data if k not in known}
+        unknown = [k for k in self.data if k not in known]
+        if unknown:
+            raise self.error(self.path(str(unknown[0])), "unknown field",
+                             f"{suggest(unknown[0], known)}known fields here: {sorted(known)}")
 
     def done(self) -> None:
         """Reject keys that were never read (likely typos)."""
         unknown = [k for k in self.data if k not in self.seen]
         if unknown:
-            raise ScenarioError(
+            raise self.error(
                 self.path(str(unknown[0])), "unknown field",
-                f"known fields here: {sorted(self.seen)}; check the spelling",
+                f"{suggest(unknown[0], self.seen)}known fields here: {sorted(self.seen)}",
             )
 
 
-def check_number(path: str, value, minimum=None, maximum=None, strict=False, allow_inf=False) -> float:
+def check_number(path: str, value, minimum=None, maximum=None, strict=False, allow_inf=False,
+                 error=ScenarioError) -> float:
     """Coerce a number, rejecting NaN, infinities (unless allowed) and out-of-range values."""
     if isinstance(value, str) and allow_inf and value.strip().lower() in ("inf", "+inf", "-inf"):
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(path, f"must be a number, got {value!r}")
-    value = float(value)
+        raise error(path, f"must be a number, got {value!r}")
+    try:
+        value = float(value)
+    except OverflowError:
+        raise error(path, f"is far too large, got {value}") from None
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        raise ScenarioError(path, f"must be finite, got {value}")
+        raise error(path, f"must be finite, got {value}")
     if minimum is not None and (value < minimum or (strict and value == minimum)):
         op = ">" if strict else ">="
-        raise ScenarioError(path, f"must be {op} {minimum}, got {value}")
+        raise error(path, f"must be {op} {minimum}, got {value}")
     if maximum is not None and value > maximum:
-        raise ScenarioError(path, f"must be <= {maximum}, got {value}")
+        raise error(path, f"must be <= {maximum}, got {value}")
     return value

@@ -22,6 +22,18 @@ def _read(tables: Path, name: str) -> pd.DataFrame | None:
     return pd.read_csv(f) if f.exists() else None
 
 
+def _cluster_of(tables: Path, name: str) -> str:
+    """The cluster a simulation table was run on, from its metadata (``name (64 GPUs: 6 x 4 t4 + ...)``)."""
+    import json
+
+    from goodopt.sources import load_scenario
+
+    meta = json.loads((tables / f"{name}.meta.json").read_text())
+    source = meta.get("sweep", {}).get("cluster", "?")
+    cluster = load_scenario(source).cluster
+    return f"{source} ({cluster.n_gpus} GPUs: {cluster.describe()})"
+
+
 def _short(workload: str) -> str:
     return workload.replace("workload-", "w").replace("generated-", "g")
 
@@ -127,8 +139,7 @@ def plot_heterogeneity(tables: Path, out: Path):
     labels = list(dict.fromkeys(df.label))
     col = colours(labels)
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
-    fig.suptitle("Heterogeneous cluster: goodput MILP vs Gavel vs heterogeneity-unaware Pollux "
-                 "(Sia's 64-GPU cluster: T4, A100, RTX 2080Ti)")
+    fig.suptitle(f"{len(labels)} policies on a heterogeneous cluster: {_cluster_of(tables, 'heterogeneity')}")
     for ax, (value, scale, ylabel) in zip(axes, [("avg_jct", H, "average JCT (h)"), ("makespan", H, "makespan (h)"),
                                                  ("avg_ftf_rho", 1.0, "mean finish-time fairness rho")]):
         means = [df[df.label == lab][value].mean() / scale for lab in labels]

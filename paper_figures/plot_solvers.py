@@ -54,7 +54,7 @@ def plot_fairness(tables: Path, out: Path):
         ax.plot([], [], color=c, lw=1, label=a)
     ax.set_xticks(x, [_p_label(p) for p in ps])
     ax.set_xlabel("p")
-    ax.set_ylabel("speedup over the fair share")
+    ax.set_ylabel("scored speedup over the fair share\n(x re-allocation factor where moved)")
     ax.set_title("Per-job speedups (thin: one job, coloured by application)")
     ax.grid(alpha=0.3)
     ax.legend(ncol=2, loc="upper right")
@@ -68,25 +68,41 @@ def _by_size(df: pd.DataFrame, value: str) -> pd.DataFrame:
     return g
 
 
+#: Statuses of a method that proves bounds, read as "stopped before certifying".
+UNCERTIFIED = ("time_limit", "iteration_limit", "gap_limit", "numerical", "error")
+
+
+def _spread(df: pd.DataFrame) -> str:
+    """What a point stands for, from the table: one run, or the mean and range over scenarios and seeds."""
+    n_sc = int(df.groupby("n_gpus").scenario.nunique().max())
+    n_seed = int(df.groupby(["label", "scenario"]).seed.nunique().max()) if "seed" in df else 1
+    if n_sc == 1 and n_seed <= 1:
+        return "one scenario per size"
+    return f"mean, range over {n_sc} scenario(s) x {max(n_seed, 1)} seed(s) per size"
+
+
+def _dodge(n_gpus, i: int, n: int):
+    """Cluster sizes nudged per series on the log2 axis, so that series at equal values stay visible."""
+    return n_gpus * 2 ** (0.07 * (i - (n - 1) / 2))
+
+
 def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
     df = df.copy()
     df["relative"] = df.fitness / df.best_bound
     labels = list(dict.fromkeys(df.label))
     col, mk = colours(labels), markers(labels)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
-    fig.suptitle(title)
+    fig.suptitle(f"{title} ({_spread(df)})")
     q, t = _by_size(df, "relative"), _by_size(df, "seconds")
-    for lab in labels:
+    for i, lab in enumerate(labels):
         a = q[q.label == lab]
-        axes[0].errorbar(a.n_gpus, a["mean"], yerr=[a["mean"] - a["min"], a["max"] - a["mean"]], marker=mk[lab],
-                         color=col[lab], label=lab, capsize=2, lw=1.2, ms=5)
+        axes[0].errorbar(_dodge(a.n_gpus, i, len(labels)), a["mean"], yerr=[a["mean"] - a["min"],
+                         a["max"] - a["mean"]], marker=mk[lab], color=col[lab], label=lab, capsize=2, lw=1.2, ms=6,
+                         mfc="none", mew=1.4)
         b = t[t.label == lab]
-        axes[1].plot(b.n_gpus, b["mean"], marker=mk[lab], color=col[lab], label=lab, lw=1.2, ms=5)
-    if "stopped_by_clock" in df and "relative" in df:  # machine-dependent points, marked as such
-        clock = df[df["stopped_by_clock"].astype(bool)]
-        if len(clock):
-            axes[0].scatter(clock.n_gpus, clock["relative"], marker="x", color="black", s=40, zorder=5,
-                            label="stopped by a wall-clock limit")
+        axes[1].plot(_dodge(b.n_gpus, i, len(labels)), b["mean"], marker=mk[lab], color=col[lab], label=lab, lw=1.2,
+                     ms=6, mfc="none", mew=1.4)
+    _mark_uncertified(axes[0], df, labels)
     limit = df.attrs.get("time_limit_s")
     if limit:
         axes[1].axhline(limit, color="grey", ls=":", lw=1, label=f"time limit ({limit:g} s)")
@@ -109,6 +125,18 @@ def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
     return save(fig, out, name)
 
 
+def _mark_uncertified(ax, df: pd.DataFrame, labels: list) -> None:
+    """Runs that stopped at a limit (or were judged numerical) are crossed out, so they are not read as optima."""
+    bounded = df[df.method.isin(["milp", "brute-force"])] if "method" in df else df.iloc[:0]
+    stopped = bounded[bounded.status.isin(UNCERTIFIED)] if "status" in bounded else bounded.iloc[:0]
+    if "stopped_by_clock" in df:
+        stopped = pd.concat([stopped, df[df["stopped_by_clock"].astype(bool)]]).drop_duplicates()
+    if len(stopped):
+        x = [_dodge(n, labels.index(lab), len(labels)) for n, lab in zip(stopped.n_gpus, stopped.label)]
+        ax.scatter(x, stopped["relative"], marker="x", color="black", s=45, zorder=5,
+                   label="stopped at a time or node limit (not certified)")
+
+
 def _time_limit(tables: Path, name: str):
     import json
 
@@ -120,8 +148,15 @@ def plot_exact_vs_heuristic(tables: Path, out: Path):
     """Figure 4a from ``exact_vs_heuristic.csv``."""
     df = pd.read_csv(tables / "exact_vs_heuristic.csv")
     df.attrs["time_limit_s"] = _time_limit(tables, "exact_vs_heuristic")
-    return _quality_and_time(df, "Exact vs heuristic allocation on homogeneous T4 clusters (p = -1; mean, "
-                             "range over scenarios and seeds)", "exact_vs_heuristic", out)
+    ps = ", ".join(f"p = {_p_label(p)}" for p in sorted(df.p.unique())) if "p" in df else ""
+    return _quality_and_time(df, f"Exact vs heuristic allocation on {_clusters(df)} ({ps})", "exact_vs_heuristic", out)
+
+
+def _clusters(df: pd.DataFrame) -> str:
+    """The clusters of a table's scenarios, from their names (``family:cluster-16:0`` -> cluster-16)."""
+    fams = sorted({str(s).split(":")[1] if str(s).startswith("family:") else str(s) for s in df.scenario},
+                  key=lambda f: (len(f), f))
+    return ", ".join(fams[:4]) + (" ..." if len(fams) > 4 else "")
 
 
 def plot_pwl_error(tables: Path, out: Path):
@@ -133,10 +168,16 @@ def plot_pwl_error(tables: Path, out: Path):
     col = colours([str(s) for s in sizes])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     fig.suptitle("Piecewise-linear MILP: error vs number of breakpoints K")
+    floors = (1e-4, 1e-6)
     for s in sizes:
         a = pwl[pwl.n_gpus == s].groupby("pwl_breakpoints")[["pwl_error_bound", "relative_loss"]].mean()
-        axes[0].plot(a.index, a.pwl_error_bound.clip(lower=1e-4), "o-", color=col[str(s)], label=f"{s} GPUs")
-        axes[1].plot(a.index, a.relative_loss.clip(lower=1e-6), "o-", color=col[str(s)], label=f"{s} GPUs")
+        for ax, value, floor in zip(axes, (a.pwl_error_bound, a.relative_loss), floors):
+            ax.plot(a.index, value.where(value > floor), "o-", color=col[str(s)], label=f"{s} GPUs")
+            zero = value[value <= floor]  # exact (or below the floor): hollow markers on the floor line
+            ax.plot(zero.index, np.full(len(zero), floor), "v", mfc="none", color=col[str(s)], ms=7)
+    for ax, floor, what in zip(axes, floors, ("0 (exact)", "below 1e-6")):
+        ax.axhline(floor, color="grey", ls=":", lw=0.8)
+        ax.plot([], [], "v", mfc="none", color="grey", label=f"{what}: hollow, on the dotted line")
     axes[0].set_ylabel("largest interpolation error of a job's term")
     axes[1].set_ylabel("1 - fitness / best proven bound")
     for ax in axes:
@@ -148,8 +189,8 @@ def plot_pwl_error(tables: Path, out: Path):
         plain_log(ax, "y")
         ax.grid(alpha=0.3, which="both")
         ax.legend()
-    axes[1].set_title("fitness lost by decoding the PWL optimum (floored at 1e-6)", fontsize=9)
-    axes[0].set_title("a-priori error bound reported by the solver (0 = exact, plotted at 1e-4)", fontsize=9)
+    axes[1].set_title("fitness lost by decoding the PWL optimum", fontsize=9)
+    axes[0].set_title("a-priori error bound reported by the solver", fontsize=9)
     fig.tight_layout()
     return save(fig, out, "pwl_error")
 
@@ -158,5 +199,5 @@ def plot_runtime(tables: Path, out: Path):
     """Figure 7 from ``runtime_scaling.csv``."""
     df = pd.read_csv(tables / "runtime_scaling.csv")
     df.attrs["time_limit_s"] = _time_limit(tables, "runtime_scaling")
-    return _quality_and_time(df, "Scheduler runtime vs cluster size on heterogeneous clusters (one scheduling "
-                             "round; mean, range over scenarios and seeds)", "scheduler_runtime", out)
+    return _quality_and_time(df, f"Scheduler runtime vs cluster size, one scheduling round on {_clusters(df)}",
+                             "scheduler_runtime", out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -38,8 +39,20 @@ def plain_log(ax, axis="both"):
         lo, hi = a.get_view_interval()
         wide = hi / max(lo, 1e-12) > 300  # more than ~2.5 decades: label only powers of ten
         a.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
-        a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        powers = lo < 1e-3 or hi >= 1e5  # one style per axis: all plain, or all powers of ten
+        a.set_major_formatter(FuncFormatter(lambda v, _, powers=powers: tick_label(v, powers)))
         a.set_minor_formatter(NullFormatter())
+
+
+def tick_label(v: float, powers: bool = False) -> str:
+    """A log-axis tick: a plain number (``0.01``, ``1,000``), or with ``powers`` a power of ten (``10^5``)."""
+    if v <= 0:
+        return "0"
+    if not powers:
+        return f"{v:,.0f}" if v >= 1 and float(v).is_integer() else f"{v:g}"
+    exp = math.floor(math.log10(v) + 1e-9)
+    mant = v / 10 ** exp
+    return f"$10^{{{exp}}}$" if abs(mant - 1) < 1e-9 else f"${mant:g}\\times10^{{{exp}}}$"
 
 
 def colours(labels) -> dict:

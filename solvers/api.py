@@ -80,10 +80,18 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
         raise ValidationError("method", f"unknown method {method!r}", f"choose one of {', '.join(METHODS)}")
     entry = REGISTRY[method]
     opts = entry.options.build(options)
+    log.debug("%s on %d jobs x %d nodes with options %s", method, problem.n_jobs, problem.n_nodes, dict(opts))
     t_start = time.perf_counter()
     ev = problem.evaluator()
-    outcome = entry.run(problem, ev, opts, t_start)
+    outcome = entry.run(problem, ev, _with_solver_log(opts), t_start)
     return _result(problem, ev, method, opts, outcome, t_start)
+
+
+def _with_solver_log(opts: MethodOptions) -> MethodOptions:
+    """``solver_log`` as HiGHS's own switches (the GA passes it to pymoo itself)."""
+    if not opts.solver_log or "highs_options" not in opts:
+        return opts
+    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **opts["highs_options"]})
 
 
 def _run_milp(problem, ev, opts, t_start) -> MethodOutcome:

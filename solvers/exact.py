@@ -40,6 +40,7 @@ from goodopt.formulations import node_patterns
 from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
 from goodopt.formulations.objective import fitness_of_value, reference_fitness, scaled_objective
 from goodopt.formulations.placement import place_configs
+from goodopt.progress import report
 
 from .backend import MilpOutcome, solve_model
 from .config_model import ArrayModel, PyomoModel
@@ -177,7 +178,10 @@ class MilpRun:
         return {"mip_rel_gap": target, "mip_abs_gap": 0.0}
 
     def stage(self, name, out):
-        self.info["stages"].append(_stage(name, out, self.objective))
+        rec = _stage(name, out, self.objective)
+        self.info["stages"].append(rec)
+        report("stage %s: %s, incumbent %.6g, bound %.6g (%.2f s)", name, rec["status"], rec["fitness"],
+               rec["fitness_bound"], rec["solve_s"])
         return out
 
     def expired(self):

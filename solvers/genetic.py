@@ -28,12 +28,14 @@ import time
 import numpy as np
 from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.algorithms.soo.nonconvex.ga import GA
+from pymoo.core.callback import Callback
 from pymoo.core.termination import TerminateIfAny
 from pymoo.optimize import minimize
 from pymoo.termination.max_gen import MaximumGenerationTermination
 from pymoo.termination.max_time import TimeBasedTermination
 
 from goodopt.formulations.ga import AllocationGAProblem
+from goodopt.progress import report
 from goodopt.formulations.ga_operators import (AllocationMutation, AllocationRepair, AllocationSampling,
                                                RepairData, RowCrossover, initial_population, mutate, repair,
                                                row_crossover)
@@ -72,7 +74,8 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
     termination = TerminateIfAny(*limits)
     build_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    res = minimize(gaprob, algorithm, termination, seed=opts["seed"], verbose=False, save_history=False)
+    res = minimize(gaprob, algorithm, termination, seed=opts["seed"], verbose=bool(opts.get("solver_log")),
+                   save_history=False, callback=_GenerationReport(opts["n_gen"]))
     solve_s = time.perf_counter() - t1
     n_gen = res.algorithm.n_gen - 1  # pymoo counts the initial population as generation 1
     status = Termination.COMPLETED if n_gen >= opts["n_gen"] else Termination.TIME_LIMIT
@@ -96,6 +99,26 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
                 solver_version=_pymoo_version(), raw_status=f"{n_gen} generations", n_variables=gaprob.n_var,
                 n_constraints=1, n_configs=None, extra=extra,
                 message=f"{n_gen} generations of population {pop_size}")
+
+
+def _report_generation(gen: int, n_gen: int, best: float) -> None:
+    """A progress record per generation (a milestone every tenth of the run)."""
+    report("generation %d/%d, best fitness %s", gen, n_gen, f"{best:.6g}" if np.isfinite(best) else "none feasible",
+           detail=gen % max(1, n_gen // 10) != 0)
+
+
+class _GenerationReport(Callback):
+    """pymoo callback: :func:`_report_generation` after each generation."""
+
+    def __init__(self, n_gen: int):
+        super().__init__()
+        self.n_gen = n_gen
+
+    def notify(self, algorithm):
+        opt = algorithm.opt
+        feasible = opt.get("CV")[:, 0] <= 0 if opt is not None and len(opt) else np.zeros(0, bool)
+        best = -float(opt.get("F")[feasible, 0].min()) if feasible.any() else -np.inf
+        _report_generation(algorithm.n_gen - 1, self.n_gen, best)
 
 
 def _pymoo_version() -> str:
@@ -143,6 +166,7 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
         pop, fit = merged[best], merged_fit[best]
         n_eval += len(kids)
         gen += 1
+        _report_generation(gen, opts["n_gen"], fit[0])
     solve_s = time.perf_counter() - t1
     alloc = pop[0] if np.isfinite(fit[0]) else None
     return MethodOutcome(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,

@@ -16,21 +16,26 @@ from typing import Any, ClassVar
 import numpy as np
 
 from goodopt.errors import ValidationError
+from goodopt.validation import MAX_WHOLE, suggest
+
+#: Longest time limit accepted (about 11.6 days).
+MAX_SECONDS = 1e6
 from goodopt.gavel import POLICY_NAMES
 
 
-def _whole(name, v, lo, fix=None, none_ok=False):
+def _whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
     if v is None and none_ok:
         return
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise ValidationError(f"options.{name}", f"must be a whole number >= {lo}, got {v!r}", fix)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise ValidationError(f"options.{name}", f"must be a whole number in [{lo}, {hi}], got {v!r}", fix)
 
 
 def _seconds(name, v, fix=None):
     if v is None:
         return
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or not np.isfinite(v):
-        raise ValidationError(f"options.{name}", f"must be a number > 0 seconds, got {v!r}", fix)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SECONDS:
+        raise ValidationError(f"options.{name}", f"must be a number of seconds in (0, {MAX_SECONDS:.0e}], "
+                              f"got {v!r}", fix)
 
 
 def _choice(name, v, choices):
@@ -40,11 +45,13 @@ def _choice(name, v, choices):
 
 @dataclass(frozen=True, kw_only=True)
 class MethodOptions(Mapping):
-    """Options every method takes: ``time_limit_s`` (wall clock, None = none), ``seed``, ``threads``."""
+    """Options every method takes: ``time_limit_s`` (wall clock, None = none), ``seed``, ``threads``,
+    ``solver_log`` (print the solver's own log: HiGHS's, or pymoo's table per generation)."""
 
     time_limit_s: float | None = None
     seed: int | None = None
     threads: int | None = None
+    solver_log: bool = False
 
     randomised: ClassVar[bool] = False
     method: ClassVar[str] = ""
@@ -53,6 +60,7 @@ class MethodOptions(Mapping):
         _seconds("time_limit_s", self.time_limit_s, "omit it for no limit")
         _whole("seed", self.seed, 0, none_ok=True)
         _whole("threads", self.threads, 1, none_ok=True)
+        _choice("solver_log", self.solver_log, (True, False))
         if self.randomised and self.seed is None:
             raise ValidationError("options.seed", f"method {self.method!r} is randomised and needs a seed",
                                   "pass options={'seed': 0} (same seed, same result)")
@@ -70,7 +78,7 @@ class MethodOptions(Mapping):
         unknown = sorted(set(options) - names)
         if unknown:
             raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
-                                  f"valid options: {', '.join(sorted(names))}")
+                                  f"{suggest(unknown[0], names)}valid options: {', '.join(sorted(names))}")
         return cls(**options)
 
     def replace(self, **changes):

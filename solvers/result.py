@@ -161,5 +161,14 @@ def _num(x):
     return None if x is None or not np.isfinite(x) else float(x)
 
 
+#: Arrays larger than this are summarised in :meth:`SolveResult.to_dict` (they stay whole on the result object).
+MAX_JSON_ARRAY = 64
+
+
 def _jsonable(obj):
-    return json.loads(json.dumps(obj, default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)))
+    def default(o):
+        if isinstance(o, np.ndarray):
+            return o.tolist() if o.size <= MAX_JSON_ARRAY else f"array of shape {o.shape} (see the result object)"
+        return str(o)
+
+    return json.loads(json.dumps(obj, default=default))

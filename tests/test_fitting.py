@@ -6,7 +6,8 @@ import pytest
 from goodopt import goodput as gp
 from goodopt import shipped_profile
 from goodopt.fitting import fit_application, phi_curve
-from goodopt.traces import SIA_CLUSTERS, measurements, read_placements, read_validation, read_workload
+from goodopt.sim.workload import load_workload
+from goodopt.traces import SIA_CLUSTERS, measurements, read_placements, read_validation
 
 # Measured RMS log step-time error of the shipped fits, with ~25% margin. The V100
 # (azure) scalability rows are themselves noisy: repeated configurations differ
@@ -57,5 +58,5 @@ def test_readers(traces):
     assert {"placement", "num_nodes", "num_replicas"} <= set(pl.columns)
     row = pl[pl["placement"] == "22"].iloc[0]
     assert row["num_nodes"] == 2 and row["num_replicas"] == 4
-    wl = read_workload(traces / "pollux" / "workloads" / "load-1.0" / "workload-6.csv")
+    wl = load_workload(traces / "pollux" / "workloads" / "load-1.0" / "workload-6.csv").to_frame()
     assert len(wl) == 160 and wl["time"].is_monotonic_increasing

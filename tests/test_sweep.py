@@ -32,14 +32,14 @@ def _untimed(df: pd.DataFrame) -> pd.DataFrame:
     ({**SOLVE, "seeds": [-1]}, "spec.seeds"),
     ({**SOLVE, "time_limit_s": 0}, "spec.time_limit_s"),
     ({**SOLVE, "methods": ["milp", {"label": "milp", "method": "greedy"}]}, "spec.methods"),
-    ({**SIM, "vary": {"speed": [1]}}, "spec.config.speed"),
-    ({**SIM, "vary": {"interval_s": [-5]}}, "interval_s"),
+    ({**SIM, "vary": {"speed": [1]}}, "spec.vary.speed"),
+    ({**SIM, "vary": {"interval_s": [-5]}}, "spec.vary.interval_s[0]"),
     ({**SIM, "policies": ["lottery"]}, "spec.policies"),
 ])
 def test_bad_specs_name_the_field(bad, field):
     with pytest.raises(ValidationError) as exc:
         spec_from_dict(bad)
-    assert exc.value.field == field
+    assert exc.value.field.startswith(field)
     assert isinstance(exc.value, ValueError)
 
 

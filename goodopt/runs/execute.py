@@ -25,6 +25,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import threading
 import time
@@ -52,6 +53,20 @@ def _worker_init(parent_pid: int) -> None:
     threading.Thread(target=watch, name="goodopt-parent-watch", daemon=True).start()
 
 
+#: Seconds to wait for a Dask scheduler to answer.
+DASK_CONNECT_S = 10
+_DASK_ADDRESS = re.compile(r"(?:(?:tcp|tls|ucx|ws|wss)://)?\[?[A-Za-z0-9_.:-]+\]?:[0-9]{1,5}")
+
+
+def check_dask_address(address: str) -> str:
+    """``address`` if it reads as a scheduler address (``tcp://HOST:PORT``), else a :class:`ValidationError`."""
+    m = _DASK_ADDRESS.fullmatch(str(address))
+    if not m or not 0 < int(str(address).rsplit(":", 1)[1]) < 65536:
+        raise ValidationError("--dask", f"{address!r} is not a scheduler address",
+                              "write tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
+    return str(address)
+
+
 @contextlib.contextmanager
 def open_executor(workers: int = 1, dask: str | None = None):
     """A ``concurrent.futures`` executor: a Dask cluster's (``dask`` address), a process pool, or None (inline)."""
@@ -60,7 +75,14 @@ def open_executor(workers: int = 1, dask: str | None = None):
             from distributed import Client
         except ImportError:  # pragma: no cover - dask is a dependency
             raise ValidationError("dask", "dask.distributed is not installed", "pip install 'dask[distributed]'")
-        with Client(dask) as client:
+        check_dask_address(dask)
+        try:
+            client = Client(dask, timeout=DASK_CONNECT_S)
+        except (OSError, TimeoutError) as exc:
+            raise ValidationError("--dask", f"no Dask scheduler answered at {dask} within {DASK_CONNECT_S} s "
+                                  f"({type(exc).__name__})", "start one with `dask scheduler` or check the address") \
+                from None
+        with client:
             yield client.get_executor()
     elif workers > 1:
         # fresh interpreters, not forks: HiGHS's thread pool does not survive fork (a forked worker's

@@ -9,15 +9,19 @@ A :class:`SweepSpec` names scenarios x methods x seeds (x objective ``p``) for
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from goodopt.errors import ValidationError
+from goodopt.validation import Reader, check_number, read_yaml, suggest
 
 KINDS = ("solve", "simulate")
+#: Bounds on a sweep's size: seeds per grid point, tasks in all, and a generated workload's load and hours.
+MAX_SEEDS, MAX_TASKS, MAX_LOAD, MAX_HOURS = 10_000, 1_000_000, 100.0, 24 * 365.0
+#: The fields of a sweep spec (see :func:`spec_from_dict`).
+SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
+               "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary")
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
 SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s")
 
@@ -55,20 +59,16 @@ class SweepSpec:
 def load_spec(path) -> SweepSpec:
     """Read a sweep spec from YAML (see :func:`spec_from_dict` for the fields)."""
     p = Path(path)
-    if not p.is_file():
-        raise ValidationError("spec", f"sweep spec {str(p)!r} not found", "give the path of a YAML file")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ValidationError("spec", f"{p} is not valid YAML: {exc}") from None
+    data = read_yaml(p, "sweep spec")
     return spec_from_dict(data, base_dir=p.parent, default_name=p.stem)
 
 
 def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") -> SweepSpec:
-    """Validate a sweep mapping.
+    """Validate a sweep mapping, every field and every file it names, before any work.
 
     Common fields: ``name``, ``kind`` (``solve`` or ``simulate``), ``seeds``
-    (list of ints, or a count ``n`` meaning ``0..n-1``).
+    (list of whole numbers, or a count ``n`` meaning ``0..n-1``, at most
+    :data:`MAX_SEEDS`), ``description``.
 
     ``kind: solve``: ``scenarios`` (files, shipped names, ``family:NAME:SEED``),
     ``families`` (``{names: [...], seeds: [...]}``, expanded to family
@@ -87,102 +87,178 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     ``config`` (engine settings: ``interval_s``, ``restart_delay_s``,
     ``interference_slowdown``, ``max_time_s``), ``vary`` (engine setting -> list
     of values, an extra grid axis each).
+
+    Every key is checked (a misspelt one is an error with a suggestion), as are
+    every method's or policy's options, every scenario, workload and cluster
+    named, and the grid's size (at most :data:`MAX_TASKS` tasks).
     """
-    if not isinstance(d, Mapping):
-        raise ValidationError("spec", f"must be a mapping, got {type(d).__name__}")
-    known = {"name", "kind", "seeds", "scenarios", "families", "methods", "options", "time_limit_s", "node_limit", "p",
-             "workloads", "generated", "policies", "cluster", "truth", "config", "vary", "description"}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValidationError(f"spec.{unknown[0]}", "unknown field", f"valid fields: {', '.join(sorted(known))}")
-    kind = d.get("kind")
-    if kind not in KINDS:
-        raise ValidationError("spec.kind", f"must be one of {KINDS}, got {kind!r}")
-    seeds = _seeds(d.get("seeds", [0]))
-    options = d.get("options") or {}
-    if not isinstance(options, Mapping):
-        raise ValidationError("spec.options", "must map a method/policy (or label) to its options")
+    r = Reader(d, "spec", ValidationError)
+    r.expect(SPEC_FIELDS)
     base = Path(base_dir) if base_dir is not None else None
-    name = str(d.get("name", default_name))
+    kind = r.string("kind", choices=KINDS)
+    name = str(r.optional("name", default_name))
+    r.optional("description", "")
+    seeds = _seeds(r.raw("seeds", [0]), "spec.seeds")
+    options = r.sub("options") if r.has("options") and r.data["options"] is not None else None
     if kind == "solve":
-        from goodopt.solvers.api import METHODS
+        spec = _solve_spec(r, name, seeds, options, base)
+    else:
+        spec = _simulate_spec(r, name, seeds, options, base)
+    if options is not None:
+        labels = {v.label for v in spec.variants} | {v.name for v in spec.variants}
+        options.seen |= labels
+        options.done()
+    r.done()
+    n_tasks = len(spec.variants) * len(seeds) * max(1, len(spec.p_values)) * \
+        (len(spec.scenarios) or len(spec.workloads)) * math.prod(len(v) for v in spec.vary.values())
+    if n_tasks > MAX_TASKS:
+        raise ValidationError("spec", f"the grid has {n_tasks} tasks, more than {MAX_TASKS}",
+                              "split it into several sweeps or use fewer seeds / values")
+    return spec
 
-        variants = _variants(d.get("methods"), "methods", "method", METHODS, options)
-        scenarios = [_local(s, base) for s in _list(d.get("scenarios", []), "spec.scenarios")]
-        fam = d.get("families")
-        if fam is not None:
-            if not isinstance(fam, Mapping) or "names" not in fam:
-                raise ValidationError("spec.families", "must be {names: [...], seeds: [...]}")
-            scenarios += [f"family:{n}:{s}" for n in _list(fam["names"], "spec.families.names")
-                          for s in _seeds(fam.get("seeds", [0]), "spec.families.seeds")]
-        if not scenarios:
-            raise ValidationError("spec.scenarios", "no scenarios", "list scenarios or families")
-        t = d.get("time_limit_s")
-        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0):
-            raise ValidationError("spec.time_limit_s", f"must be a number > 0, got {t!r}", "omit it for no limit")
-        nl = d.get("node_limit")
-        if nl is not None and (isinstance(nl, bool) or not isinstance(nl, int) or nl < 1):
-            raise ValidationError("spec.node_limit", f"must be a whole number >= 1, got {nl!r}",
-                                  "omit it for no node budget")
-        from goodopt.fitness import check_p
 
-        p_values = tuple(check_p(p) for p in _list(d.get("p", []), "spec.p"))
-        return SweepSpec(name, kind, variants, seeds, scenarios=tuple(scenarios),
-                         time_limit_s=None if t is None else float(t), node_limit=nl, p_values=p_values)
-    from goodopt.sim.policies import POLICIES
+def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+    from goodopt.fitness import check_p
+    from goodopt.solvers.api import METHODS
+    from goodopt.sources import check_source
 
-    variants = _variants(d.get("policies"), "policies", "policy", tuple(POLICIES), options)
-    workloads = [_local(w, base) for w in _list(d.get("workloads", []), "spec.workloads")]
-    gen = d.get("generated")
-    if gen is not None:
-        if not isinstance(gen, Mapping) or "loads" not in gen:
-            raise ValidationError("spec.generated", "must be {loads: [...], seeds: [...], hours: H}")
-        hours = gen.get("hours", 8)
-        loads = [float(x) for x in _list(gen["loads"], "spec.generated.loads")]
-        workloads += [f"generated:{ld:g}:{s}:{hours:g}" for ld in loads
-                      for s in _seeds(gen.get("seeds", [0]), "spec.generated.seeds")]
-    from goodopt.sim.workload import expand_workloads
+    variants = _variants(r, "methods", "method", METHODS, options)
+    scenarios = [_local(s, base) for s in _strings(r, "scenarios")]
+    if r.has("families"):
+        fam = r.sub("families")
+        names = _strings(fam, "names")
+        fam_seeds = _seeds(fam.raw("seeds", [0]), fam.path("seeds"))
+        fam.done()
+        scenarios += [f"family:{n}:{s}" for n in names for s in fam_seeds]
+    if not scenarios:
+        raise ValidationError("spec.scenarios", "no scenarios", "list scenarios or families")
+    for i, sc in enumerate(scenarios):
+        _checked(f"spec.scenarios[{i}]", check_source, sc)
+    t = r.number("time_limit_s", None, minimum=0, strict=True)
+    nl = r.integer("node_limit", None, minimum=1)
+    p_values = tuple(_checked(f"spec.p[{i}]", check_p, p) for i, p in enumerate(_plain_list(r, "p")))
+    for v in variants:
+        _check_method_options(v, t, nl)
+    return SweepSpec(name, "solve", variants, seeds, scenarios=tuple(scenarios), time_limit_s=t, node_limit=nl,
+                     p_values=p_values)
 
-    workloads = expand_workloads(workloads)
+
+def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+    from goodopt.sim.engine import SimConfig
+    from goodopt.sim.policies import POLICIES, make_policy
+    from goodopt.sim.workload import check_workloads, expand_workloads
+    from goodopt.sources import load_scenario
+
+    variants = _variants(r, "policies", "policy", tuple(POLICIES), options)
+    for v in variants:
+        _checked(f"spec.policies.{v.label}.options", lambda v=v: make_policy(v.name, **dict(v.options)))
+    workloads = [_local(w, base) for w in _strings(r, "workloads")]
+    if r.has("generated"):
+        workloads += _generated(r.sub("generated"))
+    workloads = _checked("spec.workloads", expand_workloads, workloads)
     if not workloads:
         raise ValidationError("spec.workloads", "no workloads", "list workloads or a generated block")
-    config = dict(d.get("config") or {})
-    vary = {k: list(_list(v, f"spec.vary.{k}")) for k, v in (d.get("vary") or {}).items()}
-    for key in [*config, *vary]:
-        if key not in SIM_CONFIG_FIELDS:
-            raise ValidationError(f"spec.config.{key}", "not an engine setting",
-                                  f"valid settings: {', '.join(SIM_CONFIG_FIELDS)}")
-    from goodopt.sim.engine import SimConfig
-
-    for key, values in vary.items():  # validate every value now, not on a worker
-        for v in values:
-            SimConfig(**{**config, key: v})
-    SimConfig(**config)
-    truth = str(d.get("truth", "model"))
+    config = _engine_settings(r, "config", lambda v: [v])
+    vary = _engine_settings(r, "vary", lambda v: v if isinstance(v, list) else None)
+    for key, values in vary.items():  # every value now, not on a worker
+        for i, v in enumerate(values):
+            _checked(f"spec.vary.{key}[{i}]", lambda: SimConfig(**{**config, key: v}))
+    _checked("spec.config", lambda: SimConfig(**config))
+    cluster = _local(str(r.string("cluster", "pollux-testbed")), base)
+    n_gpus = _checked("spec.cluster", lambda: load_scenario(cluster).cluster.n_gpus)
+    longest = max(vary.get("max_time_s", [config.get("max_time_s", SimConfig().max_time_s)]))
+    check_workloads(workloads, n_gpus=n_gpus, max_time_s=longest)
+    truth = r.string("truth", "model")
     if truth not in ("model", "traces"):
         truth = _local(truth, base)
-    return SweepSpec(name, kind, variants, seeds, workloads=tuple(workloads), cluster=_local(
-        str(d.get("cluster", "pollux-testbed")), base), truth=truth, config=config, vary=vary)
+        if not Path(truth).is_dir():
+            raise ValidationError("spec.truth", f"{truth!r} is neither model, traces nor a traces folder",
+                                  f"{suggest(truth, ('model', 'traces'))}write model, traces, or a folder path")
+    return SweepSpec(name, "simulate", variants, seeds, workloads=tuple(workloads), cluster=cluster, truth=truth,
+                     config=config, vary=vary)
 
 
-def _list(v, where) -> list:
-    if v is None:
+def _generated(g: Reader) -> list[str]:
+    """The workloads of a ``generated: {loads, seeds, hours}`` block."""
+    loads = [check_number(f"{g.path('loads')}[{i}]", x, minimum=0, strict=True, maximum=MAX_LOAD,
+                          error=ValidationError) for i, x in enumerate(_plain_list(g, "loads", required=True))]
+    seeds = _seeds(g.raw("seeds", [0]), g.path("seeds"))
+    hours = g.number("hours", 8, minimum=0, strict=True, maximum=MAX_HOURS)
+    g.done()
+    return [f"generated:{ld:g}:{s}:{hours:g}" for ld in loads for s in seeds]
+
+
+def _engine_settings(r: Reader, key: str, values_of) -> dict:
+    if not r.has(key) or r.data[key] is None:
+        r.seen.add(key)
+        return {}
+    sub = r.sub(key)
+    out = {}
+    for k in sub.keys():
+        if k not in SIM_CONFIG_FIELDS:
+            raise ValidationError(sub.path(str(k)), "not an engine setting",
+                                  f"{suggest(k, SIM_CONFIG_FIELDS)}valid settings: {', '.join(SIM_CONFIG_FIELDS)}")
+        values = values_of(sub.raw(k))
+        if values is None:
+            raise ValidationError(sub.path(k), "must be a list of values", f"e.g. {k}: [30, 60]")
+        out[k] = [check_number(f"{sub.path(k)}[{i}]", v, error=ValidationError) for i, v in enumerate(values)]
+    return {k: v[0] for k, v in out.items()} if key == "config" else out
+
+
+def _checked(where: str, check, *args):
+    """``check(*args)``, with a validation error re-raised under ``where`` unless it already names a file."""
+    try:
+        return check(*args)
+    except ValidationError as exc:
+        field = exc.field or ""
+        if ":" in field or "/" in field or field.endswith((".yaml", ".csv")):
+            raise
+        same = field == where.rsplit(".", 1)[-1].split("[")[0]
+        raise ValidationError(where, f"{field}: {exc.problem}" if field and not same else exc.problem,
+                              exc.fix) from None
+
+
+def _check_method_options(v: Variant, time_limit, node_limit) -> None:
+    from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, _check_options
+
+    opts = {**({"seed": 0} if v.name in RANDOMISED else {}), **dict(v.options)}
+    if time_limit is not None:
+        opts.setdefault("time_limit_s", time_limit)
+    if node_limit is not None and "node_limit" in METHOD_OPTIONS[v.name]:
+        opts.setdefault("node_limit", node_limit)
+    _checked(f"spec.methods.{v.label}.options", _check_options, v.name, opts)
+
+
+def _plain_list(r: Reader, key: str, required: bool = False) -> list:
+    value = r.raw(key) if required else r.raw(key, [])
+    if value is None:
         return []
-    if isinstance(v, (str, int, float)):
-        return [v]
-    if not isinstance(v, Iterable):
-        raise ValidationError(where, f"must be a list, got {type(v).__name__}")
-    return list(v)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValidationError(r.path(key), f"must be a list, got {type(value).__name__}")
+    return list(value)
 
 
-def _seeds(v, where="spec.seeds") -> tuple[int, ...]:
+def _strings(r: Reader, key: str) -> list[str]:
+    out = _plain_list(r, key)
+    for i, v in enumerate(out):
+        if not isinstance(v, str) or not v:
+            raise ValidationError(f"{r.path(key)}[{i}]", f"must be a non-empty string, got {v!r}")
+    return out
+
+
+def _seeds(v, where) -> tuple[int, ...]:
     if isinstance(v, int) and not isinstance(v, bool):
-        if v < 1:
-            raise ValidationError(where, f"a count of seeds must be >= 1, got {v}")
+        if not 1 <= v <= MAX_SEEDS:
+            raise ValidationError(where, f"a count of seeds must lie in [1, {MAX_SEEDS}], got {v}",
+                                  "or list the seeds")
         return tuple(range(v))
-    out = _list(v, where)
-    if not out or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
-        raise ValidationError(where, f"must be whole numbers >= 0 (or a count), got {v!r}")
+    out = [v] if isinstance(v, str) else v
+    if not isinstance(out, list) or not out or len(out) > MAX_SEEDS or any(
+            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2 ** 32 for s in out):
+        raise ValidationError(where, f"must be whole numbers in [0, 2**32) (or a count), got {v!r}",
+                              f"e.g. [0, 1, 2] or 3; at most {MAX_SEEDS} seeds")
     return tuple(out)
 
 
@@ -195,27 +271,38 @@ def _local(s, base) -> str:
     return str(cand) if cand.exists() else s
 
 
-def _variants(entries, field_name, key, known, options) -> tuple[Variant, ...]:
-    entries = _list(entries, f"spec.{field_name}")
+def _variants(r: Reader, field_name, key, known, options) -> tuple[Variant, ...]:
+    entries = _plain_list(r, field_name, required=True)
     if not entries:
-        raise ValidationError(f"spec.{field_name}", "is empty", f"list at least one {key}")
+        raise ValidationError(r.path(field_name), "is empty", f"list at least one {key}")
     out = []
-    for e in entries:
+    for i, e in enumerate(entries):
+        where = f"{r.path(field_name)}[{i}]"
         if isinstance(e, str):
             label, name, opts = e, e, {}
-        elif isinstance(e, Mapping) and key in e:
-            name = str(e[key])
-            label, opts = str(e.get("label", name)), dict(e.get("options") or {})
+        elif isinstance(e, Mapping):
+            v = Reader(e, where, ValidationError)
+            name = v.string(key)
+            label = v.string("label", name)
+            opts = v.sub("options").data if v.has("options") and e["options"] is not None else {}
+            v.seen.add("options")
+            v.done()
         else:
-            raise ValidationError(f"spec.{field_name}", f"entry {e!r} is neither a name nor {{label, {key}, options}}")
+            raise ValidationError(where, f"entry {e!r} is neither a name nor {{label, {key}, options}}")
         if name not in known:
-            raise ValidationError(f"spec.{field_name}", f"unknown {key} {name!r}", f"choose from {', '.join(known)}")
-        merged = {**dict(options.get(name) or {}), **dict(options.get(label) or {} if label != name else {}), **opts}
-        out.append(Variant(label, name, merged))
+            raise ValidationError(where, f"unknown {key} {name!r}",
+                                  f"{suggest(name, known)}choose from {', '.join(known)}")
+        out.append(Variant(label, name, {**_options_of(options, name), **_options_of(options, label), **opts}))
     labels = [v.label for v in out]
     if len(set(labels)) != len(labels):
-        raise ValidationError(f"spec.{field_name}", "labels must be unique", "give each variant its own label")
+        raise ValidationError(r.path(field_name), "labels must be unique", "give each variant its own label")
     return tuple(out)
+
+
+def _options_of(options: Reader | None, key: str) -> dict:
+    if options is None or not options.has(key) or options.data[key] is None:
+        return {}
+    return dict(options.sub(key).data)
 
 
 def spec_to_dict(spec: SweepSpec) -> dict:

@@ -52,6 +52,10 @@ log = logging.getLogger(__name__)
 FIXED_APPS = {"ncf": (32768, 1)}
 
 
+#: Most rounds a simulation may take (max_time_s / interval_s).
+MAX_ROUNDS = 10_000_000
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """Engine settings (times in seconds)."""
@@ -69,6 +73,10 @@ class SimConfig:
         check_number("interval_s", self.interval_s, minimum=0, strict=True)
         check_number("restart_delay_s", self.restart_delay_s, minimum=0)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
+        if self.max_time_s / self.interval_s > MAX_ROUNDS:
+            raise ValidationError("interval_s", f"{self.interval_s:g} s rounds over max_time_s = "
+                                  f"{self.max_time_s:g} s would be more than {MAX_ROUNDS:.0e} rounds",
+                                  f"use an interval >= {self.max_time_s / MAX_ROUNDS:g} s or a lower max_time_s")
         if not 0 <= self.interference_slowdown < 1:
             raise ValidationError("interference_slowdown", f"must lie in [0, 1), got {self.interference_slowdown}",
                                   "0.25 means a 25% slower job")

@@ -22,14 +22,21 @@ as the published loads do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import csv
+import io
+import logging
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from goodopt.errors import ValidationError
-from goodopt.traces import WORKLOAD_COLUMNS, read_workload
+from goodopt.traces import POLLUX_APPS, WORKLOAD_COLUMNS
+from goodopt.validation import MAX_WHOLE, read_text, suggest
+
+log = logging.getLogger(__name__)
 
 #: Fraction of jobs per application in the published Pollux workloads.
 APP_MIX = {"ncf": 0.3966, "cifar10": 0.3823, "deepspeech2": 0.0895, "bert": 0.0670, "yolov3": 0.0470,
@@ -47,6 +54,8 @@ REQUESTS = {
 HOURLY_WEIGHTS = (0.91, 0.85, 0.55, 0.94, 1.24, 1.81, 0.92, 0.79)
 #: Jobs per hour at load 1.0.
 JOBS_PER_HOUR = 20.0
+#: Most jobs a generated workload may have (load x hours is bounded by it).
+MAX_GENERATED_JOBS = 100_000
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,12 @@ class WorkloadJob:
     application: str
     num_replicas: int
     batch_size: int
+    #: Where the job was read: ``file:line`` (empty for generated jobs).
+    source: str = field(default="", compare=False)
+
+    @property
+    def where(self) -> str:
+        return self.source or f"workload[{self.name}]"
 
 
 @dataclass(frozen=True)
@@ -106,9 +121,113 @@ class Workload:
 
 
 def load_workload(path) -> Workload:
-    """Read a workload CSV (Pollux format)."""
+    """Read a workload CSV (Pollux format), every row checked.
+
+    All bad rows are reported at once (up to 10), each as ``file:line``: a
+    missing or unknown column, a ragged row, an empty or duplicate name, an
+    arrival that is not a finite second >= 0, a GPU count or batch size that is
+    not a whole number >= 1 (``2.7`` is refused, not rounded).
+    """
     path = Path(path)
-    return Workload.from_frame(read_workload(path), name=path.stem)
+    text = read_text(path, "workload")
+    rows = csv.reader(io.StringIO(text), strict=True)
+    try:
+        header = [h.strip() for h in next(rows, [])]
+        _check_header(path, header)
+        jobs, problems = [], []
+        for cells in rows:
+            if not any(c.strip() for c in cells):
+                continue
+            where = f"{path}:{rows.line_num}"
+            try:
+                jobs.append(_job(dict(zip(header, cells)), len(cells), len(header), where))
+            except ValidationError as exc:
+                problems.append(str(exc))
+    except csv.Error as exc:
+        raise ValidationError(f"{path}:{rows.line_num}", f"not valid CSV: {exc}",
+                              "check the quotes and separators on that line") from None
+    if problems:
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise ValidationError(str(path), f"{len(problems)} bad row(s):\n  " + "\n  ".join(problems[:10]) + more)
+    if not jobs:
+        raise ValidationError(str(path), "has no jobs", f"add rows under the header {','.join(WORKLOAD_COLUMNS)}")
+    seen = set()
+    for j in jobs:
+        if j.name in seen:
+            raise ValidationError(j.where, f"duplicate job name {j.name!r}", "job names must be unique")
+        seen.add(j.name)
+    return Workload(tuple(jobs), name=path.stem)
+
+
+def _check_header(path: Path, header: list[str]) -> None:
+    missing = [c for c in WORKLOAD_COLUMNS if c not in header]
+    unknown = [c for c in header if c not in WORKLOAD_COLUMNS]
+    if not (missing or unknown or len(set(header)) != len(header)):
+        return
+    hint = suggest(unknown[0], WORKLOAD_COLUMNS) if unknown else ""
+    problem = (f"unknown column {unknown[0]!r}" if unknown else
+               f"missing column(s) {', '.join(missing)}" if missing else "a column appears twice")
+    raise ValidationError(f"{path}:1", problem, f"{hint}the header is {','.join(WORKLOAD_COLUMNS)}")
+
+
+def _job(row: dict, n_cells: int, n_columns: int, where: str) -> WorkloadJob:
+    """One checked row."""
+    if n_cells != n_columns:
+        raise ValidationError(where, f"{n_cells} cells for {n_columns} columns", "give one value per column")
+    name, app = row["name"].strip(), row["application"].strip()
+    if not name or not app:
+        raise ValidationError(where, f"{'name' if not name else 'application'}: is empty", "give a value")
+    try:
+        arrival = float(row["time"])
+    except ValueError:
+        arrival = math.nan
+    if not (math.isfinite(arrival) and arrival >= 0):
+        raise ValidationError(where, f"time: must be a finite second >= 0, got {row['time']!r}")
+    return WorkloadJob(name, arrival, app, _whole(row, "num_replicas", where), _whole(row, "batch_size", where),
+                       source=where)
+
+
+def _whole(row: dict, key: str, where: str) -> int:
+    text = row[key].strip()
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value.is_integer() and 1 <= value <= MAX_WHOLE):
+        raise ValidationError(where, f"{key}: must be a whole number in [1, {MAX_WHOLE}], got {text!r}",
+                              "values are not rounded")
+    return int(value)
+
+
+def check_workloads(specs, *, n_gpus: int, max_time_s: float) -> None:
+    """Read and check every workload of ``specs`` (files and ``generated:`` specs) before any simulation."""
+    for spec in specs:
+        check_workload(resolve_workload(spec), n_gpus=n_gpus, max_time_s=max_time_s)
+
+
+def check_workload(workload: "Workload", *, n_gpus: int, max_time_s: float) -> None:
+    """Refuse jobs that can never run (an unknown application, a batch above the application's maximum, an
+    arrival after the simulation's end); warn of a GPU request larger than the cluster (fixed-size policies
+    refuse it)."""
+    from goodopt.profiles import shipped_profile
+
+    too_big = [j for j in workload.jobs if j.num_replicas > n_gpus]
+    if too_big:
+        log.warning("%s: %d job(s) request more GPUs than the cluster's %d (first: %s, num_replicas %d); "
+                    "fixed-size policies will refuse them", workload.name, len(too_big), n_gpus, too_big[0].where,
+                    too_big[0].num_replicas)
+    for j in workload.jobs:
+        if j.application not in POLLUX_APPS:
+            raise ValidationError(j.where, f"application: unknown {j.application!r}",
+                                  f"{suggest(j.application, POLLUX_APPS)}simulated applications: "
+                                  f"{', '.join(POLLUX_APPS)}")
+        top = shipped_profile(j.application).max_batch_size
+        if j.batch_size > top:
+            raise ValidationError(j.where, f"batch_size: {j.batch_size} is above {j.application}'s maximum {top}",
+                                  f"use a batch size <= {top}")
+        if j.arrival_s > max_time_s:
+            raise ValidationError(j.where, f"time: arrival {j.arrival_s:g} s is after the simulation's end "
+                                  f"(max_time_s = {max_time_s:g})", "raise max_time_s or drop the row")
 
 
 def generate_workload(seed, *, load: float = 1.0, hours: float = 8.0, mix=None,
@@ -130,6 +249,9 @@ def generate_workload(seed, *, load: float = 1.0, hours: float = 8.0, mix=None,
         raise ValidationError("mix", f"no request table for {unknown}", f"use applications of {sorted(REQUESTS)}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n_jobs = max(1, int(round(JOBS_PER_HOUR * load * hours)))
+    if n_jobs > MAX_GENERATED_JOBS:
+        raise ValidationError("load", f"load {load:g} over {hours:g} hours gives {n_jobs} jobs, more than "
+                              f"{MAX_GENERATED_JOBS}", "use a lower load or fewer hours")
     n_hours = int(np.ceil(hours))
     weights = np.resize(np.asarray(HOURLY_WEIGHTS, dtype=float), n_hours)
     hour = rng.choice(n_hours, size=n_jobs, p=weights / weights.sum())
@@ -171,9 +293,12 @@ def parse_generated(spec: str) -> tuple[float, int, float, bool]:
             raise ValueError
         load, seed = float(parts[1]), int(parts[2])
         hours = float(parts[3]) if len(parts) > 3 else 8.0
+        if not (parts[2].isascii() and 0 <= seed < 2 ** 32 and 0 < load < math.inf and 0 < hours < math.inf):
+            raise ValueError
     except ValueError:
         raise ValidationError("workload", f"bad generated workload {spec!r}",
-                              "write generated:LOAD:SEED or generated:LOAD:SEED:HOURS, e.g. generated:1.0:0") \
+                              "write generated:LOAD:SEED or generated:LOAD:SEED:HOURS with LOAD and HOURS > 0 and "
+                              "SEED a whole number >= 0, e.g. generated:1.0:0") \
             from None
     return load, seed, hours, len(parts) > 3
 

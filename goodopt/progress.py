@@ -1,0 +1,50 @@
+"""Progress of long work (solver stages, GA generations, fits), as records on one logger.
+
+Long-running code calls :func:`report`; nothing is printed unless someone
+listens. ``goodopt -v`` prints the records as log lines; the command line's
+:func:`status_line` shows the latest one on a transient status line while a
+command runs (on a terminal, unless ``--quiet``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+
+#: The logger progress is reported on.
+PROGRESS = logging.getLogger("goodopt.progress")
+
+
+def report(message: str, *args, detail: bool = False) -> None:
+    """Report progress: ``detail`` records (every GA generation) are debug-level, milestones info-level."""
+    PROGRESS.log(logging.DEBUG if detail else logging.INFO, message, *args)
+
+
+class _StatusHandler(logging.Handler):
+    def __init__(self, status, title: str):
+        super().__init__(logging.DEBUG)
+        self.status, self.title = status, title
+
+    def emit(self, record):
+        self.status.update(f"{self.title}: {record.getMessage()}")
+
+
+@contextlib.contextmanager
+def status_line(title: str, enabled: bool = True):
+    """Show ``title`` and the latest progress record on standard error while the block runs."""
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(title) as status:
+        handler = _StatusHandler(status, title)
+        level = PROGRESS.level
+        PROGRESS.addHandler(handler)
+        PROGRESS.setLevel(logging.DEBUG)
+        try:
+            yield
+        finally:
+            PROGRESS.removeHandler(handler)
+            PROGRESS.setLevel(level)

@@ -1,0 +1,274 @@
+"""A seeded fuzz of every input kind, run through the command line.
+
+Each case starts from a valid input (a scenario, a profile, a workload CSV,
+an allocation, a sweep spec, or a command line), mutates it with a
+``numpy.random.Generator`` (a field replaced by a value from :data:`JUNK`, a
+field dropped or added, bytes inserted or the file cut short), and runs the
+command that reads it. An *outcome* is the exit status (0, 1 or 2, including
+argparse's exit 2) or, for a bug, the exception that escaped: any exception
+that is not a clean exit is a *traceback*; a case running longer than
+``timeout_s`` is a *hang*.
+
+Run it as ``python -m tests.fuzz_inputs --cases 1000 --seed 0``; it prints a
+JSON summary and exits 1 when a traceback or hang was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import io
+import json
+import logging
+import signal
+import sys
+import tempfile
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+SHIPPED = Path(__file__).resolve().parents[1] / "scenarios"
+
+#: Values a mutated field may take: wrong types, edge numbers, sizes far too large, odd text.
+JUNK = [None, "", "abc", "x" * 300, -1, 0, 1, 2.7, -0.0, 1e-300, 1e300, 10 ** 20, 10 ** 9, 100000000, True,
+        False, ".inf", "-inf", "nan", float("inf"), float("-inf"), float("nan"), [], {}, [1, 2], {"a": 1},
+        "²", "t4-0", "cifar10", "generated:1:0", "family:tiny:0", "\u00e9t\u00e9", "1e12", "-5", "0x10"]
+
+WORKLOAD_HEADER = "name,time,application,num_replicas,batch_size"
+WORKLOAD_ROWS = ["cifar10-0,0,cifar10,1,128", "ncf-1,30,ncf,1,256", "bert-2,60,bert,2,12"]
+
+PROFILE = yaml.safe_load((SHIPPED / "profiles" / "ncf.yaml").read_text())
+
+ALLOCATION = {"imagenet-0": {"t4-0": 2}, "ncf-1": {"t4-1": 1}, "cifar10-4": {"t4-0": 2}}
+
+SOLVE_SPEC = {"name": "fz", "kind": "solve", "scenarios": ["small-2node"], "methods": ["greedy", {
+    "label": "ga-fast", "method": "ga", "options": {"pop_size": 8, "n_gen": 2}}], "seeds": 2, "p": [-1, 0]}
+SIM_SPEC = {"name": "fz", "kind": "simulate", "generated": {"loads": [0.5], "seeds": [0], "hours": 1},
+            "policies": ["fifo", {"label": "t", "policy": "tiresias", "options": {}}], "cluster": "small-2node",
+            "config": {"interval_s": 60}, "vary": {"restart_delay_s": [0, 30]}}
+
+ARG_TOKENS = ["info", "evaluate", "solve", "compare", "simulate", "sweep", "fit", "small-2node", "pollux-testbed",
+              "family:tiny:0", "family:tiny:²", "family:nope:1", "family:tiny", "generated:1:0", "generated:x:0",
+              "generated:1:0:1e-9", "--method", "greedy", "gredy", "--methods", ",", "milp,gaa", "--policy",
+              "polux", "fifo", "--option", "time_limit_s=99999999999999999999", "n_gen=-1", "pop_size=abc",
+              "nosuch=1", "--seed", "-1", "1.5", "--seeds", "0", "100000000", "--interval", "1e-9", "0", "nan",
+              "--nodes", "100000000", "-3", "--gpus-per-node", "--time-limit", "-1", "inf", "--allocation", ".",
+              "--json", "--out", "-v", "-vv", "--dry-run", "--quiet", "--workers", "0", "--truth", "modle",
+              "--dask", "not-a-url", "tcp://", "--gpu-type", "h100", "--cluster", "nope.yaml"]
+
+
+@dataclass
+class Report:
+    cases: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    kinds: Counter = field(default_factory=Counter)
+    tracebacks: list = field(default_factory=list)
+    hangs: list = field(default_factory=list)
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+# ------------------------------------------------------------------ mutations
+def _paths(obj, prefix=()):
+    """Every (path, value) of a nested structure, containers included."""
+    yield prefix, obj
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def _set(obj, path, value):
+    for key in path[:-1]:
+        obj = obj[key]
+    obj[path[-1]] = value
+
+
+def mutate_tree(tree, rng: np.random.Generator, n_changes: int = 1):
+    """``tree`` with ``n_changes`` random edits (replace, drop, add an unknown key, duplicate)."""
+    tree = copy.deepcopy(tree)
+    for _ in range(n_changes):
+        paths = [p for p, _ in _paths(tree) if p]
+        if not paths:
+            return JUNK[rng.integers(len(JUNK))]
+        path = paths[rng.integers(len(paths))]
+        parent = tree
+        for key in path[:-1]:
+            parent = parent[key]
+        op = rng.integers(4)
+        if op == 0 or (op == 1 and isinstance(parent, list) and len(parent) <= 1):
+            _set(tree, path, copy.deepcopy(JUNK[rng.integers(len(JUNK))]))
+        elif op == 1:
+            del parent[path[-1]]
+        elif op == 2 and isinstance(parent, dict):
+            parent[str(path[-1]) + "x"] = copy.deepcopy(JUNK[rng.integers(len(JUNK))])
+        elif isinstance(parent, list):
+            parent.append(copy.deepcopy(parent[path[-1]]))
+        else:
+            _set(tree, path, copy.deepcopy(JUNK[rng.integers(len(JUNK))]))
+    return tree
+
+
+def mutate_bytes(data: bytes, rng: np.random.Generator) -> bytes:
+    """Raw damage: a cut, a stray non-UTF-8 byte, a stray quote or bracket, or nothing at all."""
+    op = rng.integers(4)
+    at = int(rng.integers(len(data) + 1))
+    if op == 0:
+        return data[:at]
+    if op == 1:
+        return data[:at] + b"\xff\xfe" + data[at:]
+    if op == 2:
+        return data[:at] + [b'"', b"[", b"{", b":", b"\t", b"\x00"][rng.integers(6)] + data[at:]
+    return b""
+
+
+def _dump(tree) -> bytes:
+    return yaml.safe_dump(tree, allow_unicode=True, sort_keys=False).encode("utf-8")
+
+
+def _text(tree_or_bytes, rng, raw_prob=0.2) -> bytes:
+    data = tree_or_bytes if isinstance(tree_or_bytes, bytes) else _dump(tree_or_bytes)
+    return mutate_bytes(data, rng) if rng.random() < raw_prob else data
+
+
+# ------------------------------------------------------------------ cases: (kind, files, argv)
+def case_scenario(rng, tmp: Path):
+    tree = yaml.safe_load((SHIPPED / "small-2node.yaml").read_text())
+    (tmp / "s.yaml").write_bytes(_text(mutate_tree(tree, rng, 1 + int(rng.integers(2))), rng))
+    cmd = [["info"], ["solve", "--method", "greedy", "--json"], ["solve", "--method", "milp", "--time-limit", "5"]]
+    return cmd[rng.integers(3)][:1] + [str(tmp / "s.yaml")] + cmd[rng.integers(3)][1:]
+
+
+def case_profile(rng, tmp: Path):
+    (tmp / "myapp.yaml").write_bytes(_text(mutate_tree(PROFILE, rng, 1 + int(rng.integers(2))), rng))
+    sc = yaml.safe_load((SHIPPED / "small-2node.yaml").read_text())
+    sc["profiles"] = {"myapp": "myapp.yaml"}
+    sc["jobs"][1]["application"] = "myapp"
+    (tmp / "s.yaml").write_text(yaml.safe_dump(sc))
+    return ["info" if rng.random() < 0.5 else "solve", str(tmp / "s.yaml")]
+
+
+def case_workload(rng, tmp: Path):
+    rows = [r.split(",") for r in WORKLOAD_ROWS]
+    header = WORKLOAD_HEADER.split(",")
+    for _ in range(1 + int(rng.integers(2))):
+        op = rng.integers(5)
+        if op <= 1:
+            row = rows[rng.integers(len(rows))]
+            if row:
+                row[rng.integers(len(row))] = str(JUNK[rng.integers(len(JUNK))])
+        elif op == 2:
+            rows[rng.integers(len(rows))].pop()
+        elif op == 3:
+            header[rng.integers(5)] = ["nmae", "arrival", "", "num_replicas"][rng.integers(4)]
+        else:
+            rows.append(list(rows[rng.integers(len(rows))]))
+    data = ("\n".join([",".join(header)] + [",".join(r) for r in rows]) + "\n").encode("utf-8")
+    (tmp / "w.csv").write_bytes(mutate_bytes(data, rng) if rng.random() < 0.2 else data)
+    return ["simulate", str(tmp / "w.csv"), "--policy", ["fifo", "tiresias"][rng.integers(2)], "--truth", "model",
+            "--nodes", "2", "--out", str(tmp / "out"), "--quiet", "--json"]
+
+
+def case_allocation(rng, tmp: Path):
+    (tmp / "a.yaml").write_bytes(_text(mutate_tree(ALLOCATION, rng, 1 + int(rng.integers(2))), rng))
+    return ["evaluate", "small-2node", "--allocation", str(tmp / "a.yaml"), "--json"]
+
+
+def case_spec(rng, tmp: Path):
+    tree = SOLVE_SPEC if rng.random() < 0.5 else SIM_SPEC
+    (tmp / "spec.yaml").write_bytes(_text(mutate_tree(tree, rng, 1 + int(rng.integers(2))), rng))
+    return ["sweep", str(tmp / "spec.yaml"), "--dry-run", "--out", str(tmp / "t.csv")]
+
+
+def case_argv(rng, tmp: Path):
+    n = 1 + int(rng.integers(7))
+    argv = [ARG_TOKENS[i] for i in rng.integers(len(ARG_TOKENS), size=n)]
+    argv = [str(tmp / "out") if a == "--out" else a for a in argv]
+    if argv[0] in ("sweep", "fit"):  # keep the slow commands to checks
+        argv = ["sweep", str(tmp / "missing.yaml"), *argv[1:], "--dry-run"]
+    if argv[0] == "simulate":
+        argv += ["--dry-run"]
+    if argv[0] == "compare":
+        argv += ["--methods", "greedy", "--out", str(tmp / "c.csv"), "--quiet"]
+    return argv
+
+
+CASES = {"scenario": case_scenario, "profile": case_profile, "workload": case_workload,
+         "allocation": case_allocation, "spec": case_spec, "argv": case_argv}
+
+
+# ------------------------------------------------------------------ running
+def run_case(argv, timeout_s: float) -> str:
+    """The outcome of ``goodopt ARGV``: ``exit N``, ``hang`` or ``traceback: TYPE``."""
+    from goodopt.cli import main
+
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = main(argv)
+        return f"exit {code}"
+    except SystemExit as exc:
+        return f"exit {exc.code}"
+    except _Timeout:
+        return "hang"
+    except Exception as exc:  # noqa: BLE001 -- the point: anything escaping is a finding
+        return f"traceback: {type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc(limit=-3)[-800:]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def fuzz(n_cases: int, seed: int, timeout_s: float = 60.0, kinds=None) -> Report:
+    """Run ``n_cases`` cases drawn with ``numpy.random.default_rng(seed)``, cycling through the kinds."""
+    rng = np.random.default_rng(seed)
+    kinds = list(kinds or CASES)
+    report = Report()
+    logging.disable(logging.CRITICAL)
+    try:
+        for i in range(n_cases):
+            kind = kinds[i % len(kinds)]
+            with tempfile.TemporaryDirectory() as tmp:
+                argv = CASES[kind](rng, Path(tmp))
+                outcome = run_case(argv, timeout_s)
+            report.cases += 1
+            report.kinds[kind] += 1
+            head = outcome.split("\n")[0]
+            report.outcomes[head if head.startswith("exit") else head.split(":")[0]] += 1
+            if outcome == "hang":
+                report.hangs.append({"case": i, "kind": kind, "argv": argv})
+            elif outcome.startswith("traceback"):
+                report.tracebacks.append({"case": i, "kind": kind, "argv": argv, "error": outcome})
+    finally:
+        logging.disable(logging.NOTSET)
+    return report
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
+    ap.add_argument("--kinds", nargs="*", default=None, choices=list(CASES))
+    args = ap.parse_args(argv)
+    rep = fuzz(args.cases, args.seed, args.timeout, args.kinds)
+    json.dump({"cases": rep.cases, "kinds": dict(rep.kinds), "outcomes": dict(rep.outcomes),
+               "tracebacks": rep.tracebacks, "hangs": rep.hangs}, sys.stdout, indent=1, default=str)
+    print()
+    return 1 if rep.tracebacks or rep.hangs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
