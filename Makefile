@@ -17,7 +17,9 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@# the filter hides setuptools' notice that an editable install maps goodopt.solvers etc. through an
+	@# import finder (the top-level folders are not named like their packages); nothing else is hidden
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e ".[test]"
 	@touch $(STAMP)
 
 test: $(STAMP)

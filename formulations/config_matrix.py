@@ -22,7 +22,6 @@ Rows are ``row_lower <= A x <= row_upper``; the objective is maximised.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 

@@ -10,6 +10,7 @@ the shipped profiles).
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from .scenario import Scenario, scenario_from_file
 from .validation import suggest
 
 FAMILY_PREFIX = "family:"
+log = logging.getLogger(__name__)
 
 
 def shipped_scenario_names() -> list[str]:
@@ -38,6 +40,7 @@ def load_scenario(source) -> Scenario:
     """Load a scenario from a YAML file, a shipped scenario by name (``pollux-testbed``),
     or a generated family member (``family:testbed-over:3``, see :mod:`goodopt.families`)."""
     s = str(source)
+    log.debug("loading scenario %s", s)
     if s.startswith(FAMILY_PREFIX):
         return family_scenario(s)
     p = Path(s)

@@ -16,6 +16,7 @@ silently ignoring them. Scenarios, profiles and sweep specs are all read this wa
 from __future__ import annotations
 
 import difflib
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from typing import Any
 import yaml
 
 from .errors import ScenarioError, ValidationError
+
+log = logging.getLogger(__name__)
 
 #: Largest input file read (bytes): far above any real scenario, spec or workload.
 MAX_INPUT_BYTES = 64 * 2 ** 20
@@ -44,6 +47,7 @@ def read_text(path, what: str, error=ValidationError) -> str:
         raise error(str(p), f"is {size / 2 ** 20:.0f} MiB, larger than any {what} file should be "
                     f"(limit {MAX_INPUT_BYTES // 2 ** 20} MiB)", "check that this is the right file")
     data = p.read_bytes()
+    log.debug("read %s file %s (%d bytes)", what, p, size)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -27,7 +27,10 @@ from goodopt.outputs import write_json, write_text
 from . import experiments, specs
 from .figures import FIGURES
 
-OUT = Path(__file__).resolve().parent / "out"
+_HERE = Path(__file__).resolve().parent
+#: Default output: ``paper_figures/out`` in a checkout; ``goodopt-figures/`` in the current folder when run
+#: from an installed copy (``goodopt-figures``), never inside the installation.
+OUT = _HERE / "out" if (_HERE.parent / "pyproject.toml").is_file() else Path.cwd() / "goodopt-figures" / "out"
 
 
 def default_out(scale: str) -> Path:

@@ -22,6 +22,7 @@ import numpy as np
 from ..evaluator import Evaluation, Evaluator
 from ..families import FAMILIES
 from ..generate import random_scenario, testbed_cluster
+from ..sources import load_scenario
 from .evaluator import _JobSpeedupFunction, per_job_fitness
 
 GA_JOBS = (10, 20, 40)
@@ -205,7 +206,7 @@ def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
         if progress:
             progress()
     for name in ("family:tiny:35", "family:testbed-under:0", "pollux-testbed"):
-        pr = goodopt.load_scenario(name).problem()
+        pr = load_scenario(name).problem()
         res = {s: solve(pr, "milp", {"formulation": "placement", "symmetry": s,
                                              "time_limit_s": time_limit_s}) for s in ("none", "order")}
         rows.append({"choice": "symmetry breaking (placement model)", "instance": name, "baseline": "none",

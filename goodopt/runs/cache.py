@@ -128,6 +128,7 @@ class TaskCache:
         """The stored result of ``task``, or None (missing, unreadable, malformed, or another task's)."""
         f = self.path(key)
         if not f.is_file():
+            log.debug("cache miss %s: %s", key[:12], task.describe())
             return None
         try:
             entry = json.loads(f.read_bytes().decode("utf-8"))
@@ -138,6 +139,7 @@ class TaskCache:
         if problem:
             log.warning("cache entry %s %s: computing the task again", f, problem)
             return None
+        log.debug("cache hit %s: %s", key[:12], task.describe())
         return entry["result"]
 
     def put(self, task: Task, key: str, result: dict) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 from goodopt.errors import ValidationError
 
 from .execute import map_tasks
-from .tables import COLUMNS, add_reference_columns
+from .tables import COLUMNS, add_reference_columns, frame
 from .tasks import run_task, solve_task
 
 
@@ -49,6 +49,6 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
         workers = 1
     results = map_tasks(run_task, tasks, workers=workers, progress=progress, label="solving",
                         describe=lambda t: t.describe())
-    df = pd.DataFrame([r["row"] for r in results])
+    df = frame(r["row"] for r in results)
     df = add_reference_columns(df, by=["scenario"])
     return df[list(COLUMNS)]

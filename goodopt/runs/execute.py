@@ -70,6 +70,8 @@ def check_dask_address(address: str) -> str:
 @contextlib.contextmanager
 def open_executor(workers: int = 1, dask: str | None = None):
     """A ``concurrent.futures`` executor: a Dask cluster's (``dask`` address), a process pool, or None (inline)."""
+    log.debug("executor: %s", f"Dask at {dask}" if dask else f"{workers} local process(es)" if workers > 1
+              else "inline")
     if dask:
         try:
             from distributed import Client

@@ -13,7 +13,7 @@ import pandas as pd
 from goodopt.outputs import atomic_dir
 
 from .execute import map_tasks
-from .tables import write_table
+from .tables import frame, write_table
 from .tasks import SimTask, run_simulation, workload_stem
 
 
@@ -35,6 +35,6 @@ def run_simulations(tasks: list[SimTask], out_dir, *, workers: int = 1, progress
 
         map_tasks(run_simulation, tasks, workers=workers, progress=progress, label="simulations",
                   describe=lambda t: t.describe(), on_result=store)
-        table = pd.DataFrame([rows[i] for i in range(len(tasks))])
+        table = frame(rows[i] for i in range(len(tasks)))
         write_table(table, staging / "sweep.csv", **metadata)
     return table

@@ -37,7 +37,7 @@ import pandas as pd
 from .cache import TaskCache, task_key
 from .execute import map_tasks
 from .spec import SweepSpec, load_spec, spec_from_dict, spec_to_dict
-from .tables import add_reference_columns, table_outputs, write_table
+from .tables import add_reference_columns, frame, table_outputs, write_table
 from .tasks import expand, named_rows, run_task
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
               cached=cache is not None)
     rows = [named_rows(tasks[i], [done[i]["row"]])[0] for i in range(len(tasks))]
     jobs = [r for i in range(len(tasks)) for r in named_rows(tasks[i], done[i]["jobs"])]
-    table = pd.DataFrame(rows)
+    table = frame(rows)
     if spec.kind == "solve":
         table = add_reference_columns(table, by=["scenario", "p"])
-    return SweepResult(table, pd.DataFrame(jobs), spec, len(todo), len(tasks) - len(todo))
+    return SweepResult(table, frame(jobs), spec, len(todo), len(tasks) - len(todo))

@@ -39,6 +39,19 @@ def result_row(problem, method: str, seed, res) -> dict:
     }
 
 
+#: Columns of whole numbers that may be missing (a deterministic method has no seed): kept whole, not float.
+WHOLE_COLUMNS = ("seed", "n_jobs", "restarts", "n_rounds", "pwl_breakpoints")
+
+
+def frame(rows) -> pd.DataFrame:
+    """A table from row mappings, whole-number columns as pandas' nullable integers (``0``, not ``0.0``)."""
+    df = pd.DataFrame(list(rows))
+    for col in WHOLE_COLUMNS:
+        if col in df and df[col].dropna().map(lambda v: float(v).is_integer()).all():
+            df[col] = df[col].astype("Int64")
+    return df
+
+
 def add_reference_columns(df: pd.DataFrame, by) -> pd.DataFrame:
     """Add ``best_bound`` (smallest proven bound in the group, NaN if none), ``gap_to_bound`` (NaN
     without a bound) and ``relative_fitness`` (fitness over the group's best fitness)."""

@@ -212,6 +212,8 @@ class Engine:
                 "utilisation": float(gpus / cap.sum()), "n_completed": len(finished),
                 "policy_s": e2 - e1, **{f"policy_{k}": v for k, v in stats.items()},
             })
+            log.debug("round %d at %.0f s: %d active, %d GPUs allocated, %d finished, policy %.3f s", r, t,
+                      len(active), int(gpus), len(finished), e2 - e1)
             active = [j for j in active if j.completion_s is None]
             done += len(finished)
             t_next = t + cfg.interval_s
