@@ -256,15 +256,15 @@ def cmd_fit(args) -> int:
 
         g = read_gavel_throughputs(gavel_file)
         (out / "gavel").mkdir(exist_ok=True)
-        for name, prof in g.profiles().items():
-            _save_if_changed(prof, out / "gavel" / f"{name}.yaml")
+        n_changed = sum(_save_if_changed(prof, out / "gavel" / f"{name}.yaml")
+                        for name, prof in g.profiles().items())
         sc = gavel_scenario(g)
         dest = Path(args.scenarios) if args.scenarios else out.parent
         rel = {app: str(Path((out / "gavel").resolve()).relative_to(dest.resolve()) / f"{app}.yaml")
                for app in sorted(sc.profiles)}
         save_scenario(sc, dest / "gavel-default.yaml", profile_paths=rel)
-        con.print(f"wrote {len(g.job_types)} Gavel throughput profiles to {out / 'gavel'} and "
-                  f"{dest / 'gavel-default.yaml'}")
+        con.print(f"{n_changed} of {len(g.job_types)} Gavel throughput profiles changed in {out / 'gavel'}; "
+                  f"wrote {dest / 'gavel-default.yaml'}")
     return 0
 
 

@@ -276,38 +276,17 @@ def scenario_from_dict(data, base_dir: Path | str = ".") -> Scenario:
 
     objective = objective_from_dict(r.optional("objective", {}) or {})
 
-    jobs = []
+    jobs, problems = [], []
     for i, j in enumerate(r.items("jobs")):
-        jr = Reader(j, f"jobs[{i}]")
-        app = jr.string("application")
-        if app not in profiles:
-            try:
-                profiles[app] = shipped_profile(app)
-            except ScenarioError as exc:
-                raise ScenarioError(jr.path("application"), exc.problem, exc.fix) from None
-        alloc = jr.optional("allocation", {}) or {}
-        if not isinstance(alloc, dict):
-            raise ScenarioError(jr.path("allocation"), "must map node name -> GPUs", "e.g. {t4-0: 2}")
-        if jr.has("phi") and jr.has("epoch"):
-            raise ScenarioError(jr.path("phi"), "give either phi or epoch, not both")
         try:
-            jobs.append(Job(
-                name=str(jr.raw("name")),
-                application=app,
-                age_s=jr.number("age_s", 0.0, minimum=0),
-                n_reallocs=jr.integer("n_reallocs", 0, minimum=0),
-                allocation=alloc,
-                weight=jr.number("weight", 1.0, minimum=0, strict=True),
-                min_gpus=jr.integer("min_gpus", 1, minimum=1),
-                max_gpus=jr.integer("max_gpus", None, minimum=1),
-                epoch=jr.number("epoch", 0.0, minimum=0),
-                phi=jr.number("phi", minimum=0, strict=True) if jr.has("phi") else None,
-            ))
-        except ScenarioError as exc:
-            if exc.field.startswith("jobs["):
-                raise
-            raise ScenarioError(jr.path(exc.field), exc.problem, exc.fix) from None
-        jr.done()
+            jobs.append(_job_from_dict(Reader(j, f"jobs[{i}]"), profiles))
+        except ScenarioError as exc:  # every bad job is reported, not only the first
+            problems.append(exc)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise ScenarioError("jobs", f"{len(problems)} bad jobs:\n  " + "\n  ".join(map(str, problems[:10])) + more)
     name = str(r.optional("name", "scenario"))
     description = str(r.optional("description", ""))
     r.done()
@@ -337,6 +316,40 @@ def scenario_warnings(s: Scenario) -> list[str]:
             out.append(f"{', '.join(holders)}.allocation.{node}: {used} GPUs allocated on a {cap[node]}-GPU node, "
                        "so the current allocation is infeasible")
     return out
+
+
+def _job_from_dict(jr: Reader, profiles: dict) -> Job:
+    """One job of a scenario mapping (its application's shipped profile is added to ``profiles``)."""
+    app = jr.string("application")
+    if app not in profiles:
+        try:
+            profiles[app] = shipped_profile(app)
+        except ScenarioError as exc:
+            raise ScenarioError(jr.path("application"), exc.problem, exc.fix) from None
+    alloc = jr.optional("allocation", {}) or {}
+    if not isinstance(alloc, dict):
+        raise ScenarioError(jr.path("allocation"), "must map node name -> GPUs", "e.g. {t4-0: 2}")
+    if jr.has("phi") and jr.has("epoch"):
+        raise ScenarioError(jr.path("phi"), "give either phi or epoch, not both")
+    try:
+        job = Job(
+            name=str(jr.raw("name")),
+            application=app,
+            age_s=jr.number("age_s", 0.0, minimum=0),
+            n_reallocs=jr.integer("n_reallocs", 0, minimum=0),
+            allocation=alloc,
+            weight=jr.number("weight", 1.0, minimum=0, strict=True),
+            min_gpus=jr.integer("min_gpus", 1, minimum=1),
+            max_gpus=jr.integer("max_gpus", None, minimum=1),
+            epoch=jr.number("epoch", 0.0, minimum=0),
+            phi=jr.number("phi", None, minimum=0, strict=True),
+        )
+    except ScenarioError as exc:
+        if exc.field.startswith("jobs["):
+            raise
+        raise ScenarioError(jr.path(exc.field), exc.problem, exc.fix) from None
+    jr.done()
+    return job
 
 
 def objective_from_dict(data) -> Objective:

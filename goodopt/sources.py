@@ -19,7 +19,7 @@ import yaml
 from .errors import ScenarioError
 from .families import FAMILIES, family_scenario, parse_family
 from .scenario import Scenario, scenario_from_file
-from .validation import suggest
+from .validation import suggest, usable_path
 
 FAMILY_PREFIX = "family:"
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def load_scenario(source) -> Scenario:
     log.debug("loading scenario %s", s)
     if s.startswith(FAMILY_PREFIX):
         return family_scenario(s)
-    p = Path(s)
+    p = usable_path(s, "scenario", ScenarioError)
     if not p.is_file() and p.suffix == "" and s in shipped_scenario_names():
         with resources.as_file(resources.files("goodopt.scenarios") / f"{s}.yaml") as f:
             return scenario_from_file(f)
@@ -61,7 +61,7 @@ def check_source(source) -> None:
     s = str(source)
     if s.startswith(FAMILY_PREFIX):
         parse_family(s)
-    elif Path(s).is_file() or Path(s).suffix != "" or s not in shipped_scenario_names():
+    elif usable_path(s, "scenario").is_file() or Path(s).suffix != "" or s not in shipped_scenario_names():
         load_scenario(s)
 
 

@@ -35,9 +35,21 @@ MAX_WHOLE = 2 ** 31 - 1
 _MISSING = object()
 
 
+def usable_path(text, field: str = "path", error=ValidationError) -> Path:
+    """``Path(text)``, or ``error`` when the system refuses to even look it up (a name too long, a NUL byte)."""
+    p = Path(text)
+    try:
+        p.exists()
+    except (OSError, ValueError) as exc:
+        short = str(text) if len(str(text)) < 80 else str(text)[:77] + "..."
+        raise error(field, f"{short!r} is not a usable path ({getattr(exc, 'strerror', None) or exc})",
+                    "check the name") from None
+    return p
+
+
 def read_text(path, what: str, error=ValidationError) -> str:
     """The text of input file ``path`` (a ``what``: "scenario", "allocation", ...), or ``error`` saying why not."""
-    p = Path(path)
+    p = usable_path(path, what, error)
     if p.is_dir():
         raise error(str(p), f"is a folder, not a {what} file", f"give the path of the {what} file")
     if not p.is_file():

@@ -49,7 +49,8 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
     Figure("fig4", "Exact vs heuristic allocation", ex.exact_vs_heuristic_tables, (
         Plot("exact_vs_heuristic", plot_solvers.plot_exact_vs_heuristic,
              "Fitness relative to the best proven bound and solve time vs cluster size for the exact MILP, "
-             "the piecewise-linear MILP at several K, the GA and greedy"),
+             "the piecewise-linear MILP at several K, the GA and greedy; crosses mark runs stopped at a limit "
+             "(not certified)"),
         Plot("pwl_error", plot_solvers.plot_pwl_error,
              "Piecewise-linear MILP: the solver's a-priori error bound and the fitness actually lost vs the "
              "number of breakpoints K"),
@@ -64,13 +65,14 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
     )),
     Figure("fig6", "Heterogeneous cluster", ex.heterogeneity_tables, (
         Plot("heterogeneity", plot_simulation.plot_heterogeneity,
-             "Average JCT, makespan and finish-time fairness on Sia's heterogeneous cluster: Sia's and "
-             "Pollux's objectives in the exact MILP, Gavel's max-min and finish-time fairness, and "
+             "Average JCT, makespan and finish-time fairness on a heterogeneous cluster (named in the title): "
+             "Sia's and Pollux's objectives in the exact MILP, Gavel's max-min and finish-time fairness, and "
              "heterogeneity-unaware Pollux"),
     )),
     Figure("fig7", "Scheduler runtime vs cluster size", ex.runtime_tables, (
         Plot("scheduler_runtime", plot_solvers.plot_runtime,
              "Solve time and fitness relative to the best proven bound of one scheduling round vs cluster "
-             "size (16 to 2048 GPUs of up to five types) per method"),
+             "size per method, on heterogeneous clusters of two to five GPU types (the families in the title); "
+             "crosses mark runs stopped at a limit"),
     )),
 )}

@@ -62,7 +62,8 @@ def plot_policies(tables: Path, out: Path):
     col, mk = colours(labels), markers(labels)
     base_load = 1.0 if (df.load == 1.0).any() else df.load.iloc[0]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [1.4, 1]})
-    fig.suptitle("Average job completion time per policy (64 T4 GPUs; cf. Pollux Fig. 8a)")
+    fig.suptitle(f"Average job completion time per policy on {_cluster_of(tables, 'sim_policies')} "
+                 "(cf. Pollux Fig. 8a)")
     _bars(axes[0], df[df.load == base_load], "avg_jct", H, "average JCT (h)", labels, col)
     axes[0].set_title(f"per workload at load {base_load:g}")
     axes[0].set_xlabel("workload")

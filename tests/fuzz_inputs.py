@@ -37,7 +37,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "scenarios"
 #: Values a mutated field may take: wrong types, edge numbers, sizes far too large, odd text.
 JUNK = [None, "", "abc", "x" * 300, -1, 0, 1, 2.7, -0.0, 1e-300, 1e300, 10 ** 20, 10 ** 9, 100000000, True,
         False, ".inf", "-inf", "nan", float("inf"), float("-inf"), float("nan"), [], {}, [1, 2], {"a": 1},
-        "²", "t4-0", "cifar10", "generated:1:0", "family:tiny:0", "\u00e9t\u00e9", "1e12", "-5", "0x10"]
+        "²", "a\x00b", "t4-0", "cifar10", "generated:1:0", "family:tiny:0", "\u00e9t\u00e9", "1e12", "-5", "0x10"]
 
 WORKLOAD_HEADER = "name,time,application,num_replicas,batch_size"
 WORKLOAD_ROWS = ["cifar10-0,0,cifar10,1,128", "ncf-1,30,ncf,1,256", "bert-2,60,bert,2,12"]
@@ -59,7 +59,7 @@ ARG_TOKENS = ["info", "evaluate", "solve", "compare", "simulate", "sweep", "fit"
               "nosuch=1", "--seed", "-1", "1.5", "--seeds", "0", "100000000", "--interval", "1e-9", "0", "nan",
               "--nodes", "100000000", "-3", "--gpus-per-node", "--time-limit", "-1", "inf", "--allocation", ".",
               "--json", "--out", "-v", "-vv", "--dry-run", "--quiet", "--workers", "0", "--truth", "modle",
-              "--dask", "not-a-url", "tcp://", "--gpu-type", "h100", "--cluster", "nope.yaml"]
+              "--dask", "not-a-url", "tcp://", "--gpu-type", "h100", "--cluster", "nope.yaml", "y" * 300, "a\x00b"]
 
 
 @dataclass

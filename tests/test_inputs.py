@@ -114,6 +114,16 @@ def test_sizes_are_bounded_and_names_suggested(change, expected, tmp_path, capsy
     assert expected in _run(["info", str(tmp_path / "s.yaml")], capsys)
 
 
+def test_every_bad_job_of_a_scenario_is_reported_at_once(tmp_path, capsys):
+    sc = json.loads(json.dumps(SMALL))
+    sc["jobs"][0]["age_s"] = -1
+    sc["jobs"][3]["colour"] = "red"
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(sc))
+    err = _run(["info", str(tmp_path / "s.yaml")], capsys)
+    assert "jobs: 2 bad jobs:" in err and "jobs[0].age_s: must be >= 0" in err
+    assert "jobs[3].colour: unknown field" in err
+
+
 def test_a_job_that_can_never_run_and_pinned_jobs_are_warned_of(tmp_path, capsys, caplog):
     sc = json.loads(json.dumps(SMALL))
     sc["jobs"][1]["min_gpus"] = 100

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goodopt.errors import ValidationError
-from goodopt.validation import Reader, check_number, read_yaml, suggest
+from goodopt.validation import Reader, check_number, read_yaml, suggest, usable_path
 
 KINDS = ("solve", "simulate")
 #: Bounds on a sweep's size: seeds per grid point, tasks in all, and a generated workload's load and hours.
@@ -267,7 +267,7 @@ def _local(s, base) -> str:
     s = str(s)
     if base is None or s.startswith(("family:", "generated:")) or Path(s).is_absolute():
         return s
-    cand = base / s
+    cand = usable_path(base / s, "spec")
     return str(cand) if cand.exists() else s
 
 

@@ -34,7 +34,7 @@ import pandas as pd
 
 from goodopt.errors import ValidationError
 from goodopt.traces import POLLUX_APPS, WORKLOAD_COLUMNS
-from goodopt.validation import MAX_WHOLE, read_text, suggest
+from goodopt.validation import MAX_WHOLE, read_text, suggest, usable_path
 
 log = logging.getLogger(__name__)
 
@@ -307,8 +307,11 @@ def expand_workloads(specs) -> list[str]:
     """Workload specs with folders expanded to their ``*.csv`` files (sorted)."""
     out = []
     for spec in specs:
-        p = Path(str(spec))
-        if not str(spec).startswith(GENERATED_PREFIX) and p.is_dir():
+        if str(spec).startswith(GENERATED_PREFIX):
+            out.append(str(spec))
+            continue
+        p = usable_path(str(spec), "workload")
+        if p.is_dir():
             files = sorted(p.glob("*.csv"), key=lambda f: (len(f.stem), f.stem))
             if not files:
                 raise ValidationError("workload", f"folder {str(p)!r} holds no .csv workloads")
