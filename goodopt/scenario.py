@@ -65,6 +65,8 @@ from .validation import Reader, check_number, read_yaml
 BASES = ("fair-share", "one-gpu", "min-config")
 #: Finest batch-size search (Pollux uses 50 candidates; each adds a column to every speedup table).
 MAX_BATCH_CANDIDATES = 4096
+#: Largest allocation matrix (jobs x nodes): about 58 times the largest family's, so that populations fit in memory.
+MAX_ALLOCATION_CELLS = 2 ** 24
 PRESETS = ("pollux", "sia")
 
 #: Checkpoint-restore delays per application measured by Sia's authors (seconds).
@@ -206,6 +208,9 @@ def _check_jobs(s: Scenario) -> None:
     seen = set()
     if not s.jobs:
         raise ScenarioError("jobs", "must list at least one job")
+    if len(s.jobs) * s.cluster.n_nodes > MAX_ALLOCATION_CELLS:
+        raise ScenarioError("jobs", f"{len(s.jobs)} jobs x {s.cluster.n_nodes} nodes is more than "
+                            f"{MAX_ALLOCATION_CELLS:,} allocation cells", "study fewer jobs or a smaller cluster")
     for i, job in enumerate(s.jobs):
         where = f"jobs[{i}]"
         if job.name in seen:

@@ -51,7 +51,7 @@ def read_text(path, what: str, error=ValidationError) -> str:
     """The text of input file ``path`` (a ``what``: "scenario", "allocation", ...), or ``error`` saying why not."""
     p = usable_path(path, what, error)
     if p.is_dir():
-        raise error(str(p), f"is a folder, not a {what} file", f"give the path of the {what} file")
+        raise error(str(p), f"is a folder, where the {what} file was expected", f"give the path of the {what} file")
     if not p.is_file():
         raise error(str(p), f"{what} file not found", f"check the path (current folder: {Path.cwd()})")
     size = p.stat().st_size

@@ -33,7 +33,7 @@ def _run(argv, capsys) -> str:
 
 # ------------------------------------------------------------------ workload CSVs
 @pytest.mark.parametrize("body, expected", [
-    ("", "has no jobs"),
+    ("", "w.csv: has no jobs"),
     ("a,0,cifar10,1\n", "w.csv:2: 4 cells for 5 columns"),
     ("a,0,cifar10,1,128\nb,\xff,ncf,1,1\n", None),  # bytes written below
     ('a,0,"cifar10,1,128\n', "w.csv:2"),
@@ -198,7 +198,7 @@ def test_a_dry_run_lists_the_tasks_of_a_good_spec(tmp_path, capsys):
 
 # ------------------------------------------------------------------ the command line
 @pytest.mark.parametrize("argv, expected", [
-    (["evaluate", "small-2node", "--allocation", "."], ".: is a folder, not a allocation file"),
+    (["evaluate", "small-2node", "--allocation", "."], ".: is a folder, where the allocation file was expected"),
     (["solve", "small-2node", "--option", "time_limit_s=99999999999999999999"],
      "options.time_limit_s: must be a number of seconds in (0, 1e+06]"),
     (["solve", "small-2node", "--method", "greedy", "--option", "strat=current"],

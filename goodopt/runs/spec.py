@@ -169,7 +169,11 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     longest = max(vary.get("max_time_s", [config.get("max_time_s", SimConfig().max_time_s)]))
     check_workloads(workloads, n_gpus=n_gpus, max_time_s=longest)
     truth = r.string("truth", "model")
-    if truth not in ("model", "traces"):
+    if truth == "traces":
+        from goodopt.traces import traces_dir
+
+        traces_dir()  # $GOODOPT_TRACES (or the default folder) must exist now, not on a worker
+    elif truth != "model":
         truth = _local(truth, base)
         if not Path(truth).is_dir():
             raise ValidationError("spec.truth", f"{truth!r} is neither model, traces nor a traces folder",

@@ -130,6 +130,9 @@ def load_workload(path) -> Workload:
     """
     path = Path(path)
     text = read_text(path, "workload")
+    if not text.strip():
+        raise ValidationError(str(path), "is empty", f"the first line is the header {','.join(WORKLOAD_COLUMNS)}, "
+                              "then one row per job")
     rows = csv.reader(io.StringIO(text), strict=True)
     try:
         header = [h.strip() for h in next(rows, [])]
