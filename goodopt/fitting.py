@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, minimize
 
 from . import goodput as gp
 from .errors import FitError
@@ -196,7 +196,40 @@ def fit_all(traces, apps=POLLUX_APPS) -> dict[str, AppProfile]:
     return {app: fit_application(traces, app) for app in apps}
 
 
-def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start=None) -> ThroughputParams:
+#: Weight of the optimism regulariser of a job's own fit, as in Pollux's job agent (adaptdl's
+#: ``1e-2 * ((beta_n / alpha_n)^2 + (beta_r / alpha_r)^2)`` added to the RMS log errors).
+OPTIMISM = 1e-2
+
+
+def _optimistic(x, free, residuals, sizes, lower, upper, weight, typical):
+    """``x`` refined on Pollux's objective: RMS log errors (per kind) + ``weight`` x retrogression ratios^2.
+
+    L-BFGS-B works on the parameters divided by ``typical`` magnitudes (so an offset at 0 can still move)."""
+    scale = np.maximum(np.abs(x[free]), typical[free])
+    cuts = np.cumsum(sizes)[:-1]
+
+    def objective(u):
+        xf = u * scale
+        err = sum(float(np.sqrt(np.mean(r ** 2))) for r in np.split(residuals(xf), cuts) if len(r))
+        xx = x.copy()
+        xx[free] = xf
+        pen = 0.0
+        if free[3]:  # beta_r / alpha_r
+            pen += (xx[3] / max(xx[2], 1e-9)) ** 2
+        if free[5]:  # beta_n / alpha_n (inter-node = intra-node + offset)
+            pen += ((xx[3] + xx[5]) / max(xx[2] + xx[4], 1e-9)) ** 2
+        return err + weight * pen
+
+    res = minimize(objective, x[free] / scale, method="L-BFGS-B",
+                   bounds=list(zip(lower[free] / scale, upper[free] / scale)), options={"maxiter": 200})
+    out = x.copy()
+    if np.isfinite(res.fun) and res.fun <= objective(x[free] / scale):
+        out[free] = res.x * scale
+    return out
+
+
+def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start=None,
+                 optimism: float = OPTIMISM) -> ThroughputParams:
     """Throughput parameters from a running job's own few observations.
 
     Parameters the observations cannot identify are fixed to optimistic values,
@@ -214,6 +247,14 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
     without them a large overlap ``gamma`` would leave the sync parameters
     free to extrapolate anywhere below the compute time), starting from
     ``start`` (a previous fit) when given.
+
+    With ``optimism > 0`` (Pollux's default, :data:`OPTIMISM`) the fit is then
+    refined on Pollux's objective: the sum of the RMS log errors plus
+    ``optimism * ((beta_n / alpha_n)^2 + (beta_r / alpha_r)^2)`` over the
+    slopes being fitted. Where the observations do not tell a per-GPU slope
+    from a constant (one multi-node GPU count, say), this puts the cost in the
+    constant: the model stays optimistic about more GPUs until observations
+    contradict it. ``optimism=0`` keeps the plain least-squares fit.
 
     Shapes: five arrays (O,) -> ThroughputParams.
     """
@@ -269,6 +310,11 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
         res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), method="trf", max_nfev=200)
         x = x0.copy()
         x[free] = res.x
+        if optimism > 0 and (free[3] or free[5]):
+            c, s = float(compute.mean()), float(np.median(sync[k > 1]))
+            typical = np.array([c, c / m.mean(), s, s / k.mean(), s, s / k.mean(), 1.0])
+            x = _optimistic(x, free, residuals, [len(log_c), len(log_s), len(log_y)], lower, upper, optimism,
+                            np.maximum(typical, 1e-9))
     alpha_r, beta_r = x[2], x[3]
     alpha_n = alpha_r + x[4] if free[4] else 1.1 * alpha_r
     beta_n = beta_r + x[5] if free[5] else 1.1 * beta_r

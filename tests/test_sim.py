@@ -328,6 +328,26 @@ def test_fidelity_against_the_pollux_paper(traces):
     assert abs(vs_tiresias - 30) <= 5, jct
 
 
+def test_the_optimism_regulariser_keeps_an_unidentified_slope_small():
+    # bert's measured (trace) times at 1, 2, 4 GPUs on one node and 8 GPUs on two, per-GPU batch 12: one
+    # multi-node count cannot tell the inter-node constant from the per-GPU slope
+    obs = {(1, 1, 12): (0.92152, 0.01370), (1, 2, 12): (0.91904, 0.05467), (1, 4, 12): (0.95712, 0.09287),
+           (2, 8, 12): (2.53895, 1.66284)}
+    keys, vals = np.array(list(obs)), np.array(list(obs.values()))
+    # the job's previous fit (before the 8-GPU run) put inter-node sync into the slope
+    before = ThroughputParams(alpha_c=0.44, beta_c=0.037, alpha_r=0.055, beta_r=0.019, alpha_n=0.15, beta_n=0.25,
+                              gamma=1.0)
+    fits = {w: fit_observed(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0], vals[:, 1], before, optimism=w)
+            for w in (0.0, 1e-2)}
+    plain, pollux = fits[0.0], fits[1e-2]
+    assert pollux.beta_n / pollux.alpha_n < 0.1 * plain.beta_n / plain.alpha_n
+    # the optimistic model expects 16 GPUs to be faster than the plain fit does ...
+    assert gp.step_time(pollux, 12, 16, True) < 0.8 * gp.step_time(plain, 12, 16, True)
+    # ... and still fits what was observed
+    pred = gp.step_time(pollux, keys[:, 2], keys[:, 1], keys[:, 0] > 1)
+    assert np.max(np.abs(np.log(pred / vals[:, 0]))) < 0.1
+
+
 def test_fit_observed_keeps_unidentified_slopes_at_their_prior():
     # a 2-GPU multi-node observation says nothing about the per-GPU inter-node slope
     obs = {(1, 1, 200): (0.9235, 0.0012), (2, 2, 198): (0.9502, 0.0049), (1, 4, 195): (0.9815, 0.0089),
@@ -339,3 +359,75 @@ def test_fit_observed_keeps_unidentified_slopes_at_their_prior():
     g4 = gp.best_config(fit, 4, False, 8000.0, 200, 12800, 20, 200)[0]
     g8 = gp.best_config(fit, 8, True, 8000.0, 200, 12800, 20, 200)[0]
     assert g8 > g4  # sync is ~1% of the step: more GPUs must look better
+
+
+# ----------------------------------------------------------------- engine settings of the papers' simulators
+def test_per_application_restart_delays_and_calibration_slowdowns_act_as_published(truth, small_cluster):
+    """One cifar10 job under FIFO (it starts once, never moves): a 50 s restart delay adds exactly 20 s to
+    the 30 s default; a slowdown of 1.8 stretches the running time 1.8-fold; Sia's preset does both."""
+    wl = Workload((WorkloadJob("c", 0.0, "cifar10", 4, 512),))
+
+    def jct(**config):
+        res = simulate(wl, small_cluster, "fifo", truth=truth, config=SimConfig(**config))
+        assert res.jobs.n_restarts.iloc[0] == 0
+        return float(res.jobs.jct_s.iloc[0])
+
+    base = jct()
+    assert jct(restart_delays_s={"cifar10": 50}) == pytest.approx(base + 20, abs=1e-6)
+    assert jct(restart_delays_s={"ncf": 500}) == pytest.approx(base, abs=1e-6)  # another application's
+    assert jct(slowdowns={"cifar10": 1.8}) - 30 == pytest.approx(1.8 * (base - 30), rel=1e-6)
+    sia = SimConfig.sia()
+    assert sia.restart_delay_of("cifar10") == 50 and sia.slowdown_of("cifar10") == 1.8
+    assert jct(**{k: getattr(sia, k) for k in ("restart_delays_s", "slowdowns")}) - 50 == \
+        pytest.approx(1.8 * (base - 30), rel=1e-6)
+
+
+@pytest.mark.parametrize("bad, field", [({"slowdowns": {"cifar10": 0.5}}, "slowdowns.cifar10"),
+                                        ({"restart_delays_s": {"bert": -1}}, "restart_delays_s.bert"),
+                                        ({"restart_delays_s": 5}, "restart_delays_s")])
+def test_per_application_engine_settings_are_checked(bad, field):
+    with pytest.raises(ValidationError) as exc:
+        SimConfig(**bad)
+    assert exc.value.field == field
+
+
+def test_a_fixed_batch_never_rounds_above_the_application_maximum(truth):
+    cifar = truth["cifar10"]  # max batch 4096
+    local, accum = cifar.fixed_config(4096, 6)  # 4096 / 6 = 682.7 per GPU
+    assert 6 * local * (accum + 1) <= 4096 and local == 682
+    local, accum = cifar.fixed_config(2048, 8)  # divides: unchanged
+    assert (local, accum) == (256, 0)
+
+
+def test_most_free_placement_takes_the_freest_node_first():
+    from goodopt.sim.policies import place_most_free
+
+    types = np.zeros(3, dtype=np.int64)
+    free = np.array([4, 2, 3])
+    assert place_most_free(types, free, 0, 5).tolist() == [4, 0, 1]
+    assert place_most_free(types, free, 0, 2).tolist() == [2, 0, 0]
+    assert place_most_free(types, free, 0, 10) is None
+    assert free.tolist() == [4, 2, 3]  # nothing modified
+
+
+def test_tiresias_serves_its_second_queue_in_order_of_demotion():
+    """Two 4-GPU jobs on 4 GPUs, both past the threshold: the one demoted first runs, though it arrived later."""
+    from types import SimpleNamespace
+
+    from goodopt.sim.policies import TiresiasPolicy
+
+    cluster = Cluster((NodeGroup("t4", 4, 1),))
+    pol = TiresiasPolicy(threshold_gpu_s=100.0)
+    pol.reset(cluster, np.random.default_rng(0))
+
+    def job(name, attained):
+        return SimpleNamespace(name=name, attained_gpu_s=attained, fixed_gpus=None, num_replicas=4)
+
+    def state(t, jobs):
+        return SimpleNamespace(time_s=t, n_jobs=len(jobs), jobs=jobs, current=np.zeros((len(jobs), 1), np.int64))
+
+    early, late = job("early", 0.0), job("late", 500.0)  # "late" is already demoted at t = 0
+    assert pol.allocate(state(0.0, [early, late]))[:, 0].tolist() == [4, 0]  # first queue first
+    early.attained_gpu_s = 200.0  # demoted at t = 60, after "late"
+    assert pol.allocate(state(60.0, [early, late]))[:, 0].tolist() == [0, 4]
+    assert pol.describe() == {"name": "tiresias", "placement": "most-free", "threshold_gpu_s": 100.0}

@@ -23,7 +23,7 @@ MAX_SEEDS, MAX_TASKS, MAX_LOAD, MAX_HOURS = 10_000, 1_000_000, 100.0, 24 * 365.0
 SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
                "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary")
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
-SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s")
+SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s", "agent_optimism")
 
 
 @dataclass(frozen=True)

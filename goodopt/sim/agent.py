@@ -14,7 +14,9 @@ given at most ``min(2 x largest GPU count observed, 64, M_max / m_min)``
 GPUs (at least 1): the exploration limit.
 
 A job with a fixed batch (``fixed_batch``, e.g. ncf's 32768) keeps it and at
-most ``max_gpus`` GPUs.
+most ``max_gpus`` GPUs. ``optimism`` is the weight of Pollux's optimism
+regulariser in the job's fit (:func:`goodopt.fitting.fit_observed`; 0 turns it
+off).
 
 On a heterogeneous cluster :class:`HeteroAgent` keeps one model per GPU type
 (Sia): its observations, fit and batch limits are per type, the noise scale
@@ -32,7 +34,7 @@ import math
 import numpy as np
 
 from goodopt import goodput as gp
-from goodopt.fitting import fit_observed
+from goodopt.fitting import OPTIMISM, fit_observed
 from goodopt.goodput import ThroughputParams
 from goodopt.profiles import AppProfile, GpuProfile
 
@@ -46,12 +48,13 @@ class JobAgent:
     """Observations, fitted model and batch choice of one job."""
 
     def __init__(self, app, gpu_type: str = "t4", *, fixed_batch: int | None = None, max_gpus: int | None = None,
-                 n_candidates: int = gp.N_BATCH_CANDIDATES):
+                 n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM):
         self.app = app  # an AppTruth: only its static limits (M0, M_max, m_min, m_max) are read
         self.gpu_type = gpu_type
         self.fixed_batch = fixed_batch
         self.max_gpus = max_gpus
         self.n_candidates = n_candidates
+        self.optimism = optimism
         self._obs: dict[tuple[int, int, int], tuple[float, float]] = {}
         self._stale = False
         self._params = _LINEAR
@@ -83,7 +86,8 @@ class JobAgent:
             keys = np.array(list(self._obs), dtype=float)
             vals = np.array(list(self._obs.values()), dtype=float)
             start = None if self._params is _LINEAR else self._params
-            self._params = fit_observed(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0], vals[:, 1], start)
+            self._params = fit_observed(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0], vals[:, 1], start,
+                                        optimism=self.optimism)
             self._stale = False
             self.n_fits += 1
         return self._params
@@ -143,7 +147,7 @@ class HeteroAgent:
     """
 
     def __init__(self, apps: dict, *, pooled: bool = False, fixed_batch: int | None = None,
-                 max_gpus: int | None = None, n_candidates: int = gp.N_BATCH_CANDIDATES):
+                 max_gpus: int | None = None, n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM):
         self.apps = dict(apps)
         self.gpu_types = tuple(self.apps)
         self.pooled = pooled
@@ -152,11 +156,11 @@ class HeteroAgent:
         first = self.gpu_types[0]
         if pooled:
             one = JobAgent(self.apps[first], first, fixed_batch=fixed_batch, max_gpus=max_gpus,
-                           n_candidates=n_candidates)
+                           n_candidates=n_candidates, optimism=optimism)
             self.models = {t: one for t in self.gpu_types}
         else:
-            self.models = {t: JobAgent(a, t, fixed_batch=fixed_batch, max_gpus=max_gpus, n_candidates=n_candidates)
-                           for t, a in self.apps.items()}
+            self.models = {t: JobAgent(a, t, fixed_batch=fixed_batch, max_gpus=max_gpus, n_candidates=n_candidates,
+                                       optimism=optimism) for t, a in self.apps.items()}
         self.app = self.apps[first]
 
     @property

@@ -8,13 +8,16 @@ returns an allocation. Each round of ``interval_s`` seconds:
 2. the policy returns a (J, N) allocation of the active jobs; it is checked
    (whole GPUs, no node over capacity, one GPU type per job);
 3. every job whose allocation changed pays ``restart_delay_s`` of no progress
-   (also when it starts for the first time); each job picks its batch — the
+   (its application's entry of ``restart_delays_s`` if given; also when it
+   starts for the first time); each job picks its batch — the
    job agent's goodput-optimal one for adaptive policies, the workload's
    fixed batch otherwise (ncf always keeps 32768 on one GPU);
 4. every job with GPUs advances through the rest of the round: per optimiser
    step it gains ``scale * E`` progress (see :mod:`goodopt.sim.truth`), at
    the true iteration time of its placement, slowed by ``(1 - slowdown)`` if
-   it spans nodes that host another multi-node job and interference is on;
+   it spans nodes that host another multi-node job and interference is on,
+   and divided by its application's calibration slowdown (``slowdowns``, Sia's
+   simulator; the job's agent observes the unslowed times);
    crossing an epoch boundary updates its gradient statistics, and adaptive
    jobs re-pick their batch; a job completes when it finishes its target epoch
    (its completion time is exact within the round);
@@ -36,12 +39,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from goodopt.cluster import Cluster
 from goodopt.errors import SimulationError, ValidationError
+from goodopt.fitting import OPTIMISM
 from goodopt.validation import check_number
 
 from .agent import HeteroAgent, JobAgent
@@ -54,6 +59,23 @@ FIXED_APPS = {"ncf": (32768, 1)}
 
 #: Most rounds a simulation may take (max_time_s / interval_s).
 MAX_ROUNDS = 10_000_000
+#: Sia's simulator: checkpoint-restore seconds charged per re-allocation, per application (others: the flat
+#: ``restart_delay_s``), from the Sia artifact's simulator.
+SIA_SIM_RESTART_DELAYS_S = {"cifar10": 50.0, "deepspeech2": 25.0, "bert": 120.0, "yolov3": 80.0, "imagenet": 250.0}
+#: Sia's simulator: each job's true goodput is divided by a calibration slowdown (its jobs observe unslowed
+#: times), from the Sia artifact's simulator.
+SIA_SIM_SLOWDOWNS = {"cifar10": 1.8, "ncf": 1.5, "bert": 1.2, "deepspeech2": 1.2, "imagenet": 1.2, "yolov3": 1.2}
+
+
+def _per_app(name: str, value, minimum: float) -> tuple:
+    """A per-application setting (mapping or pairs) as sorted ``(app, number)`` pairs, each checked."""
+    pairs = value.items() if isinstance(value, Mapping) else value
+    try:
+        pairs = [(str(app), v) for app, v in pairs]
+    except (TypeError, ValueError):
+        raise ValidationError(name, f"must map application -> number, got {value!r}", "e.g. {cifar10: 50}") \
+            from None
+    return tuple(sorted((app, check_number(f"{name}.{app}", v, minimum=minimum)) for app, v in pairs))
 
 
 @dataclass(frozen=True)
@@ -68,11 +90,31 @@ class SimConfig:
     fixed_apps: tuple = tuple(FIXED_APPS.items())
     gpu_type: str = "t4"
     log_allocations: bool = True
+    #: Weight of the job agents' optimism regulariser (Pollux's 1e-2; 0 = plain least squares).
+    agent_optimism: float = OPTIMISM
+    #: Per-application restart seconds overriding ``restart_delay_s`` (e.g. :data:`SIA_SIM_RESTART_DELAYS_S`).
+    restart_delays_s: tuple = ()
+    #: Per-application calibration slowdowns >= 1 dividing the true goodput (e.g. :data:`SIA_SIM_SLOWDOWNS`).
+    slowdowns: tuple = ()
+
+    @classmethod
+    def sia(cls, **changes) -> "SimConfig":
+        """The settings of Sia's simulator: its per-application restart delays and calibration slowdowns."""
+        return cls(**{"restart_delays_s": SIA_SIM_RESTART_DELAYS_S, "slowdowns": SIA_SIM_SLOWDOWNS, **changes})
+
+    def restart_delay_of(self, app: str) -> float:
+        return dict(self.restart_delays_s).get(app, self.restart_delay_s)
+
+    def slowdown_of(self, app: str) -> float:
+        return dict(self.slowdowns).get(app, 1.0)
 
     def __post_init__(self):
+        object.__setattr__(self, "restart_delays_s", _per_app("restart_delays_s", self.restart_delays_s, 0.0))
+        object.__setattr__(self, "slowdowns", _per_app("slowdowns", self.slowdowns, 1.0))
         check_number("interval_s", self.interval_s, minimum=0, strict=True)
         check_number("restart_delay_s", self.restart_delay_s, minimum=0)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
+        check_number("agent_optimism", self.agent_optimism, minimum=0)
         if self.max_time_s / self.interval_s > MAX_ROUNDS:
             raise ValidationError("interval_s", f"{self.interval_s:g} s rounds over max_time_s = "
                                   f"{self.max_time_s:g} s would be more than {MAX_ROUNDS:.0e} rounds",
@@ -159,9 +201,10 @@ class Engine:
             batch, gpus = fixed.get(wj.application, (None, None))
             if self.hetero:
                 agent = HeteroAgent({t: truth.on(wj.application, t) for t in self.types}, pooled=not self.aware,
-                                    fixed_batch=batch, max_gpus=gpus)
+                                    fixed_batch=batch, max_gpus=gpus, optimism=config.agent_optimism)
             else:
-                agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus)
+                agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus,
+                                 optimism=config.agent_optimism)
             self.jobs.append(SimJob(i, wj.name, wj.application, float(wj.arrival_s), wj.num_replicas,
                                     batch or wj.batch_size, agent, fixed_gpus=gpus,
                                     row=np.zeros(cluster.n_nodes, dtype=np.int64)))
@@ -274,7 +317,7 @@ class Engine:
                 job.row = row.copy()
                 job.gpu_type = self.types[int(self.node_type[np.flatnonzero(row)[0]])] if row.any() else None
                 if row.any():
-                    job.restart_left_s = cfg.restart_delay_s
+                    job.restart_left_s = cfg.restart_delay_of(job.application)
                     if job.n_starts:
                         job.n_restarts += 1
                     else:
@@ -326,12 +369,13 @@ class Engine:
         now = t + wait
         target = app.target_epochs
         placement = job.placement
+        slowdown = self.config.slowdown_of(job.application)  # the truth is slowed; the job observes it unslowed
         observed = False
         while left > 1e-9:
             batch = job.local_bsz * job.n_gpus * (job.accum_steps + 1)
             step, sync = app.times(placement, job.local_bsz)
             t_iter = step + job.accum_steps * max(step - sync, 0.0)
-            rate = app.gain(batch, job.epoch) / t_iter * slow  # progress per second
+            rate = app.gain(batch, job.epoch) / t_iter * slow / slowdown  # progress per second
             if not observed:
                 job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), **kind)
                 observed = True

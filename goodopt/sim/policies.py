@@ -14,10 +14,13 @@ with :func:`goodopt.solve`. Jobs that hold no GPUs pay no re-allocation factor
 Pollux's ``(T - R delta) / (T + delta)`` when their allocation changes.
 
 Fixed-size policies (``optimus``, ``tiresias``, ``fifo``) run each job with
-the workload's ``batch_size`` and place it packed (one node if it fits, else
-the freest nodes; on a heterogeneous cluster on the first GPU type with room,
-i.e. heterogeneity-agnostic); a job whose GPU count is unchanged keeps its
-placement.
+the workload's ``batch_size`` (rounded to whole per-GPU batches, never above
+the application's maximum) and place new allocations as Pollux's simulator
+did: smallest jobs first, each taking GPUs from the node with the most free
+GPUs (``placement="packed"``: largest first, one node if it fits; on a
+heterogeneous cluster on the first GPU type with room, i.e.
+heterogeneity-agnostic); a job whose GPU count is unchanged keeps its
+placement. Tiresias serves its second queue in order of demotion.
 
 ``gavel`` runs one of Gavel's time-fraction policies
 (:mod:`goodopt.solvers.gavel`) on the jobs' true throughputs at their
@@ -255,13 +258,29 @@ class EqualSharePolicy(GoodputPolicy):
 
 # -------------------------------------------------------------- fixed size
 class FixedSizePolicy(Policy):
-    """Shared machinery: fixed batch, packed placement, placements kept when sizes are unchanged."""
+    """Shared machinery: fixed batch, placements kept when sizes are unchanged, new ones placed by ``placement``.
+
+    ``placement="most-free"`` (default, as Pollux's simulator placed its baselines): jobs in ascending size
+    order, each taking GPUs from the node with the most free GPUs first; ``"packed"``: largest jobs first,
+    each on one node if it fits (best fit), else on the fewest nodes.
+    """
 
     adaptive_batch = False
     #: Whether a job that does not fit at its size may run on fewer GPUs.
     shrink_to_fit = False
 
     hetero_aware = False
+
+    def __init__(self, *, placement: str = "most-free"):
+        super().__init__()
+        if placement not in PLACEMENTS:
+            raise ValidationError("placement", f"unknown placement {placement!r}",
+                                  f"choose one of {', '.join(PLACEMENTS)}")
+        self.placement = placement
+
+    def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
+        return {"name": self.name, "placement": self.placement}
 
     def reset(self, cluster, rng) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
@@ -289,7 +308,8 @@ class FixedSizePolicy(Policy):
         alloc[keep] = state.current[keep]
         free = cap - alloc.sum(axis=0)
         blocked = np.zeros(len(cap), dtype=bool)
-        order = [j for j in np.argsort(-sizes, kind="stable") if sizes[j] > 0 and not keep[j]]
+        most_free = self.placement == "most-free"
+        order = [j for j in np.argsort(sizes if most_free else -sizes, kind="stable") if sizes[j] > 0 and not keep[j]]
         for j in order:
             job = state.jobs[j]
             k = int(sizes[j])
@@ -297,7 +317,8 @@ class FixedSizePolicy(Policy):
             for kk in range(k, lowest - 1, -1):
                 row = None
                 for g in range(len(self.cluster.gpu_type_names)):  # first type with room (agnostic)
-                    row = place_packed(self._node_type, free, blocked, g, kk)
+                    row = place_most_free(self._node_type, free, g, kk) if most_free else \
+                        place_packed(self._node_type, free, blocked, g, kk)
                     if row is not None:
                         break
                 if row is not None:
@@ -305,6 +326,27 @@ class FixedSizePolicy(Policy):
                     free -= row
                     break
         return alloc
+
+
+#: Placements of the fixed-size policies (see :class:`FixedSizePolicy`).
+PLACEMENTS = ("most-free", "packed")
+
+
+def place_most_free(node_type, free, g, k):
+    """``k`` GPUs of type ``g`` taken one node at a time from the node with the most free GPUs; ``None`` if
+    the type has fewer than ``k`` free. Nothing is modified. Shapes: (N,) arrays -> (N,) or None."""
+    nodes = np.flatnonzero(node_type == g)
+    if free[nodes].sum() < k:
+        return None
+    row = np.zeros(len(free), dtype=np.int64)
+    left = free.copy()
+    while k > 0:
+        n = nodes[np.argmax(left[nodes])]  # ties: the lowest-numbered node
+        take = min(k, int(left[n]))
+        row[n] += take
+        left[n] -= take
+        k -= take
+    return row
 
 
 class OptimusPolicy(FixedSizePolicy):
@@ -374,13 +416,19 @@ class TiresiasPolicy(FixedSizePolicy):
     name = "tiresias"
     shrink_to_fit = False
 
-    def __init__(self, *, threshold_gpu_s: float = TIRESIAS_THRESHOLD_GPU_S):
-        super().__init__()
+    def __init__(self, *, threshold_gpu_s: float = TIRESIAS_THRESHOLD_GPU_S, placement: str = "most-free"):
+        super().__init__(placement=placement)
         self.threshold_gpu_s = threshold_gpu_s
+        self._demoted: dict[str, float] = {}
+
+    def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        super().reset(cluster, rng)
+        self._demoted = {}
 
     def describe(self) -> dict:
         """The policy's name and options, for run metadata."""
-        return {"name": self.name, "threshold_gpu_s": self.threshold_gpu_s}
+        return {**super().describe(), "threshold_gpu_s": self.threshold_gpu_s}
 
     def allocate(self, state) -> np.ndarray:
         """GPUs per (active job, node) for this round.
@@ -388,7 +436,11 @@ class TiresiasPolicy(FixedSizePolicy):
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         J = state.n_jobs
         queue = np.array([job.attained_gpu_s >= self.threshold_gpu_s for job in state.jobs], dtype=int)
-        order = np.lexsort((np.arange(J), queue))  # queue, then arrival order
+        for j in np.flatnonzero(queue):
+            self._demoted.setdefault(state.jobs[j].name, state.time_s)
+        demoted = np.array([self._demoted.get(job.name, 0.0) for job in state.jobs])
+        # the first queue in arrival order, the second in order of demotion (then arrival)
+        order = np.lexsort((np.arange(J), demoted, queue))
         sizes = self._admit(state, order, backfill=True)
         return self._place_admitted(state, sizes)
 
@@ -415,8 +467,8 @@ class FifoPolicy(TiresiasPolicy):
 
     name = "fifo"
 
-    def __init__(self):
-        super().__init__(threshold_gpu_s=np.inf)
+    def __init__(self, *, placement: str = "most-free"):
+        super().__init__(threshold_gpu_s=np.inf, placement=placement)
 
     def describe(self) -> dict:
         """The policy's name and options, for run metadata."""

@@ -110,10 +110,18 @@ class AppTruth:
         return float(self.epoch_end_progress[self.target_epochs - 1])
 
     def fixed_config(self, batch_size: int, n_gpus: int) -> tuple[int, int]:
-        """(local_bsz, accum_steps) realising a fixed total ``batch_size`` on ``n_gpus`` GPUs."""
-        local = -(-int(batch_size) // max(int(n_gpus), 1))
+        """(local_bsz, accum_steps) realising a fixed total ``batch_size`` on ``n_gpus`` GPUs.
+
+        Rounding up to whole per-GPU batches never takes the total above the application's
+        ``max_batch_size`` (as Pollux's simulator caps the per-GPU batch at ``max_batch_size / GPUs``).
+        """
+        k = max(int(n_gpus), 1)
+        local = -(-int(batch_size) // k)
         accum = max(-(-local // self.max_local_bsz) - 1, 0)
-        return -(-local // (accum + 1)), accum
+        local = -(-local // (accum + 1))
+        if k * local * (accum + 1) > self.max_batch_size:
+            local = max(self.max_batch_size // (k * (accum + 1)), 1)
+        return local, accum
 
     def remaining_steps(self, progress: float, epoch: int, batch_size: float) -> float:
         """Optimiser steps to completion at a fixed total batch, from ``progress`` in 0-based ``epoch``."""
