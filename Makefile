@@ -10,7 +10,7 @@ export GOODOPT_TRACES
 FIGURE_ARGS := $(if $(FULL),--scale full,)
 FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7
 
-.PHONY: venv test test-slow test-all figures $(FIGS) bench fit clean
+.PHONY: venv test test-slow test-all figures $(FIGS) bench fit reproduce clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,11 @@ $(FIGS): $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m goodopt.bench
+
+# The papers' headline experiments on the published traces, beside the published numbers
+# (reproduce_out/report.md; QUICK=1: one workload per setting, minutes).
+reproduce: $(STAMP)
+	$(BIN)/goodopt reproduce --out reproduce_out --traces $(GOODOPT_TRACES) $(if $(QUICK),--quick,)
 
 # Re-fit the shipped application profiles from the published traces.
 fit: $(STAMP)

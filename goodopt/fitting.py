@@ -304,7 +304,7 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
             tc, ts = _predict(xx, m, k, multi)
             ty = gp.sync_time({"alpha_r": xx[2], "beta_r": xx[3], "alpha_n": xx[2] + xx[4],
                                "beta_n": xx[3] + xx[5]}, k[has], multi[has])
-            return np.concatenate([np.log(tc) - log_c, np.log(np.maximum(ts, 1e-12)) - log_s,
+            return np.concatenate([np.log(np.maximum(tc, 1e-12)) - log_c, np.log(np.maximum(ts, 1e-12)) - log_s,
                                    np.log(np.maximum(ty, 1e-12)) - log_y])
 
         res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), method="trf", max_nfev=200)

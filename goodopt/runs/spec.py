@@ -24,6 +24,8 @@ SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "
                "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary")
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
 SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s", "agent_optimism")
+#: Per-application engine settings a simulation sweep may set in ``config`` (application -> number).
+PER_APP_FIELDS = ("restart_delays_s", "slowdowns")
 
 
 @dataclass(frozen=True)
@@ -193,15 +195,21 @@ def _generated(g: Reader) -> list[str]:
 
 
 def _engine_settings(r: Reader, key: str, values_of) -> dict:
+    from goodopt.sim.engine import SimConfig
+
     if not r.has(key) or r.data[key] is None:
         r.seen.add(key)
         return {}
     sub = r.sub(key)
     out = {}
+    known = SIM_CONFIG_FIELDS + (PER_APP_FIELDS if key == "config" else ())
     for k in sub.keys():
-        if k not in SIM_CONFIG_FIELDS:
+        if k not in known:
             raise ValidationError(sub.path(str(k)), "not an engine setting",
-                                  f"{suggest(k, SIM_CONFIG_FIELDS)}valid settings: {', '.join(SIM_CONFIG_FIELDS)}")
+                                  f"{suggest(k, known)}valid settings: {', '.join(known)}")
+        if k in PER_APP_FIELDS:  # application -> number, checked by SimConfig
+            out[k] = [_checked(sub.path(k), lambda v: dict(SimConfig(**{k: v}).__dict__[k]), sub.raw(k))]
+            continue
         values = values_of(sub.raw(k))
         if values is None:
             raise ValidationError(sub.path(k), "must be a list of values", f"e.g. {k}: [30, 60]")

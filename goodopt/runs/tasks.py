@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from goodopt.outputs import json_default
 
-from .spec import SIM_CONFIG_FIELDS, SweepSpec, p_to_json
+from .spec import PER_APP_FIELDS, SIM_CONFIG_FIELDS, SweepSpec, p_to_json
 from .tables import result_row
 
 #: Columns that measure time: they differ between runs of the same task.
@@ -175,7 +175,8 @@ def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
     tasks = []
     for w in spec.workloads:
         for combo in combos:
-            config = {k: float(v) for k, v in {**dict(spec.config), **combo}.items() if k in SIM_CONFIG_FIELDS}
+            config = {k: (v if k in PER_APP_FIELDS else float(v)) for k, v in {**dict(spec.config), **combo}.items()
+                      if k in SIM_CONFIG_FIELDS + PER_APP_FIELDS}
             for v in spec.variants:
                 for s in spec.seeds:
                     tasks.append(sim_task(w, v.name, spec.cluster, truth=spec.truth, config=config, seed=s,

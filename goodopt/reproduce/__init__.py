@@ -1,0 +1,88 @@
+"""``goodopt reproduce``: re-run the papers' headline experiments and put each published number beside ours.
+
+:func:`reproduce` runs the named experiments of
+:data:`~goodopt.reproduce.experiments.EXPERIMENTS` through the sweep runner
+(cached under ``OUT/cache``: a rerun computes only what is missing; local
+processes or Dask) and writes, atomically file by file:
+
+* ``OUT/report.md``: per experiment its settings and a table of published vs
+  reproduced numbers with the band each must fall in and a pass/fail mark
+  (quick runs are marked indicative), each number's source, and the wall time;
+* ``OUT/results.csv`` (+ ``.meta.json``): the same as a tidy table;
+* ``OUT/<experiment>.png``: published vs reproduced, per setting and policy;
+* ``OUT/tables/``: the sweeps' own tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from goodopt.errors import ValidationError
+from goodopt.runs.sweep import jobs_path, run_sweep
+from goodopt.runs.tables import write_table
+from goodopt.traces import traces_dir
+from goodopt.validation import suggest
+
+from .experiments import EXPERIMENTS, Comparison
+from .report import write_figure, write_report
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """What :func:`reproduce` ran and found: one row per comparison, and the wall time per experiment."""
+
+    results: pd.DataFrame
+    seconds: dict
+    quick: bool
+    out: Path
+
+
+def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=None, workers: int = 1,
+              dask: str | None = None, progress: bool = True) -> Reproduction:
+    """Run the experiments ``names`` (default: all) and write the report under ``out``."""
+    names = list(names or EXPERIMENTS)
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown:
+        raise ValidationError("experiment", f"unknown experiment {unknown[0]!r}",
+                              f"{suggest(unknown[0], EXPERIMENTS)}choose from {', '.join(EXPERIMENTS)}")
+    root = traces_dir(traces)
+    out = Path(out)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    rows, seconds = [], {}
+    for name in names:
+        exp = EXPERIMENTS[name]
+        t0 = time.perf_counter()
+        tables = {}
+        for spec in exp.specs(root, quick):
+            res = run_sweep(spec, cache_dir=out / "cache", workers=workers, dask=dask, progress=progress)
+            res.write(out / "tables" / f"{spec['name']}.csv", quick=quick)
+            tables[spec["name"]] = res.table
+            tables[f"{spec['name']}-jobs"] = res.jobs
+        comparisons = exp.compare(tables, root)
+        seconds[name] = time.perf_counter() - t0
+        rows += [_row(c, quick) for c in comparisons]
+        log.info("%s: %d comparisons in %.0f s", name, len(comparisons), seconds[name])
+    results = pd.DataFrame(rows)
+    write_table(results, out / "results.csv", experiments=names, quick=quick, seconds=seconds)
+    for name in names:
+        write_figure(results[results.experiment == name], EXPERIMENTS[name], out / f"{name}.png")
+    write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, out / "report.md")
+    return Reproduction(results, seconds, quick, out)
+
+
+def _row(c: Comparison, quick: bool) -> dict:
+    row = {k: v for k, v in asdict(c).items() if k != "band"}
+    row["band"] = "" if c.band is None else str(c.band)
+    row["verdict"] = ("" if c.band is None else "indicative" if quick
+                      else "pass" if c.band.holds(c.published, c.reproduced) else "FAIL")
+    return row
+
+
+__all__ = ["EXPERIMENTS", "Reproduction", "jobs_path", "reproduce"]
