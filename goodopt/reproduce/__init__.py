@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from goodopt.errors import ValidationError
-from goodopt.runs.sweep import jobs_path, run_sweep
+from goodopt.runs.sweep import run_sweep
 from goodopt.runs.tables import write_table
 from goodopt.traces import traces_dir
 from goodopt.validation import suggest
@@ -85,4 +85,4 @@ def _row(c: Comparison, quick: bool) -> dict:
     return row
 
 
-__all__ = ["EXPERIMENTS", "Reproduction", "jobs_path", "reproduce"]
+__all__ = ["EXPERIMENTS", "Reproduction", "reproduce"]
