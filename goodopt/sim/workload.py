@@ -214,6 +214,7 @@ def check_workload(workload: "Workload", *, n_gpus: int, max_time_s: float) -> N
     refuse it)."""
     from goodopt.profiles import shipped_profile
 
+    largest: dict[str, int] = {}  # each application's profile is read once, not once per job
     too_big = [j for j in workload.jobs if j.num_replicas > n_gpus]
     if too_big:
         log.warning("%s: %d job(s) request more GPUs than the cluster's %d (first: %s, num_replicas %d); "
@@ -224,7 +225,9 @@ def check_workload(workload: "Workload", *, n_gpus: int, max_time_s: float) -> N
             raise ValidationError(j.where, f"application: unknown {j.application!r}",
                                   f"{suggest(j.application, POLLUX_APPS)}simulated applications: "
                                   f"{', '.join(POLLUX_APPS)}")
-        top = shipped_profile(j.application).max_batch_size
+        if j.application not in largest:
+            largest[j.application] = shipped_profile(j.application).max_batch_size
+        top = largest[j.application]
         if j.batch_size > top:
             raise ValidationError(j.where, f"batch_size: {j.batch_size} is above {j.application}'s maximum {top}",
                                   f"use a batch size <= {top}")
