@@ -628,7 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("reproduce", help="re-run the papers' headline experiments on the published traces; one report")
     p.add_argument("experiments", nargs="*", default=None,
-                   help="experiments to run: pollux-fig8, sia-table3 (default: all)")
+                   help="experiments to run: pollux-fig8, sia-table3, gavel-hetero (default: all)")
     p.add_argument("--quick", action="store_true", help="one workload per setting (minutes; indicative only)")
     p.add_argument("--out", default="reproduce_out", help="report folder (its cache/ makes reruns resume)")
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")

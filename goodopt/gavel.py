@@ -278,23 +278,80 @@ GAVEL_SCALE_FACTORS = {1: 0.70, 2: 0.10, 4: 0.15, 8: 0.05}
 GAVEL_CLUSTER = (("v100", 4, 9), ("p100", 4, 9), ("k80", 4, 9))
 
 
-def gavel_jobs(throughputs: GavelThroughputs, seed: int, n_jobs: int):
-    """Rigid throughput-only jobs drawn like Gavel's generator: a uniform job type and a scale factor.
+def draw_job_type(throughputs: GavelThroughputs, rng: np.random.Generator) -> tuple[str, int]:
+    """A job type drawn uniformly and its scale factor, as Gavel's generator draws them.
 
     Scale factors follow :data:`GAVEL_SCALE_FACTORS`, restricted to those the job
-    type was measured at. Returns ``[(name, profile_name, scale_factor), ...]``.
+    type was measured at (a type measured at one GPU only always gets 1).
+    """
+    jt = throughputs.job_types[int(rng.integers(len(throughputs.job_types)))]
+    sizes = np.array(list(GAVEL_SCALE_FACTORS))
+    probs = np.array(list(GAVEL_SCALE_FACTORS.values()))
+    ok = np.isin(sizes, throughputs.scale_factors(jt))
+    return jt, int(rng.choice(sizes[ok], p=probs[ok] / probs[ok].sum()))
+
+
+def gavel_jobs(throughputs: GavelThroughputs, seed: int, n_jobs: int):
+    """Rigid throughput-only jobs drawn like Gavel's generator (:func:`draw_job_type`).
+
+    Returns ``[(name, profile_name, scale_factor), ...]``.
     """
     rng = np.random.default_rng(seed)
     out = []
-    sizes = np.array(list(GAVEL_SCALE_FACTORS))
-    probs = np.array(list(GAVEL_SCALE_FACTORS.values()))
     for i in range(int(n_jobs)):
-        jt = throughputs.job_types[int(rng.integers(len(throughputs.job_types)))]
-        ok = np.isin(sizes, throughputs.scale_factors(jt))
-        s = int(rng.choice(sizes[ok], p=probs[ok] / probs[ok].sum()))
+        jt, s = draw_job_type(throughputs, rng)
         slug = job_type_slug(jt)
         out.append((f"{slug}-{i}", slug, s))
     return out
+
+
+#: Gavel's generator's job durations (seconds on the reference GPU type): ``60 * 10**U(lo, hi)`` with the
+#: first range's probability, else the second range.
+GAVEL_DURATIONS = ((0.8, (1.5, 3.0)), (0.2, (3.0, 4.0)))
+#: The GPU type whose throughput turns a drawn duration into a number of steps in Gavel's generator.
+GAVEL_REFERENCE_TYPE = "v100"
+
+
+@dataclass(frozen=True)
+class RigidJob:
+    """A rigid throughput-only job: ``total_steps`` steps of ``job_type`` on ``scale_factor`` GPUs of one type.
+
+    ``duration_s`` is how long it runs alone on the reference type (Gavel's
+    ``run_time``); ``weight`` its priority weight.
+    """
+
+    name: str
+    job_type: str
+    scale_factor: int
+    arrival_s: float
+    total_steps: float
+    duration_s: float
+    weight: float = 1.0
+
+
+def gavel_trace(throughputs: GavelThroughputs, rate_per_h: float, n_jobs: int,
+                rng: np.random.Generator) -> tuple[RigidJob, ...]:
+    """``n_jobs`` jobs as Gavel's generator draws them, arriving as a Poisson process of ``rate_per_h``.
+
+    Each job: a type and scale factor (:func:`draw_job_type`), a duration of
+    ``60 * 10**U(1.5, 3)`` s with probability 0.8, else ``60 * 10**U(3, 4)`` s
+    (:data:`GAVEL_DURATIONS`), and as many steps as that duration takes alone on
+    the reference type (:data:`GAVEL_REFERENCE_TYPE`). The first job arrives at 0.
+    """
+    if not (isinstance(rate_per_h, (int, float)) and 0 < rate_per_h < float("inf")):
+        raise ValidationError("rate_per_h", f"must be a positive number of jobs per hour, got {rate_per_h!r}")
+    if GAVEL_REFERENCE_TYPE not in throughputs.gpu_types:
+        raise TraceError(f"{throughputs.source}: no {GAVEL_REFERENCE_TYPE!r} throughputs to size jobs by")
+    (p_short, short), (_, long) = GAVEL_DURATIONS
+    jobs, t = [], 0.0
+    for i in range(int(n_jobs)):
+        jt, s = draw_job_type(throughputs, rng)
+        lo, hi = short if rng.random() < p_short else long
+        duration = 60.0 * 10.0 ** rng.uniform(lo, hi)
+        rate = throughputs.rate(GAVEL_REFERENCE_TYPE, jt, s)
+        jobs.append(RigidJob(f"{job_type_slug(jt)}-{i}", jt, s, t, duration * rate, duration))
+        t += rng.exponential(3600.0 / rate_per_h)
+    return tuple(jobs)
 
 
 def gavel_scenario(throughputs: GavelThroughputs, seed: int = 0, n_jobs: int = 60, *, cluster_groups=GAVEL_CLUSTER,

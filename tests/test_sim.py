@@ -431,3 +431,53 @@ def test_tiresias_serves_its_second_queue_in_order_of_demotion():
     early.attained_gpu_s = 200.0  # demoted at t = 60, after "late"
     assert pol.allocate(state(60.0, [early, late]))[:, 0].tolist() == [0, 4]
     assert pol.describe() == {"name": "tiresias", "placement": "most-free", "threshold_gpu_s": 100.0}
+
+
+def test_virtual_nodes_split_machines_and_map_allocations_back():
+    from goodopt.sim.policies import VirtualNodes
+
+    cl = Cluster((NodeGroup("t4", 4, 2), NodeGroup("a100", 8, 1)))
+    vn = VirtualNodes(cl, 4)
+    assert list(vn.cluster.node_capacity) == [4, 4, 4, 4] and list(vn.physical) == [0, 1, 2, 2]
+    current = np.array([[0, 0, 6], [1, 0, 2]])
+    v = vn.to_virtual(current)
+    assert v.tolist() == [[0, 0, 4, 2], [1, 0, 0, 2]]
+    assert (vn.to_physical(v) == current).all()
+    with pytest.raises(ValidationError, match="virtual_node_gpus"):
+        VirtualNodes(Cluster((NodeGroup("rtx", 6, 1),)), 4)
+
+
+def test_sias_pollux_baseline_caps_jobs_and_plans_on_virtual_nodes():
+    # Two 8-GPU machines, one job that could use all 16: capped at 4 GPUs it never holds more
+    cl = Cluster((NodeGroup("t4", 8, 2),))
+    wl = Workload((WorkloadJob("c", 0.0, "cifar10", 4, 512),))
+    res = simulate(wl, cl, "pollux", seed=0, policy_options={"max_gpus": 4, "virtual_node_gpus": 4,
+                                                             "pop_size": 16, "n_gen": 8})
+    assert res.allocations.n_gpus.max() <= 4
+    free = simulate(wl, cl, "pollux", seed=0, policy_options={"pop_size": 16, "n_gen": 8})
+    assert free.allocations.n_gpus.max() > 4  # the cap is what holds it back
+
+
+def test_single_gpu_accumulation_splits_a_large_fixed_batch_on_one_gpu():
+    app = model_truth(("ncf",))["ncf"]
+    big = 2 * app.init_batch_size
+    assert app.fixed_config(big, 1, single_gpu_accumulation=True)[1] >= 1
+    assert app.fixed_config(big, 1)[1] == 0 or big > app.max_local_bsz
+    # two micro-batches of half the batch each: the same total batch
+    local, accum = app.fixed_config(big, 1, single_gpu_accumulation=True)
+    assert local * (accum + 1) >= big
+    # on two GPUs, or at the initial batch, the rule does nothing
+    assert app.fixed_config(big, 2, single_gpu_accumulation=True) == app.fixed_config(big, 2)
+    assert app.fixed_config(app.init_batch_size, 1, single_gpu_accumulation=True) == \
+        app.fixed_config(app.init_batch_size, 1)
+
+
+def test_single_gpu_accumulation_changes_an_ncf_run_under_pollux():
+    wl = Workload((WorkloadJob("n", 0.0, "ncf", 1, 32768),))
+    cl = Cluster((NodeGroup("t4", 4, 1),))
+    on = simulate(wl, cl, "greedy", seed=0)
+    off = simulate(wl, cl, "greedy", seed=0, config=SimConfig(single_gpu_accumulation=False))
+    assert on.allocations.accum_steps.max() >= 1 and off.allocations.accum_steps.max() == 0
+    assert on.jobs.jct_s.iloc[0] != pytest.approx(off.jobs.jct_s.iloc[0], rel=1e-6)
+    with pytest.raises(ValidationError, match="single_gpu_accumulation"):
+        SimConfig(single_gpu_accumulation="yes")

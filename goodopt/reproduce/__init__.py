@@ -23,12 +23,12 @@ from pathlib import Path
 import pandas as pd
 
 from goodopt.errors import ValidationError
-from goodopt.runs.sweep import run_sweep
+from goodopt.runs.sweep import jobs_path, run_sweep, run_tasks
 from goodopt.runs.tables import write_table
 from goodopt.traces import traces_dir
 from goodopt.validation import suggest
 
-from .experiments import EXPERIMENTS, Comparison
+from .experiments import EXPERIMENTS, Comparison, TaskBatch
 from .report import write_figure, write_report
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,13 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
         t0 = time.perf_counter()
         tables = {}
         for spec in exp.specs(root, quick):
+            if isinstance(spec, TaskBatch):
+                table, jobs, _ = run_tasks(list(spec.tasks), spec.name, cache_dir=out / "cache", workers=workers,
+                                           dask=dask, progress=progress)
+                write_table(table, out / "tables" / f"{spec.name}.csv", quick=quick)
+                write_table(jobs, jobs_path(out / "tables" / f"{spec.name}.csv"), quick=quick)
+                tables[spec.name], tables[f"{spec.name}-jobs"] = table, jobs
+                continue
             res = run_sweep(spec, cache_dir=out / "cache", workers=workers, dask=dask, progress=progress)
             res.write(out / "tables" / f"{spec['name']}.csv", quick=quick)
             tables[spec["name"]] = res.table

@@ -31,7 +31,7 @@ from pathlib import Path
 from goodopt._version import __version__
 from goodopt.outputs import atomic_path, json_default, sha256_file
 
-from .tasks import SimTask, SolveTask, Task
+from .tasks import RigidTask, SimTask, SolveTask, Task
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,8 @@ def task_files(task: Task) -> list[Path]:
 
     if isinstance(task, SolveTask):
         return scenario_inputs(task.scenario)
+    if isinstance(task, RigidTask):
+        return [task.throughput_file()]
     files = [] if isinstance(task.cluster, Mapping) else scenario_inputs(task.cluster)
     if not str(task.workload).startswith("generated:") and Path(task.workload).is_file():
         files.append(Path(task.workload))

@@ -26,6 +26,8 @@ SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "
 SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s", "agent_optimism")
 #: Per-application engine settings a simulation sweep may set in ``config`` (application -> number).
 PER_APP_FIELDS = ("restart_delays_s", "slowdowns")
+#: Engine switches (true / false) a simulation sweep may set or vary.
+SWITCH_FIELDS = ("single_gpu_accumulation",)
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
         return {}
     sub = r.sub(key)
     out = {}
-    known = SIM_CONFIG_FIELDS + (PER_APP_FIELDS if key == "config" else ())
+    known = SIM_CONFIG_FIELDS + SWITCH_FIELDS + (PER_APP_FIELDS if key == "config" else ())
     for k in sub.keys():
         if k not in known:
             raise ValidationError(sub.path(str(k)), "not an engine setting",
@@ -213,6 +215,12 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
         values = values_of(sub.raw(k))
         if values is None:
             raise ValidationError(sub.path(k), "must be a list of values", f"e.g. {k}: [30, 60]")
+        if k in SWITCH_FIELDS:
+            bad = [v for v in values if not isinstance(v, bool)]
+            if bad:
+                raise ValidationError(sub.path(k), f"must be true or false, got {bad[0]!r}", f"e.g. {k}: false")
+            out[k] = list(values)
+            continue
         out[k] = [check_number(f"{sub.path(k)}[{i}]", v, error=ValidationError) for i, v in enumerate(values)]
     return {k: v[0] for k, v in out.items()} if key == "config" else out
 

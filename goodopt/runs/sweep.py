@@ -93,7 +93,17 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
     cached); Ctrl-C raises :class:`~goodopt.errors.Interrupted`.
     """
     spec = as_spec(spec)
-    tasks = expand(spec)
+    table, jobs, n_computed = run_tasks(expand(spec), spec.name, cache_dir=cache_dir, workers=workers, dask=dask,
+                                        progress=progress)
+    if spec.kind == "solve":
+        table = add_reference_columns(table, by=["scenario", "p"])
+    return SweepResult(table, jobs, spec, n_computed, len(table) - n_computed)
+
+
+def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask: str | None = None,
+              progress=True) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """Run ``tasks`` (any kinds of :mod:`goodopt.runs.tasks`) with the cache of ``cache_dir`` as
+    :func:`run_sweep` does: ``(table, per-job table, number computed now)``, one table row per task."""
     cache = TaskCache(cache_dir) if cache_dir is not None else None
     keys = [task_key(t) for t in tasks] if cache is not None else [None] * len(tasks)
     done: dict[int, dict] = {}
@@ -103,7 +113,7 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
             if hit is not None:
                 done[i] = hit
     todo = [i for i in range(len(tasks)) if i not in done]
-    log.info("sweep %s: %d tasks, %d cached, %d to run", spec.name, len(tasks), len(done), len(todo))
+    log.info("sweep %s: %d tasks, %d cached, %d to run", name, len(tasks), len(done), len(todo))
 
     def store(n, result):
         i = todo[n]
@@ -112,11 +122,8 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
             cache.put(tasks[i], keys[i], result)
 
     map_tasks(run_task, [tasks[i] for i in todo], workers=workers, dask=dask, progress=progress,
-              label=spec.name, describe=lambda t: t.describe(), on_result=store, n_before=len(done),
+              label=name, describe=lambda t: t.describe(), on_result=store, n_before=len(done),
               cached=cache is not None)
     rows = [named_rows(tasks[i], [done[i]["row"]])[0] for i in range(len(tasks))]
     jobs = [r for i in range(len(tasks)) for r in named_rows(tasks[i], done[i]["jobs"])]
-    table = frame(rows)
-    if spec.kind == "solve":
-        table = add_reference_columns(table, by=["scenario", "p"])
-    return SweepResult(table, frame(jobs), spec, len(todo), len(tasks) - len(todo))
+    return frame(rows), frame(jobs), len(todo)

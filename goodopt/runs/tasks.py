@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from goodopt.outputs import json_default
 
-from .spec import PER_APP_FIELDS, SIM_CONFIG_FIELDS, SweepSpec, p_to_json
+from .spec import PER_APP_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec, p_to_json
 from .tables import result_row
 
 #: Columns that measure time: they differ between runs of the same task.
@@ -102,6 +102,52 @@ class SimTask:
         return f"{workload_stem(self.workload)} / {self.label or self.policy} seed {self.seed}"
 
 
+@dataclass(frozen=True)
+class RigidTask:
+    """One simulation of rigid throughput-only jobs (:mod:`goodopt.sim.rigid`), Gavel's kind.
+
+    ``n_jobs`` jobs drawn by Gavel's generator (:func:`~goodopt.gavel.gavel_trace`)
+    at ``rate_per_h`` with ``seed``, on ``capacity`` (GPU type -> GPUs), with the
+    throughputs of ``throughputs`` (a traces folder or Gavel's JSON file);
+    ``config`` holds every :class:`~goodopt.sim.rigid.RigidConfig` field.
+    """
+
+    throughputs: str
+    capacity: Mapping
+    rate_per_h: float
+    n_jobs: int
+    config: Mapping
+    seed: int = 0
+    label: str = ""
+    vary: Mapping = field(default_factory=dict)
+    kind: ClassVar[str] = "rigid"
+
+    def inputs(self) -> dict:
+        """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
+        return to_json({"kind": self.kind, "throughputs": str(self.throughputs),
+                        "capacity": dict(sorted(self.capacity.items())), "rate_per_h": float(self.rate_per_h),
+                        "n_jobs": int(self.n_jobs), "config": dict(sorted(self.config.items())), "seed": self.seed})
+
+    def describe(self) -> str:
+        return f"rate {self.rate_per_h:g}/h / {self.label or self.config.get('policy')} seed {self.seed}"
+
+    def throughput_file(self) -> Path:
+        p = Path(self.throughputs)
+        return p / "gavel" / "simulation_throughputs.json" if p.is_dir() else p
+
+
+def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *, seed: int = 0,
+               label: str = "", vary: Mapping | None = None, **config) -> RigidTask:
+    """A rigid-job simulation task with its settings checked and every default filled in."""
+    from goodopt.sim.rigid import RigidConfig
+
+    cfg = RigidConfig(**config)
+    full = {k: (list(v) if isinstance(v, tuple) and k == "window" else dict(v) if k == "options" else v)
+            for k, v in cfg.__dict__.items()}
+    return RigidTask(str(throughputs), to_json(dict(capacity)), float(rate_per_h), int(n_jobs), to_json(full),
+                     int(seed), label or cfg.policy + ("-agnostic" if cfg.agnostic else ""), dict(vary or {}))
+
+
 def workload_stem(workload) -> str:
     """A short name of a workload spec: ``generated-1.0-0`` or ``<folder>-<file stem>``."""
     w = str(workload)
@@ -111,7 +157,7 @@ def workload_stem(workload) -> str:
     return f"{p.parent.name}-{p.stem}" if p.parent.name else p.stem
 
 
-Task = SolveTask | SimTask
+Task = SolveTask | SimTask | RigidTask
 
 
 # ------------------------------------------------------------------ making tasks
@@ -175,8 +221,9 @@ def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
     tasks = []
     for w in spec.workloads:
         for combo in combos:
-            config = {k: (v if k in PER_APP_FIELDS else float(v)) for k, v in {**dict(spec.config), **combo}.items()
-                      if k in SIM_CONFIG_FIELDS + PER_APP_FIELDS}
+            config = {k: (v if k in PER_APP_FIELDS + SWITCH_FIELDS else float(v))
+                      for k, v in {**dict(spec.config), **combo}.items()
+                      if k in SIM_CONFIG_FIELDS + PER_APP_FIELDS + SWITCH_FIELDS}
             for v in spec.variants:
                 for s in spec.seeds:
                     tasks.append(sim_task(w, v.name, spec.cluster, truth=spec.truth, config=config, seed=s,
@@ -190,6 +237,8 @@ def run_task(task: Task) -> dict:
     without the naming columns (:func:`named_rows` adds them)."""
     if isinstance(task, SolveTask):
         return to_json(_run_solve(task))
+    if isinstance(task, RigidTask):
+        return to_json(_run_rigid(task))
     res, row, jobs = run_simulation(task)
     return to_json({"row": row, "jobs": jobs})
 
@@ -232,6 +281,22 @@ def warm_up(method: str) -> None:
         return
     opts = {"seed": 0, "pop_size": 8, "n_gen": 2} if method in RANDOMISED else {}
     solve(family("tiny").scenario(0).problem(), method, opts)
+
+
+def _run_rigid(task: RigidTask) -> dict:
+    import numpy as np
+
+    from goodopt.gavel import gavel_trace, read_gavel_throughputs
+    from goodopt.sim.rigid import RigidConfig, simulate_rigid
+
+    thr = read_gavel_throughputs(task.throughputs)
+    cfg = dict(task.config)
+    cfg["window"] = None if cfg.get("window") is None else tuple(cfg["window"])
+    jobs = gavel_trace(thr, task.rate_per_h, task.n_jobs, np.random.default_rng(task.seed))
+    res = simulate_rigid(jobs, thr, dict(task.capacity), RigidConfig(**cfg))
+    head = {"rate_per_h": task.rate_per_h, "policy": cfg["policy"], "agnostic": cfg["agnostic"],
+            "seed": task.seed}
+    return {"row": {**head, **res.summary}, "jobs": [{**head, **r} for r in res.jobs.to_dict(orient="records")]}
 
 
 def run_simulation(task: SimTask, progress: bool = False):

@@ -48,10 +48,12 @@ class JobAgent:
     """Observations, fitted model and batch choice of one job."""
 
     def __init__(self, app, gpu_type: str = "t4", *, fixed_batch: int | None = None, max_gpus: int | None = None,
-                 n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM):
+                 n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM,
+                 single_gpu_accumulation: bool = False):
         self.app = app  # an AppTruth: only its static limits (M0, M_max, m_min, m_max) are read
         self.gpu_type = gpu_type
         self.fixed_batch = fixed_batch
+        self.single_gpu_accumulation = single_gpu_accumulation
         self.max_gpus = max_gpus
         self.n_candidates = n_candidates
         self.optimism = optimism
@@ -115,7 +117,7 @@ class JobAgent:
         app = limits or self.app
         k = int(sum(placement))
         if self.fixed_batch is not None:
-            return app.fixed_config(self.fixed_batch, k)
+            return app.fixed_config(self.fixed_batch, k, single_gpu_accumulation=self.single_gpu_accumulation)
         if self.phi is None or not self._obs:
             # nothing measured yet: start at the initial batch size
             return app.fixed_config(app.init_batch_size, k)
@@ -147,7 +149,8 @@ class HeteroAgent:
     """
 
     def __init__(self, apps: dict, *, pooled: bool = False, fixed_batch: int | None = None,
-                 max_gpus: int | None = None, n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM):
+                 max_gpus: int | None = None, n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM,
+                 single_gpu_accumulation: bool = False):
         self.apps = dict(apps)
         self.gpu_types = tuple(self.apps)
         self.pooled = pooled
@@ -156,11 +159,12 @@ class HeteroAgent:
         first = self.gpu_types[0]
         if pooled:
             one = JobAgent(self.apps[first], first, fixed_batch=fixed_batch, max_gpus=max_gpus,
-                           n_candidates=n_candidates, optimism=optimism)
+                           n_candidates=n_candidates, optimism=optimism, single_gpu_accumulation=single_gpu_accumulation)
             self.models = {t: one for t in self.gpu_types}
         else:
             self.models = {t: JobAgent(a, t, fixed_batch=fixed_batch, max_gpus=max_gpus, n_candidates=n_candidates,
-                                       optimism=optimism) for t, a in self.apps.items()}
+                                       optimism=optimism, single_gpu_accumulation=single_gpu_accumulation)
+                           for t, a in self.apps.items()}
         self.app = self.apps[first]
 
     @property

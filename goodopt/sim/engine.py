@@ -11,7 +11,9 @@ returns an allocation. Each round of ``interval_s`` seconds:
    (its application's entry of ``restart_delays_s`` if given; also when it
    starts for the first time); each job picks its batch — the
    job agent's goodput-optimal one for adaptive policies, the workload's
-   fixed batch otherwise (ncf always keeps 32768 on one GPU);
+   fixed batch otherwise (ncf always keeps 32768 on one GPU); a fixed batch
+   above the initial one on one GPU takes two micro-batches
+   (``single_gpu_accumulation``, Pollux's simulator);
 4. every job with GPUs advances through the rest of the round: per optimiser
    step it gains ``scale * E`` progress (see :mod:`goodopt.sim.truth`), at
    the true iteration time of its placement, slowed by ``(1 - slowdown)`` if
@@ -96,6 +98,9 @@ class SimConfig:
     restart_delays_s: tuple = ()
     #: Per-application calibration slowdowns >= 1 dividing the true goodput (e.g. :data:`SIA_SIM_SLOWDOWNS`).
     slowdowns: tuple = ()
+    #: Pollux's simulator's rule for fixed-batch jobs (ncf under Pollux, every job under the baselines): one GPU
+    #: running a total batch above the application's initial batch takes at least one accumulation step.
+    single_gpu_accumulation: bool = True
 
     @classmethod
     def sia(cls, **changes) -> "SimConfig":
@@ -115,6 +120,8 @@ class SimConfig:
         check_number("restart_delay_s", self.restart_delay_s, minimum=0)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
         check_number("agent_optimism", self.agent_optimism, minimum=0)
+        if not isinstance(self.single_gpu_accumulation, bool):
+            raise ValidationError("single_gpu_accumulation", f"must be true or false, got {self.single_gpu_accumulation!r}")
         if self.max_time_s / self.interval_s > MAX_ROUNDS:
             raise ValidationError("interval_s", f"{self.interval_s:g} s rounds over max_time_s = "
                                   f"{self.max_time_s:g} s would be more than {MAX_ROUNDS:.0e} rounds",
@@ -201,10 +208,12 @@ class Engine:
             batch, gpus = fixed.get(wj.application, (None, None))
             if self.hetero:
                 agent = HeteroAgent({t: truth.on(wj.application, t) for t in self.types}, pooled=not self.aware,
-                                    fixed_batch=batch, max_gpus=gpus, optimism=config.agent_optimism)
+                                    fixed_batch=batch, max_gpus=gpus, optimism=config.agent_optimism,
+                                    single_gpu_accumulation=config.single_gpu_accumulation)
             else:
                 agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus,
-                                 optimism=config.agent_optimism)
+                                 optimism=config.agent_optimism,
+                                 single_gpu_accumulation=config.single_gpu_accumulation)
             self.jobs.append(SimJob(i, wj.name, wj.application, float(wj.arrival_s), wj.num_replicas,
                                     batch or wj.batch_size, agent, fixed_gpus=gpus,
                                     row=np.zeros(cluster.n_nodes, dtype=np.int64)))
@@ -357,7 +366,7 @@ class Engine:
         if adaptive or job.agent.fixed_batch is not None:
             return job.agent.choose(job.placement, gpu_type=job.gpu_type) if self.hetero \
                 else job.agent.choose(job.placement)
-        return app.fixed_config(job.batch_size, job.n_gpus)
+        return app.fixed_config(job.batch_size, job.n_gpus, single_gpu_accumulation=self.config.single_gpu_accumulation)
 
     def _advance(self, job, t, seconds, slow, adaptive):
         """Run ``job`` for ``seconds`` from ``t`` on its allocation (no-op while restarting)."""

@@ -42,6 +42,7 @@ import logging
 
 import numpy as np
 
+from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.formulations.placement import place_packed
 from goodopt.scenario import PRESETS, Job, Objective, Scenario
@@ -87,8 +88,9 @@ class Policy:
 
 
 # ----------------------------------------------------------- goodput-aware
-def goodput_problem(state, objective: Objective):
-    """The round's allocation problem as the job agents report it.
+def goodput_problem(state, objective: Objective, max_gpus: int | None = None):
+    """The round's allocation problem as the job agents report it (each job at most ``max_gpus`` GPUs if
+    given, besides its agent's limit).
 
     Shapes: -> AllocationProblem with J = state.n_jobs, N = cluster nodes.
     """
@@ -100,7 +102,7 @@ def goodput_problem(state, objective: Objective):
         alloc = {cl.node_names[n]: int(row[n]) for n in np.flatnonzero(row)}
         jobs.append(Job(name=job.name, application=job.name, age_s=max(state.time_s - job.arrival_s, 0.0),
                         n_reallocs=job.n_restarts, allocation=alloc, min_gpus=job.fixed_gpus or 1,
-                        max_gpus=job.agent.gpu_limit(), phi=job.agent.phi or 1e12))
+                        max_gpus=_cap(job.agent.gpu_limit(), max_gpus), phi=job.agent.phi or 1e12))
     if objective.restart_delays_s:  # per-application delays, keyed by the job names used as profile keys
         objective = dataclasses.replace(objective, restart_delays_s={
             job.name: objective.restart_delay_of(job.application) for job in state.jobs})
@@ -109,17 +111,73 @@ def goodput_problem(state, objective: Objective):
     return dataclasses.replace(problem, realloc=np.where(idle, 1.0, problem.realloc))
 
 
+def _cap(limit, max_gpus):
+    return limit if max_gpus is None else max_gpus if limit is None else min(limit, max_gpus)
+
+
+class VirtualNodes:
+    """A cluster seen as nodes of at most ``size`` GPUs: each node of ``k * size`` GPUs is ``k`` virtual nodes.
+
+    Sia's simulator runs its Pollux baseline this way (4-GPU virtual nodes on
+    its 8-GPU machines): the policy plans on the virtual nodes, so two of them
+    on one machine count as two nodes in its model, while the job runs on the
+    machine. ``physical[v]`` is the machine of virtual node ``v``.
+    """
+
+    def __init__(self, cluster, size: int):
+        groups, physical, first = [], [], 0
+        for g in cluster.groups:
+            if g.gpus_per_node % size and g.gpus_per_node > size:
+                raise ValidationError("virtual_node_gpus", f"{size} does not divide the {g.gpus_per_node} GPUs of "
+                                      f"the {g.gpu_type} nodes", "use a divisor of every node's GPU count")
+            k = max(g.gpus_per_node // size, 1)
+            groups.append(NodeGroup(g.gpu_type, min(g.gpus_per_node, size), g.n_nodes * k, g.prefix))
+            physical += [first + i for i in range(g.n_nodes) for _ in range(k)]
+            first += g.n_nodes
+        self.cluster = Cluster(tuple(groups))
+        self.physical = np.array(physical, dtype=np.int64)
+        self.size = size
+
+    def to_virtual(self, current) -> np.ndarray:
+        """Each job's GPUs on a machine filled into its virtual nodes in order. Shapes: (J, N) -> (J, V)."""
+        cap = self.cluster.node_capacity
+        out = np.zeros((current.shape[0], len(self.physical)), dtype=np.int64)
+        for j, n in zip(*np.nonzero(current)):
+            left = int(current[j, n])
+            for v in np.flatnonzero(self.physical == n):
+                take = min(left, int(cap[v] - out[:, v].sum()))
+                out[j, v], left = take, left - take
+        return out
+
+    def to_physical(self, x) -> np.ndarray:
+        """GPUs per machine. Shapes: (J, V) -> (J, N)."""
+        x = np.asarray(x)
+        out = np.zeros((x.shape[0], int(self.physical.max()) + 1), dtype=np.int64)
+        np.add.at(out.T, self.physical, x.T)
+        return out
+
+
 class GoodputPolicy(Policy):
-    """Solve the goodput problem each round with one :func:`goodopt.solve` method."""
+    """Solve the goodput problem each round with one :func:`goodopt.solve` method.
+
+    ``max_gpus`` caps every job's GPUs; ``virtual_node_gpus`` plans on nodes of
+    at most that many GPUs (:class:`VirtualNodes`). Sia's simulator runs its
+    Pollux baseline with 16 and 4.
+    """
 
     method = "greedy"
 
     def __init__(self, *, p: float | None = None, base: str | None = None, interference_avoidance: bool = True,
                  restart_delay_s: float = 30.0, preset: str = "pollux", idle_penalty: float | None = None,
-                 options: dict | None = None):
+                 max_gpus: int | None = None, virtual_node_gpus: int | None = None, options: dict | None = None):
         """``preset="sia"`` starts from Sia's objective (:meth:`Objective.sia`); ``p``, ``base`` and
         ``idle_penalty`` override the preset's values."""
         super().__init__()
+        for name, value in (("max_gpus", max_gpus), ("virtual_node_gpus", virtual_node_gpus)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValidationError(name, f"must be a whole number >= 1 or None, got {value!r}")
+        self.max_gpus, self.virtual_node_gpus = max_gpus, virtual_node_gpus
+        self._virtual = None
         if preset not in PRESETS:
             raise ValidationError("preset", f"unknown objective preset {preset!r}", f"choose one of {list(PRESETS)}")
         start = Objective.sia() if preset == "sia" else Objective()
@@ -135,7 +193,13 @@ class GoodputPolicy(Policy):
         """The policy's name and options, for run metadata."""
         return {"name": self.name, "method": self.method, "preset": self.preset, "p": self.objective.p,
                 "base": self.objective.base, "idle_penalty": self.objective.idle_penalty,
-                "interference_avoidance": self.objective.interference_avoidance, "options": self.options}
+                "interference_avoidance": self.objective.interference_avoidance, "max_gpus": self.max_gpus,
+                "virtual_node_gpus": self.virtual_node_gpus, "options": self.options}
+
+    def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        super().reset(cluster, rng)
+        self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
 
     def _options(self, state, problem) -> dict:
         return dict(self.options)
@@ -144,7 +208,10 @@ class GoodputPolicy(Policy):
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
-        problem = goodput_problem(state, self.objective)
+        vn = self._virtual
+        if vn is not None:
+            state = dataclasses.replace(state, cluster=vn.cluster, current=vn.to_virtual(state.current))
+        problem = goodput_problem(state, self.objective, self.max_gpus)
         res = solve(problem, self.method, self._options(state, problem))
         if not res.has_solution or not res.feasible:
             raise SimulationError(f"round {state.round_index} (t={state.time_s:g}s): {self.name} returned no "
@@ -153,7 +220,7 @@ class GoodputPolicy(Policy):
         self.last_stats = {"fitness": res.fitness, "status": str(res.status), "gap": res.gap,
                            "solve_s": res.stats.total_s}
         self._after(state, problem, res)
-        return res.x
+        return res.x if vn is None else vn.to_physical(res.x)
 
     def _after(self, state, problem, res) -> None:
         pass
@@ -380,7 +447,8 @@ class OptimusPolicy(FixedSizePolicy):
             job = state.jobs[j]
             app = truth[job.application]
             placement = packed_placement(k, per_node)
-            local, accum = app.fixed_config(job.batch_size, k)
+            local, accum = app.fixed_config(job.batch_size, k,
+                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
             return steps_left[j] * app.iteration_time(placement, local, accum)
 
         free = total
@@ -542,7 +610,8 @@ class GavelPolicy(Policy):
                 if scale[j] > self.capacity[k]:
                     continue
                 app = state.truth.on(job.application, t) if len(self.types) > 1 else state.truth[job.application]
-                local, accum = app.fixed_config(job.batch_size, scale[j])
+                local, accum = app.fixed_config(job.batch_size, scale[j],
+                                                single_gpu_accumulation=state.config.single_gpu_accumulation)
                 thr[j, k] = 1.0 / app.iteration_time(packed_placement(scale[j], self.cluster.max_gpus_per_node(t)),
                                                      local, accum)
             app0 = state.truth[job.application]

@@ -109,15 +109,19 @@ class AppTruth:
         """Progress at completion (end of the target epoch)."""
         return float(self.epoch_end_progress[self.target_epochs - 1])
 
-    def fixed_config(self, batch_size: int, n_gpus: int) -> tuple[int, int]:
+    def fixed_config(self, batch_size: int, n_gpus: int, *, single_gpu_accumulation: bool = False) -> tuple[int, int]:
         """(local_bsz, accum_steps) realising a fixed total ``batch_size`` on ``n_gpus`` GPUs.
 
         Rounding up to whole per-GPU batches never takes the total above the application's
         ``max_batch_size`` (as Pollux's simulator caps the per-GPU batch at ``max_batch_size / GPUs``).
+        With ``single_gpu_accumulation`` (Pollux's simulator), one GPU running a total batch above the
+        application's initial batch takes at least one accumulation step (two micro-batches).
         """
         k = max(int(n_gpus), 1)
         local = -(-int(batch_size) // k)
         accum = max(-(-local // self.max_local_bsz) - 1, 0)
+        if single_gpu_accumulation and k == 1 and batch_size > self.init_batch_size:
+            accum = max(accum, 1)
         local = -(-local // (accum + 1))
         if k * local * (accum + 1) > self.max_batch_size:
             local = max(self.max_batch_size // (k * (accum + 1)), 1)
@@ -131,9 +135,10 @@ class AppTruth:
             start = self.epoch_end_progress[e]
         return steps
 
-    def remaining_time(self, progress: float, epoch: int, placement, batch_size: int) -> float:
+    def remaining_time(self, progress: float, epoch: int, placement, batch_size: int, *,
+                       single_gpu_accumulation: bool = False) -> float:
         """Oracle seconds to completion at a fixed batch on ``placement`` (no restarts)."""
-        local, accum = self.fixed_config(batch_size, sum(placement))
+        local, accum = self.fixed_config(batch_size, sum(placement), single_gpu_accumulation=single_gpu_accumulation)
         t_iter = self.iteration_time(tuple(placement), local, accum)
         return self.remaining_steps(progress, epoch, local * sum(placement) * (accum + 1)) * t_iter
 

@@ -1,0 +1,246 @@
+"""Round-based simulation of rigid throughput-only jobs on GPU types, as Gavel's simulator runs them.
+
+A :class:`~goodopt.gavel.RigidJob` runs ``total_steps`` steps on
+``scale_factor`` GPUs of one type at a time, at that type's measured
+throughput (Gavel's ``simulation_throughputs.json``, consolidated). Each round
+of ``round_s`` seconds:
+
+1. jobs whose arrival time has passed join the active set;
+2. when the set of active jobs changed, the policy's time fractions ``X``
+   (jobs x types) are recomputed by :func:`~goodopt.solvers.gavel.solve_gavel`
+   on the active jobs' :class:`~goodopt.gavel.ThroughputMatrix` (remaining
+   steps and elapsed times filled in). A *heterogeneity-agnostic* policy
+   sees GPU types as interchangeable (Gavel builds its agnostic policies by
+   setting every throughput to 1): it solves the policy on one pooled type
+   holding every GPU, each job at throughput 1, and spreads each job's time
+   over the types it can use in proportion to their GPUs -- the type-blind
+   answer (an LP with equal throughputs everywhere has many optima; a simplex
+   vertex would pick a type arbitrarily). Its jobs still run at their true
+   speed;
+3. the round mechanism (:class:`~goodopt.solvers.rounds.RoundMechanism`) gives
+   every job one type or nothing, all ``scale_factor`` GPUs there, in order of
+   ``X / received``; GPUs are pooled per type;
+4. every job with a type advances at its true throughput there; a job that
+   finishes inside the round completes at that exact time and its GPUs stay
+   idle for the rest of the round. No restart cost is charged (Gavel's
+   simulator charges none).
+
+The run ends when every job of the measurement ``window`` (job indices
+``[lo, hi)`` in arrival order; later jobs keep arriving and load the cluster)
+has completed, or at ``max_time_s``: then the window's unfinished jobs are
+counted at their age so far (a lower bound) and the run is marked
+``saturated``. Gavel measures a window of a long trace the same way, so that
+the empty start and the draining end do not count.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from goodopt.errors import SimulationError, ValidationError
+from goodopt.gavel import POLICY_NAMES, GavelThroughputs, RigidJob, ThroughputMatrix
+from goodopt.validation import check_number
+
+log = logging.getLogger(__name__)
+
+#: Columns of :attr:`RigidResult.jobs`.
+RIGID_JOB_COLUMNS = ("job", "job_type", "scale_factor", "arrival_s", "completion_s", "jct", "duration_s",
+                     "in_window", "gpu_s", "n_type_changes")
+
+
+@dataclass(frozen=True)
+class RigidConfig:
+    """What a rigid run simulates: the policy, whether it sees GPU types, rounds and the window."""
+
+    policy: str = "max_min_fairness"
+    agnostic: bool = False
+    round_s: float = 360.0
+    window: tuple[int, int] | None = None
+    max_time_s: float = 365 * 86400.0
+    options: tuple = ()
+
+    def __post_init__(self):
+        if self.policy not in POLICY_NAMES or self.policy == "max_min_fairness_agnostic":
+            raise ValidationError("policy", f"unknown rigid-job policy {self.policy!r}",
+                                  f"choose one of {[p for p in POLICY_NAMES if p != 'max_min_fairness_agnostic']} "
+                                  "(agnostic: true for the heterogeneity-agnostic variant)")
+        check_number("round_s", self.round_s, minimum=0, strict=True, error=ValidationError)
+        check_number("max_time_s", self.max_time_s, minimum=0, strict=True, error=ValidationError)
+        object.__setattr__(self, "options", tuple(sorted(dict(self.options).items())))
+        if self.window is not None:
+            lo, hi = (int(v) for v in self.window)
+            if not 0 <= lo < hi:
+                raise ValidationError("window", f"must be job indices lo < hi, got {self.window}",
+                                      "e.g. (100, 400): the jobs that arrive 101st to 400th")
+            object.__setattr__(self, "window", (lo, hi))
+
+
+@dataclass(frozen=True)
+class RigidResult:
+    """Per-job outcomes (:data:`RIGID_JOB_COLUMNS`) and a summary over the window."""
+
+    jobs: pd.DataFrame
+    summary: dict
+
+
+def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: RigidConfig) -> RigidResult:
+    """Run ``jobs`` (:class:`~goodopt.gavel.RigidJob`, any order) on ``capacity`` (GPU type -> GPUs)."""
+    jobs = sorted(jobs, key=lambda j: j.arrival_s)
+    types = tuple(capacity)
+    _check_inputs(jobs, throughputs, types, capacity)
+    window = config.window or (0, len(jobs))
+    if window[1] > len(jobs):
+        raise ValidationError("window", f"ends at job {window[1]} but the trace has {len(jobs)} jobs",
+                              "use a shorter window or more jobs")
+    run = _Run(jobs, throughputs, types, np.array([capacity[t] for t in types], dtype=np.int64), config)
+    t0 = time.perf_counter()
+    run.until_window_done(set(range(*window)))
+    return RigidResult(run.job_table(window), run.summary(window, time.perf_counter() - t0))
+
+
+def _check_inputs(jobs, throughputs, types, capacity):
+    for t in types:
+        if t not in throughputs.gpu_types:
+            raise ValidationError("capacity", f"no throughputs for GPU type {t!r}",
+                                  f"use types of {throughputs.source}: {list(throughputs.gpu_types)}")
+        if isinstance(capacity[t], bool) or not isinstance(capacity[t], (int, np.integer)) or capacity[t] < 1:
+            raise ValidationError(f"capacity.{t}", f"must be a whole number of GPUs >= 1, got {capacity[t]!r}")
+    names = [j.name for j in jobs]
+    if len(set(names)) != len(names):
+        raise ValidationError("jobs", "job names must be unique", "name each job once")
+    for j in jobs:
+        if not any(throughputs.rate(t, j.job_type, j.scale_factor) > 0 and capacity[t] >= j.scale_factor
+                   for t in types):
+            raise ValidationError(f"jobs[{j.name}]", f"{j.job_type!r} at {j.scale_factor} GPUs runs on no type "
+                                  f"of {types} with room for it", "drop the job or add GPUs")
+
+
+def spread(total, usable, capacity, scale_factor) -> np.ndarray:
+    """Each job's time fraction ``total`` spread over its usable types in proportion to their GPUs, scaled
+    down where a type would be over-full. Shapes: total (J,), usable (J, K), capacity (K,) -> (J, K)."""
+    share = usable * capacity[None, :].astype(float)
+    x = total[:, None] * share / np.maximum(share.sum(axis=1, keepdims=True), 1e-300)
+    load = (np.asarray(scale_factor)[:, None] * x).sum(axis=0)
+    return x * np.where(load > capacity, capacity / np.maximum(load, 1e-300), 1.0).min()
+
+
+class _Run:
+    """One run's mutable state."""
+
+    def __init__(self, jobs, throughputs, types, capacity, config):
+        from goodopt.solvers.rounds import RoundMechanism
+
+        self.jobs, self.types, self.capacity, self.cfg = jobs, types, capacity, config
+        self.rate = np.array([[throughputs.rate(t, j.job_type, j.scale_factor)
+                               if capacity[k] >= j.scale_factor else 0.0 for k, t in enumerate(types)]
+                              for j in jobs]).reshape(len(jobs), len(types))
+        n = len(jobs)
+        self.done_steps = np.zeros(n)
+        self.completion = np.full(n, np.nan)
+        self.gpu_s = np.zeros(n)
+        self.last_type = np.full(n, -1)
+        self.changes = np.zeros(n, dtype=np.int64)
+        self.mechanism = RoundMechanism(types)
+        self.x, self.x_for = None, ()
+        self.n_rounds, self.n_solves, self.lp_s = 0, 0, 0.0
+        self.t = 0.0
+
+    def until_window_done(self, window: set):
+        cfg, nxt, active = self.cfg, 0, []
+        while window - set(np.flatnonzero(~np.isnan(self.completion))):
+            if self.t > cfg.max_time_s:
+                log.info("rigid run stopped at max_time_s = %g s with %d window job(s) unfinished", cfg.max_time_s,
+                         len(window - set(np.flatnonzero(~np.isnan(self.completion)))))
+                return
+            while nxt < len(self.jobs) and self.jobs[nxt].arrival_s <= self.t:
+                active.append(nxt)
+                nxt += 1
+            if active:
+                self._round(active)
+                active = [j for j in active if np.isnan(self.completion[j])]
+            elif nxt < len(self.jobs):  # idle: jump to the round of the next arrival
+                self.t = max(self.t + cfg.round_s, np.floor(self.jobs[nxt].arrival_s / cfg.round_s) * cfg.round_s)
+                continue
+            self.t += cfg.round_s
+            self.n_rounds += 1
+
+    def _round(self, active):
+        names = tuple(self.jobs[j].name for j in active)
+        if names != self.x_for:
+            self.mechanism.forget(set(self.mechanism.rounds) - set(names))
+            self.x, self.x_for = self._fractions(active), names
+        assigned = self.mechanism.assign(names, self.x, [self.jobs[j].scale_factor for j in active], self.capacity,
+                                         self.last_type[active])
+        if np.any(np.bincount(assigned[assigned >= 0], weights=[self.jobs[active[i]].scale_factor
+                                                                 for i in np.flatnonzero(assigned >= 0)],
+                              minlength=len(self.types)) > self.capacity):
+            raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
+        self.mechanism.record(names, assigned, self.cfg.round_s)
+        for i, j in enumerate(active):
+            k = int(assigned[i])
+            if k >= 0 and k != self.last_type[j]:
+                self.changes[j] += self.last_type[j] >= 0
+            self.last_type[j] = k if k >= 0 else self.last_type[j]
+            if k >= 0:
+                self._advance(j, k)
+
+    def _advance(self, j, k):
+        job, rate = self.jobs[j], self.rate[j, k]
+        if rate <= 0:
+            raise SimulationError(f"job {job.name} was given type {self.types[k]!r} where it cannot run")
+        left = job.total_steps - self.done_steps[j]
+        seconds = min(self.cfg.round_s, left / rate)
+        self.done_steps[j] += rate * seconds
+        self.gpu_s[j] += job.scale_factor * seconds
+        if seconds < self.cfg.round_s or left - rate * seconds <= 1e-9 * job.total_steps:
+            self.done_steps[j] = job.total_steps
+            self.completion[j] = self.t + seconds
+
+    def _fractions(self, active):
+        from goodopt.solvers.gavel import solve_gavel
+
+        jobs = [self.jobs[j] for j in active]
+        thr = self.rate[active]
+        remaining = np.array([max(j.total_steps - self.done_steps[i], 1e-9) for i, j in zip(active, jobs)])
+        if self.cfg.agnostic:  # one pooled type, throughput 1: remaining work in seconds at the best speed
+            names, seen, cap = ("pooled",), np.ones((len(jobs), 1)), np.array([self.capacity.sum()])
+            remaining = remaining / thr.max(axis=1)
+        else:
+            names, seen, cap = self.types, thr, self.capacity
+        mx = ThroughputMatrix(
+            job_names=tuple(j.name for j in jobs), type_names=names, throughput=seen,
+            scale_factor=np.array([j.scale_factor for j in jobs], dtype=np.int64), capacity=cap,
+            weights=np.array([j.weight for j in jobs], dtype=float), remaining_steps=remaining,
+            elapsed_s=np.array([max(self.t - j.arrival_s, 0.0) for j in jobs]), arrival_order=np.arange(len(jobs)))
+        res = solve_gavel(mx, self.cfg.policy, dict(self.cfg.options))
+        self.n_solves += 1
+        self.lp_s += res.seconds
+        return spread(res.x[:, 0], thr > 0, self.capacity, mx.scale_factor) if self.cfg.agnostic else res.x
+
+    def job_table(self, window) -> pd.DataFrame:
+        end = self.t
+        rows = []
+        for i, j in enumerate(self.jobs):
+            done = not np.isnan(self.completion[i])
+            rows.append({"job": j.name, "job_type": j.job_type, "scale_factor": j.scale_factor,
+                         "arrival_s": j.arrival_s, "completion_s": self.completion[i] if done else np.nan,
+                         "jct": (self.completion[i] if done else max(end, j.arrival_s)) - j.arrival_s
+                         if j.arrival_s <= end else np.nan,
+                         "duration_s": j.duration_s, "in_window": window[0] <= i < window[1],
+                         "gpu_s": self.gpu_s[i], "n_type_changes": int(self.changes[i])})
+        return pd.DataFrame(rows, columns=list(RIGID_JOB_COLUMNS))
+
+    def summary(self, window, wall_s) -> dict:
+        w = slice(*window)
+        jct = np.where(np.isnan(self.completion[w]), self.t, self.completion[w]) \
+            - np.array([j.arrival_s for j in self.jobs[w]])
+        unfinished = int(np.isnan(self.completion[w]).sum())
+        return {"n_jobs": len(self.jobs), "n_window": window[1] - window[0], "avg_jct": float(jct.mean()),
+                "median_jct": float(np.median(jct)), "p99_jct": float(np.percentile(jct, 99)),
+                "saturated": unfinished > 0, "n_unfinished": unfinished, "end_s": self.t,
+                "n_rounds": self.n_rounds, "n_solves": self.n_solves, "policy_s": self.lp_s, "wall_s": wall_s}

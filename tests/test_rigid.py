@@ -1,0 +1,105 @@
+"""Rigid throughput-only jobs (Gavel's simulator): worked examples small enough to check by hand."""
+
+import numpy as np
+import pytest
+
+from goodopt.errors import ValidationError
+from goodopt.gavel import GAVEL_REFERENCE_TYPE, GavelThroughputs, RigidJob, gavel_trace
+from goodopt.sim.rigid import RigidConfig, simulate_rigid, spread
+
+# Two types, two job types: "fast-on-v100" runs 4 steps/s on a V100 and 1 on a K80; "indifferent" 1 on both.
+RATES = {("v100", "fast-on-v100", 1, True): 4.0, ("k80", "fast-on-v100", 1, True): 1.0,
+         ("v100", "indifferent", 1, True): 1.0, ("k80", "indifferent", 1, True): 1.0,
+         ("v100", "indifferent", 2, True): 1.8, ("k80", "indifferent", 2, True): 1.8}
+THR = GavelThroughputs(single=RATES, pairs={}, gpu_types=("v100", "k80"), job_types=("fast-on-v100", "indifferent"))
+ROUND = 360.0
+
+
+def job(name, jt, steps, arrival=0.0, scale=1):
+    return RigidJob(name, jt, scale, arrival, steps, steps)
+
+
+def run(jobs, capacity, **cfg):
+    return simulate_rigid(jobs, THR, capacity, RigidConfig(round_s=ROUND, **cfg))
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness", "max_total_throughput", "fifo"])
+def test_a_lone_job_runs_at_its_best_speed_and_completes_inside_a_round(policy):
+    # 4000 steps at 4 steps/s = 1000 s: two full rounds and 280 s of the third
+    res = run([job("a", "fast-on-v100", 4000.0)], {"v100": 1, "k80": 1}, policy=policy)
+    assert res.jobs.jct.iloc[0] == pytest.approx(1000.0)
+    assert res.summary["avg_jct"] == pytest.approx(1000.0)
+    assert res.jobs.gpu_s.iloc[0] == pytest.approx(1000.0)
+    assert not res.summary["saturated"]
+
+
+def test_aware_gives_the_v100_to_the_job_that_gains_from_it():
+    # One V100 and one K80. Aware: "fast" on the V100 (4/s), "indifferent" on the K80 (1/s):
+    # 1440 steps take 360 s each; both finish in the first round.
+    jobs = [job("fast", "fast-on-v100", 1440.0), job("slow", "indifferent", 360.0)]
+    res = run(jobs, {"v100": 1, "k80": 1}, policy="max_total_throughput")
+    assert res.jobs.set_index("job").jct.to_dict() == pytest.approx({"fast": 360.0, "slow": 360.0})
+
+
+def test_agnostic_spreads_time_over_types_so_the_fast_job_loses():
+    # Agnostic: each job gets half its time on each type, so "fast" averages (4 + 1) / 2 per s and needs longer
+    # than aware's 4 rounds on the V100; "indifferent" is unaffected by the type.
+    jobs = [job("fast", "fast-on-v100", 4 * 1440.0), job("slow", "indifferent", 4 * 360.0)]
+    aware = run(jobs, {"v100": 1, "k80": 1}, policy="max_min_fairness")
+    agnostic = run(jobs, {"v100": 1, "k80": 1}, policy="max_min_fairness", agnostic=True)
+    fast = agnostic.jobs.set_index("job").jct["fast"]
+    assert fast > aware.jobs.set_index("job").jct["fast"] + 1.0
+    assert aware.jobs.set_index("job").jct["fast"] == pytest.approx(1440.0)
+    # half the time on each type: 5760 steps at (4 + 1) / 2 per s = 2304 s, give or take a round
+    assert abs(fast - 2304.0) <= ROUND
+    assert agnostic.summary["avg_jct"] > aware.summary["avg_jct"]
+
+
+def test_spread_is_proportional_to_capacity_and_respects_it():
+    x = spread(np.array([1.0, 1.0]), np.array([[True, True], [True, False]]), np.array([3, 1]), np.array([1, 1]))
+    assert x[0] == pytest.approx([0.75, 0.25])
+    assert x[1] == pytest.approx([1.0, 0.0])
+    over = spread(np.array([1.0, 1.0, 1.0]), np.ones((3, 2), bool), np.array([1, 1]), np.array([1, 1, 1]))
+    assert (over.sum(axis=0) <= 1 + 1e-12).all()
+
+
+def test_a_job_larger_than_every_type_is_refused_by_name():
+    with pytest.raises(ValidationError, match=r"jobs\[big\]"):
+        run([job("big", "indifferent", 10.0, scale=2)], {"v100": 1, "k80": 1})
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValidationError, match="policy"):
+        RigidConfig(policy="max_min_fairness_agnostic")
+    with pytest.raises(ValidationError, match="window"):
+        RigidConfig(window=(5, 5))
+    with pytest.raises(ValidationError, match="round_s"):
+        RigidConfig(round_s=0)
+    with pytest.raises(ValidationError, match="capacity.k80"):
+        run([job("a", "indifferent", 10.0)], {"v100": 1, "k80": 0})
+
+
+def test_overload_stops_at_max_time_and_says_saturated():
+    # Eight 1-GPU jobs of 3600 s on one GPU in all: the last cannot finish within 2 hours
+    jobs = [job(f"j{i}", "indifferent", 3600.0) for i in range(8)]
+    res = simulate_rigid(jobs, THR, {"v100": 1}, RigidConfig(round_s=ROUND, max_time_s=7200.0))
+    assert res.summary["saturated"] and res.summary["n_unfinished"] >= 6
+    assert res.summary["avg_jct"] >= 3600.0  # unfinished jobs count at their age so far
+
+
+def test_gavel_trace_draws_like_gavels_generator():
+    thr = GavelThroughputs(single={**RATES, ("v100", "indifferent", 4, True): 3.0},
+                           pairs={}, gpu_types=("v100", "k80"), job_types=("fast-on-v100", "indifferent"))
+    jobs = gavel_trace(thr, 2.0, 2000, np.random.default_rng(3))
+    assert jobs[0].arrival_s == 0.0
+    gaps = np.diff([j.arrival_s for j in jobs])
+    assert (gaps >= 0).all() and np.mean(gaps) == pytest.approx(1800.0, rel=0.1)  # 2 jobs per hour
+    d = np.array([j.duration_s for j in jobs])
+    assert d.min() >= 60 * 10**1.5 and d.max() <= 60 * 10**4
+    assert np.mean(d <= 60 * 10**3) == pytest.approx(0.8, abs=0.04)
+    assert all(j.total_steps == pytest.approx(j.duration_s * thr.rate(GAVEL_REFERENCE_TYPE, j.job_type,
+                                                                       j.scale_factor)) for j in jobs)
+    assert {j.scale_factor for j in jobs if j.job_type == "fast-on-v100"} == {1}  # measured on 1 GPU only
+    assert gavel_trace(thr, 2.0, 50, np.random.default_rng(3)) == jobs[:50]
+    with pytest.raises(ValidationError, match="rate_per_h"):
+        gavel_trace(thr, 0.0, 5, np.random.default_rng(0))
