@@ -56,6 +56,21 @@ bisection over feasibility LPs::
 
     (9)  maximise t   s.t.  t <= thr_j(X) / R_j   ∀ j,  (1), (2);   makespan = 1 / t*
 
+**Space sharing** (Gavel's packed policies): a matrix may also hold job
+pairs ``q = (a, b)`` of equal scale factor that can share the same GPUs, with
+their throughputs together ``T^pair_{qk} = (T_a, T_b)`` (``P`` the usable
+(pair, type) columns: both > 0, ``s <= n_k``). A variable ``Y_qk ∈ [0, 1]``
+is the time the pair runs together on type ``k``; the job constraints and
+the capacity become::
+
+    (1') Σ_k X_jk + Σ_{q ∋ j, k} Y_qk <= 1          ∀ j
+    (2') Σ_j s_j X_jk + Σ_q s_q Y_qk <= n_k          ∀ k      (a pair holds its s GPUs once)
+
+and ``thr_j(X, Y) = Σ_k T_jk X_jk + Σ_{q ∋ j, k} T^pair_{qk, j} Y_qk`` in
+every policy above (the equal share stays the singletons'; costs count a
+pair's GPUs once). The pairs offered are the caller's
+(:func:`goodopt.gavel.useful_pairs` drops the ones time sharing dominates).
+
 FIFO is not an LP; :func:`goodopt.solvers.gavel.fifo_fractions` gives it.
 
 This module only builds models (:func:`build_model`, a pure function of its
@@ -73,7 +88,7 @@ OBJECTIVES = ("max_min", "max_sum", "min_cost", "feasibility")
 
 
 def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None) -> pyo.ConcreteModel:
-    """One LP of the module docstring.
+    """One LP of the module docstring (with the pair columns (1'), (2') when ``matrix`` has pairs).
 
     * ``objective="max_min"``: maximise ``t`` with ``t <= Σ_k coef_jk X_jk``
       (3), (5), (9);
@@ -83,7 +98,8 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None) ->
 
     ``floor`` (J,) adds ``thr_j(X) >= floor_j`` (7), (8); ``t_min`` with
     ``coef_min`` semantics adds ``Σ_k coef_jk X_jk >= t_min`` (4) — in that
-    case ``coef`` is a pair ``(objective coef, minimum coef)``.
+    case ``coef`` is a pair ``(objective coef, minimum coef)``. A pair column
+    enters job ``j``'s sums with ``coef_jk`` scaled by ``T^pair / T_jk``.
 
     Shapes: coef (J, K); floor (J,).
     """
@@ -95,37 +111,64 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None) ->
     pairs = [(j, k) for j in range(J) for k in range(K) if use[j, k]]
     by_job = {j: [k for k in range(K) if use[j, k]] for j in range(J)}
     by_type = {k: [j for j in range(J) if use[j, k]] for k in range(K)}
+    cols = _pair_columns(mx)
     m = pyo.ConcreteModel(name=f"gavel-{objective}")
     m.X = pyo.Var(pairs, bounds=(0.0, 1.0))
-    m.one_type = pyo.Constraint(range(J), rule=lambda m, j: sum(m.X[j, k] for k in by_job[j]) <= 1)  # (1)
+    m.Y = pyo.Var([(p, k) for p, k, _, _ in cols], bounds=(0.0, 1.0))
+    shared = {j: [] for j in range(J)}  # job -> [(pair, type, throughput ratio to alone)]
+    for p, k, members, ratios in cols:
+        for j, r in zip(members, ratios):
+            shared[j].append((p, k, r))
+
+    def thr(j, c):  # job j's sum with per-type coefficients c[j, k]
+        return sum(float(c[j, k]) * m.X[j, k] for k in by_job[j]) + \
+            sum(float(c[j, k] * r) * m.Y[p, k] for p, k, r in shared[j])
+
+    m.one_type = pyo.Constraint(range(J), rule=lambda m, j: sum(m.X[j, k] for k in by_job[j])
+                                + sum(m.Y[p, k] for p, k, _ in shared[j]) <= 1)  # (1), (1')
     m.capacity = pyo.Constraint(range(K), rule=lambda m, k: (
-        sum(int(mx.scale_factor[j]) * m.X[j, k] for j in by_type[k]) <= int(mx.capacity[k]))
-        if by_type[k] else pyo.Constraint.Skip)  # (2)
+        sum(int(mx.scale_factor[j]) * m.X[j, k] for j in by_type[k])
+        + sum(int(mx.scale_factor[mb[0]]) * m.Y[p, kk] for p, kk, mb, _ in cols if kk == k) <= int(mx.capacity[k]))
+        if by_type[k] else pyo.Constraint.Skip)  # (2), (2')
     if floor is not None:
         fl = np.asarray(floor, dtype=float)
-        m.floor = pyo.Constraint(range(J), rule=lambda m, j: (
-            sum(float(mx.throughput[j, k]) * m.X[j, k] for k in by_job[j]) >= float(fl[j]))
-            if fl[j] > 0 else pyo.Constraint.Skip)
+        m.floor = pyo.Constraint(range(J), rule=lambda m, j: (thr(j, mx.throughput) >= float(fl[j]))
+                                 if fl[j] > 0 else pyo.Constraint.Skip)
     c_obj, c_min = (coef if isinstance(coef, tuple) else (coef, None))
     if t_min is not None:
         if c_min is None:
             raise ValidationError("coef", "t_min needs coef = (objective coef, minimum coef)")
-        m.keep_min = pyo.Constraint(range(J), rule=lambda m, j: sum(
-            float(c_min[j, k]) * m.X[j, k] for k in by_job[j]) >= float(t_min))
+        m.keep_min = pyo.Constraint(range(J), rule=lambda m, j: thr(j, c_min) >= float(t_min))
     if objective == "max_min":
         m.t = pyo.Var()
-        m.epigraph = pyo.Constraint(range(J), rule=lambda m, j: m.t <= sum(
-            float(c_obj[j, k]) * m.X[j, k] for k in by_job[j]))
+        m.epigraph = pyo.Constraint(range(J), rule=lambda m, j: m.t <= thr(j, c_obj))
         m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
     elif objective == "max_sum":
-        m.obj = pyo.Objective(expr=sum(float(c_obj[j, k]) * m.X[j, k] for j, k in pairs), sense=pyo.maximize)
+        m.obj = pyo.Objective(expr=sum(thr(j, c_obj) for j in range(J)), sense=pyo.maximize)
     elif objective == "min_cost":
         m.obj = pyo.Objective(expr=sum(float(mx.price_per_gpu_h[k] * mx.scale_factor[j]) * m.X[j, k]
-                                       for j, k in pairs), sense=pyo.minimize)
+                                       for j, k in pairs)
+                              + sum(float(mx.price_per_gpu_h[k] * mx.scale_factor[mb[0]]) * m.Y[p, k]
+                                    for p, k, mb, _ in cols), sense=pyo.minimize)
     else:
         m.obj = pyo.Objective(expr=0.0 * sum(m.X[j, k] for j, k in pairs[:1]), sense=pyo.minimize)
     m._pairs = pairs
+    m._cols = cols
     return m
+
+
+def _pair_columns(mx) -> list:
+    """``(pair, type, (j_a, j_b), (T^pair_a / T_a, T^pair_b / T_b))`` for every usable pair column."""
+    if mx.pairs is None:
+        return []
+    ok = mx.pair_runnable
+    cols = []
+    for p, (a, b) in enumerate(mx.pairs):
+        for k in np.flatnonzero(ok[p]):
+            ta, tb = mx.pair_throughput[p, k]
+            cols.append((p, int(k), (int(a), int(b)),
+                         (float(ta / mx.throughput[a, k]), float(tb / mx.throughput[b, k]))))
+    return cols
 
 
 def fractions(model, matrix) -> np.ndarray:
@@ -135,3 +178,12 @@ def fractions(model, matrix) -> np.ndarray:
         v = model.X[j, k].value
         x[j, k] = 0.0 if v is None else min(max(float(v), 0.0), 1.0)
     return x
+
+
+def pair_fractions(model, matrix) -> np.ndarray:
+    """The solved ``Y`` (time fractions of the job pairs sharing GPUs). Shapes: -> (P, K), P = 0 without pairs."""
+    y = np.zeros((0 if matrix.pairs is None else len(matrix.pairs), matrix.n_types))
+    for p, k, _, _ in model._cols:
+        v = model.Y[p, k].value
+        y[p, k] = 0.0 if v is None else min(max(float(v), 0.0), 1.0)
+    return y

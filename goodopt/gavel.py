@@ -33,7 +33,11 @@ from .profiles import ThroughputProfile
 
 #: Gavel's policies (solved by :func:`goodopt.solvers.gavel.solve_gavel`).
 POLICY_NAMES = ("max_min_fairness", "max_min_fairness_agnostic", "max_total_throughput", "min_cost",
-                "finish_time_fairness", "min_makespan", "fifo")
+                "finish_time_fairness", "min_makespan", "fifo", "max_min_fairness_packed",
+                "max_total_throughput_packed", "finish_time_fairness_packed", "min_makespan_packed")
+#: The space-sharing variants: packed policy -> the policy it runs with the matrix's job pairs.
+PACKED = {f"{base}_packed": base for base in ("max_min_fairness", "max_total_throughput", "finish_time_fairness",
+                                               "min_makespan")}
 #: Cloud on-demand prices per GPU-hour (USD) Gavel used for its cost policies.
 GAVEL_PRICES_PER_GPU_H = {"k80": 0.45, "p100": 1.46, "v100": 2.48}
 
@@ -44,7 +48,10 @@ class ThroughputMatrix:
 
     Shapes (J jobs, K GPU types): ``throughput`` (J, K) steps/s at the job's
     scale factor; ``scale_factor``, ``weights``, ``remaining_steps``,
-    ``elapsed_s`` (J,); ``capacity``, ``price_per_gpu_h`` (K,).
+    ``elapsed_s`` (J,); ``capacity``, ``price_per_gpu_h`` (K,). For space
+    sharing, ``pairs`` (P, 2) job indices of equal scale factor and
+    ``pair_throughput`` (P, K, 2): each member's steps/s while the two share
+    the GPUs (0 where they do not fit together).
     """
 
     job_names: tuple[str, ...]
@@ -57,6 +64,8 @@ class ThroughputMatrix:
     remaining_steps: np.ndarray | None = None
     elapsed_s: np.ndarray | None = None
     arrival_order: np.ndarray | None = field(default=None)
+    pairs: np.ndarray | None = None
+    pair_throughput: np.ndarray | None = None
 
     def __post_init__(self):
         J, K = len(self.job_names), len(self.type_names)
@@ -95,6 +104,31 @@ class ThroughputMatrix:
                 object.__setattr__(self, name, v)
         order = np.arange(J) if self.arrival_order is None else np.asarray(self.arrival_order)
         object.__setattr__(self, "arrival_order", order)
+        self._check_pairs(J, K)
+
+    def _check_pairs(self, J, K):
+        if (self.pairs is None) != (self.pair_throughput is None):
+            raise ValidationError("pairs", "pairs and pair_throughput go together", "give both or neither")
+        if self.pairs is None:
+            return
+        q = np.asarray(self.pairs).reshape(-1, 2)
+        t = np.asarray(self.pair_throughput, dtype=float)
+        if np.any(q < 0) or np.any(q >= J) or np.any(q[:, 0] == q[:, 1]) or np.any(q != np.round(q)):
+            raise ValidationError("pairs", f"must be pairs of two different job indices in [0, {J})")
+        if np.any(self.scale_factor[q[:, 0]] != self.scale_factor[q[:, 1]]):
+            raise ValidationError("pairs", "only jobs with the same scale factor share GPUs")
+        if t.shape != (len(q), K, 2) or np.any(~np.isfinite(t)) or np.any(t < 0):
+            raise ValidationError("pair_throughput", f"must be finite numbers >= 0 of shape ({len(q)}, {K}, 2)")
+        object.__setattr__(self, "pairs", q.astype(np.int64))
+        object.__setattr__(self, "pair_throughput", t)
+
+    @property
+    def pair_runnable(self) -> np.ndarray:
+        """Where a pair may share a type: both members run alone there and together. Shapes: (P, K)."""
+        if self.pairs is None:
+            return np.zeros((0, self.n_types), dtype=bool)
+        a, b = self.pairs[:, 0], self.pairs[:, 1]
+        return (self.pair_throughput > 0).all(axis=2) & self.runnable[a] & self.runnable[b]
 
     @property
     def n_jobs(self) -> int:
@@ -132,9 +166,28 @@ class ThroughputMatrix:
         """Throughput under :meth:`equal_share`. Shapes: -> (J,)."""
         return (self.throughput * self.equal_share()).sum(axis=1)
 
-    def effective_throughput(self, x) -> np.ndarray:
-        """``sum_k X_jk T_jk``. Shapes: (J, K) -> (J,)."""
-        return (np.asarray(x, dtype=float) * self.throughput).sum(axis=1)
+    def effective_throughput(self, x, y=None) -> np.ndarray:
+        """``sum_k X_jk T_jk`` plus, with pair fractions ``y``, each job's pair terms. Shapes: (J, K), (P, K)
+        -> (J,)."""
+        out = (np.asarray(x, dtype=float) * self.throughput).sum(axis=1)
+        if y is not None and self.pairs is not None and len(self.pairs):
+            y = np.asarray(y, dtype=float)
+            for i in range(2):
+                np.add.at(out, self.pairs[:, i], (y * self.pair_throughput[:, :, i]).sum(axis=1))
+        return out
+
+
+def useful_pairs(throughput, pair_throughput) -> np.ndarray:
+    """Which pair columns can help: sharing beats time-sharing the GPUs between the two alone, i.e.
+    ``T^pair_a / T_a + T^pair_b / T_b > 1`` on the type. A column where the sum is <= 1 and neither member
+    runs faster together than alone is matched by giving each member that share of time alone, on no more
+    GPU-time, so dropping it leaves every policy's optimum unchanged. Shapes: throughput (P, K, 2) of the
+    members alone, pair_throughput (P, K, 2) -> (P, K) bool."""
+    alone = np.asarray(throughput, dtype=float)
+    both = np.asarray(pair_throughput, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(alone > 0, both / np.where(alone > 0, alone, 1.0), 0.0)
+    return (both > 0).all(axis=2) & ((ratio.sum(axis=2) > 1 + 1e-12) | (ratio > 1 + 1e-12).any(axis=2))
 
 
 # ------------------------------------------------------------------ Gavel's file

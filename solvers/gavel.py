@@ -11,6 +11,7 @@ reported, never hidden.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import numpy as np
 
 from goodopt.errors import SolverError, ValidationError
 from goodopt.formulations import gavel as fg
-from goodopt.gavel import POLICY_NAMES
+from goodopt.gavel import PACKED, POLICY_NAMES
 
 from .backend import solve_model
 from .result import Termination
@@ -35,6 +36,10 @@ POLICIES = {
     "finish_time_fairness": "max_j rho_j (Themis' shared / equal-share finish time)",
     "min_makespan": "makespan in seconds",
     "fifo": "number of jobs running (arrival order, fastest free type first)",
+    "max_min_fairness_packed": "max_min_fairness with job pairs sharing GPUs (space sharing)",
+    "max_total_throughput_packed": "max_total_throughput with job pairs sharing GPUs (space sharing)",
+    "finish_time_fairness_packed": "finish_time_fairness with job pairs sharing GPUs (space sharing)",
+    "min_makespan_packed": "min_makespan with job pairs sharing GPUs (space sharing)",
 }
 if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kept in step
     raise ImportError("goodopt.gavel.POLICY_NAMES and goodopt.solvers.gavel.POLICIES disagree")
@@ -48,14 +53,16 @@ POLICY_OPTIONS = {
     "min_makespan": {},
     "fifo": {"aware": True},
 }
+POLICY_OPTIONS.update({packed: POLICY_OPTIONS[base] for packed, base in PACKED.items()})
 
 
 @dataclass
 class FractionResult:
     """Time fractions and how they were found.
 
-    ``x`` (J, K); ``throughput`` (J,) = ``sum_k x_jk T_jk``; ``normalised``
-    (J,) = throughput / equal-share throughput.
+    ``x`` (J, K); ``pair_x`` (P, K) the time job pairs share GPUs (packed
+    policies; P = 0 otherwise); ``throughput`` (J,) = ``sum_k x_jk T_jk`` plus
+    the pair terms; ``normalised`` (J,) = throughput / equal-share throughput.
     """
 
     policy: str
@@ -69,6 +76,7 @@ class FractionResult:
     seconds: float = 0.0
     stages: list = field(default_factory=list)
     options: dict = field(default_factory=dict)
+    pair_x: np.ndarray | None = None
 
     @property
     def success(self) -> bool:
@@ -114,20 +122,26 @@ class _Runner:
 
 
 def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None = None) -> FractionResult:
-    """Time fractions of one Gavel policy. Shapes: matrix (J, K) -> result.x (J, K)."""
+    """Time fractions of one Gavel policy. Shapes: matrix (J, K) -> result.x (J, K), result.pair_x (P, K).
+
+    A packed policy (:data:`~goodopt.gavel.PACKED`) needs the matrix's job
+    pairs; the others ignore them.
+    """
     opts = _check(policy, options)
     t0 = time.perf_counter()
-    mx = matrix
+    mx = _for_policy(matrix, policy)
+    base = PACKED.get(policy, policy)
     run = _Runner(mx, opts["time_limit_s"])
     eq = mx.equal_share_throughput()
     T = mx.throughput
     w = mx.weights[:, None]
     status = Termination.OPTIMAL
-    if policy == "fifo":
+    y = np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types))
+    if base == "fifo":
         x = fifo_fractions(mx, aware=opts["aware"])
         fun, status = float((x.sum(axis=1) > 0).sum()), Termination.COMPLETED
-    elif policy in ("max_min_fairness", "max_min_fairness_agnostic"):
-        if policy == "max_min_fairness":
+    elif base in ("max_min_fairness", "max_min_fairness_agnostic"):
+        if base == "max_min_fairness":
             coef = T / (w * eq[:, None])
             gain = T / eq[:, None]
         else:
@@ -136,39 +150,55 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
             gain = np.where(mx.runnable, 1.0, 0.0)
         model, out = run.solve("max-min", objective="max_min", coef=coef)
         _require(out, policy, "max-min")
-        x, fun = fg.fractions(model, mx), float(out.objective)
+        (x, y), fun = _solution(model, mx), float(out.objective)
         if opts["second_stage"]:
             t_min = fun * (1.0 - opts["tolerance"])
             model2, out2 = run.solve("fill", objective="max_sum", coef=(gain, coef), t_min=t_min)
             _require(out2, policy, "fill")
-            x = fg.fractions(model2, mx)
-    elif policy == "max_total_throughput":
+            x, y = _solution(model2, mx)
+    elif base == "max_total_throughput":
         scale = T.max(axis=1, keepdims=True) if opts["normalise"] else 1.0
         model, out = run.solve("max-sum", objective="max_sum", coef=T / scale)
         _require(out, policy, "max-sum")
-        x, fun = fg.fractions(model, mx), float(out.objective)
-    elif policy == "min_cost":
+        (x, y), fun = _solution(model, mx), float(out.objective)
+    elif base == "min_cost":
         floor = float(opts["floor"])
         if not 0 <= floor:
             raise ValidationError("options.floor", f"must be >= 0, got {floor}", "1.0 = equal-share throughput")
         model, out = run.solve("min-cost", objective="min_cost", floor=floor * eq)
         _require(out, policy, "min-cost", hint="lower the floor (<= 1 is always feasible)")
-        x, fun = fg.fractions(model, mx), float(out.objective)
-    elif policy == "min_makespan":
+        (x, y), fun = _solution(model, mx), float(out.objective)
+    elif base == "min_makespan":
         R = _need(mx, "remaining_steps", policy)
         if np.any(R <= 0):
             raise ValidationError("remaining_steps", "must be > 0 for min_makespan", "drop finished jobs")
         model, out = run.solve("makespan", objective="max_min", coef=T / R[:, None])
         _require(out, policy, "makespan")
-        x, fun = fg.fractions(model, mx), 1.0 / float(out.objective)
-    elif policy == "finish_time_fairness":
-        x, fun, status = _finish_time_fairness(mx, run, eq, opts)
+        (x, y), fun = _solution(model, mx), 1.0 / float(out.objective)
+    elif base == "finish_time_fairness":
+        x, y, fun, status = _finish_time_fairness(mx, run, eq, opts)
     else:  # pragma: no cover - guarded by _check
         raise AssertionError(policy)
-    thr = mx.effective_throughput(x)
+    thr = mx.effective_throughput(x, y)
     return FractionResult(policy=policy, x=x, status=status, fun=fun, message=POLICIES[policy], throughput=thr,
                           normalised=thr / eq, n_lps=len(run.stages), seconds=time.perf_counter() - t0,
-                          stages=run.stages, options=opts)
+                          stages=run.stages, options=opts, pair_x=y)
+
+
+def _for_policy(matrix, policy):
+    """The matrix a policy solves: with its pairs for a packed policy (which needs them), without otherwise."""
+    if policy in PACKED:
+        if matrix.pairs is None:
+            raise ValidationError("pairs", f"policy {policy!r} needs the jobs' pair throughputs (space sharing)",
+                                  f"give the matrix pairs and pair_throughput, or use {PACKED[policy]!r}")
+        return matrix
+    if matrix.pairs is None:
+        return matrix
+    return dataclasses.replace(matrix, pairs=None, pair_throughput=None)
+
+
+def _solution(model, mx):
+    return fg.fractions(model, mx), fg.pair_fractions(model, mx)
 
 
 def _need(mx, name, policy):
@@ -192,6 +222,7 @@ def _finish_time_fairness(mx, run, eq, opts):
     D = a + R / eq
     lo, hi = float(np.max(a / D)), 1.0
     x_best = mx.equal_share()
+    y_best = np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types))
     status = Termination.OPTIMAL
     while hi - lo > opts["rel_tol"] * hi:
         if len(run.stages) >= opts["max_lps"]:
@@ -204,7 +235,7 @@ def _finish_time_fairness(mx, run, eq, opts):
             continue
         model, out = run.solve(f"ftf r={r:.6g}", objective="feasibility", floor=R / slack)
         if out.termination == Termination.OPTIMAL and out.has_solution:
-            hi, x_best = r, fg.fractions(model, mx)
+            hi, (x_best, y_best) = r, _solution(model, mx)
         elif out.termination == Termination.INFEASIBLE:
             lo = r
         elif out.termination == Termination.TIME_LIMIT:
@@ -212,9 +243,9 @@ def _finish_time_fairness(mx, run, eq, opts):
             break
         else:
             raise SolverError(f"finish_time_fairness LP at r={r:.6g}: status {out.termination} ({out.raw_status})")
-    thr = mx.effective_throughput(x_best)
+    thr = mx.effective_throughput(x_best, y_best)
     rho = float(np.max((a + R / np.maximum(thr, 1e-300)) / D))
-    return x_best, rho, status
+    return x_best, y_best, rho, status
 
 
 def fifo_fractions(matrix, *, aware: bool = True) -> np.ndarray:

@@ -53,8 +53,12 @@ class RoundMechanism:
             p = np.where(r > 0, x / np.where(r > 0, r, 1.0), np.inf)
         return np.where(x > 1e-12, p, 0.0)
 
-    def assign(self, names, x, scale_factor, capacity, current_type=None) -> np.ndarray:
+    def assign(self, names, x, scale_factor, capacity, current_type=None, members=None) -> np.ndarray:
         """GPU type index per job for the next round (-1 = none).
+
+        With space sharing the "jobs" are units -- a job alone or a pair sharing
+        GPUs -- and ``members`` lists each unit's job indices: a unit is taken
+        only while none of its jobs is placed yet.
 
         Shapes: x (J, K), scale_factor (J,), capacity (K,), current_type (J,) -> (J,).
         """
@@ -70,11 +74,14 @@ class RoundMechanism:
         # sort: priority desc, current type first, X desc, job index asc
         order = np.lexsort((jj, -x[jj, kk], (cur[jj] != kk).astype(int), -prio[jj, kk]))
         out = np.full(J, -1, dtype=np.int64)
+        placed: set = set()
         for i in order:
             j, k = int(jj[i]), int(kk[i])
-            if out[j] < 0 and free[k] >= s[j]:
+            jobs = (j,) if members is None else members[j]
+            if out[j] < 0 and free[k] >= s[j] and placed.isdisjoint(jobs):
                 out[j] = k
                 free[k] -= s[j]
+                placed.update(jobs)
         return out
 
     def record(self, names, assigned, seconds: float) -> None:

@@ -112,14 +112,61 @@ def test_every_policy_respects_rows_and_capacity(policy):
     J, K = 12, 3
     T = rng.uniform(0.5, 5.0, (J, K)) * (rng.random((J, K)) > 0.2)
     T[:, 0] = np.maximum(T[:, 0], 0.5)
-    mx = ThroughputMatrix(tuple(f"j{i}" for i in range(J)), ("a", "b", "c"), T, rng.choice([1, 2, 4], J),
+    s = rng.choice([1, 2, 4], J)
+    pairs = np.array([(a, b) for a in range(J) for b in range(a + 1, J) if s[a] == s[b]])
+    both = rng.uniform(0.3, 0.9, (len(pairs), K, 2)) * np.stack([T[pairs[:, 0]], T[pairs[:, 1]]], axis=2)
+    mx = ThroughputMatrix(tuple(f"j{i}" for i in range(J)), ("a", "b", "c"), T, s,
                           np.array([8, 8, 4]), remaining_steps=rng.uniform(100, 1000, J),
-                          elapsed_s=rng.uniform(0, 100, J))
+                          elapsed_s=rng.uniform(0, 100, J), pairs=pairs, pair_throughput=both)
     res = solve_gavel(mx, policy)
     assert res.success
-    assert np.all(res.x >= -1e-9) and np.all(res.x.sum(axis=1) <= 1 + 1e-6)
-    assert np.all((mx.scale_factor[:, None] * res.x).sum(axis=0) <= mx.capacity + 1e-6)
+    y = res.pair_x
+    assert (y.shape[0] > 0) == policy.endswith("_packed")  # only packed policies use the pairs
+    per_job = res.x.sum(axis=1).copy()
+    used = (mx.scale_factor[:, None] * res.x).sum(axis=0)
+    if len(y):
+        np.add.at(per_job, pairs[:, 0], y.sum(axis=1))
+        np.add.at(per_job, pairs[:, 1], y.sum(axis=1))
+        used += (s[pairs[:, 0], None] * y).sum(axis=0)  # a pair holds its GPUs once
+        assert np.all(y >= -1e-9) and np.all(y[~mx.pair_runnable] == 0)
+    assert np.all(res.x >= -1e-9) and np.all(per_job <= 1 + 1e-6)  # (1), (1')
+    assert np.all(used <= mx.capacity + 1e-6)  # (2), (2')
     assert np.all(res.x[~mx.runnable] == 0)
+    assert res.throughput == pytest.approx(mx.effective_throughput(res.x, y if len(y) else None))
+
+
+def one_gpu_pair(together=(0.8, 0.6)):
+    """Two 1-GPU jobs, one GPU; alone each runs 1 step/s, together (0.8, 0.6) steps/s."""
+    return ThroughputMatrix(("a", "b"), ("v100",), np.array([[1.0], [1.0]]), np.array([1, 1]), np.array([1]),
+                            remaining_steps=np.array([100.0, 100.0]), elapsed_s=np.zeros(2),
+                            pairs=np.array([[0, 1]]), pair_throughput=np.array([[together]]))
+
+
+def test_packed_max_total_throughput_shares_the_gpu_all_the_time():
+    # singletons: x_a + x_b <= 1 gives 1 in all; the pair gives 0.8 + 0.6 = 1.4 at y = 1
+    assert solve_gavel(one_gpu_pair(), "max_total_throughput").fun == pytest.approx(1.0)
+    res = solve_gavel(one_gpu_pair(), "max_total_throughput_packed")
+    assert res.fun == pytest.approx(1.4) and res.pair_x[0, 0] == pytest.approx(1.0)
+
+
+def test_packed_max_min_fairness_matches_the_hand_derived_optimum():
+    # Equal share: half the GPU each, 0.5 steps/s. Packed: maximise min(x_a + 0.8 y, x_b + 0.6 y) with
+    # x_a + x_b + y <= 1. Equal throughputs need x_b - x_a = 0.2 y, x_a = (1 - 1.2 y) / 2 >= 0, so y = 5/6,
+    # x_a = 0, x_b = 1/6: both run 2/3 steps/s, i.e. 4/3 of the equal share (singletons: exactly 1).
+    assert solve_gavel(one_gpu_pair(), "max_min_fairness").fun == pytest.approx(1.0)
+    res = solve_gavel(one_gpu_pair(), "max_min_fairness_packed", {"second_stage": False})
+    assert res.fun == pytest.approx(4 / 3)
+    assert res.pair_x[0, 0] == pytest.approx(5 / 6) and res.x[:, 0] == pytest.approx([0.0, 1 / 6], abs=1e-7)
+    assert res.throughput == pytest.approx([2 / 3, 2 / 3])
+
+
+def test_packing_that_cannot_help_changes_nothing_and_packed_needs_pairs():
+    # together (0.5, 0.4): 0.9 < 1 of the GPU's time, so sharing loses to taking turns
+    res = solve_gavel(one_gpu_pair((0.5, 0.4)), "max_total_throughput_packed")
+    assert res.fun == pytest.approx(1.0)
+    plain = ThroughputMatrix(("a",), TYPES, np.array([[1.0, 1.0]]), np.array([1]), np.array([1, 1]))
+    with pytest.raises(ValidationError, match="pairs"):
+        solve_gavel(plain, "max_min_fairness_packed")
 
 
 def test_bad_inputs_name_the_field():
@@ -196,3 +243,17 @@ def test_throughput_only_jobs_are_scheduled_by_every_method(tmp_path):
     back = goodopt.profiles.load_profile(tmp_path / "lm.yaml")  # saved to 6 significant digits
     for gpu, table in profiles["lm-bs80"].rates.items():
         assert back.rates[gpu] == pytest.approx(dict(table), rel=1e-5)
+
+
+def test_useful_pairs_keeps_only_sharing_that_beats_taking_turns():
+    from goodopt.gavel import useful_pairs
+
+    alone = np.array([[[1.0, 1.0], [2.0, 1.0], [1.0, 1.0]]])  # one pair on three types
+    together = np.array([[[0.8, 0.6], [1.0, 0.4], [0.0, 0.9]]])
+    # 0.8 + 0.6 = 1.4 > 1 helps; 1.0/2 + 0.4 = 0.9 does not; a member that cannot run together never helps
+    assert useful_pairs(alone, together).tolist() == [[True, False, False]]
+    # and dropping the column that does not help leaves the packed optimum where it was
+    mx = ThroughputMatrix(("a", "b"), ("k",), np.array([[2.0], [1.0]]), np.array([1, 1]), np.array([1]),
+                          pairs=np.array([[0, 1]]), pair_throughput=np.array([[[1.0, 0.4]]]))
+    assert solve_gavel(mx, "max_total_throughput_packed").fun == pytest.approx(
+        solve_gavel(mx, "max_total_throughput").fun)

@@ -103,3 +103,61 @@ def test_gavel_trace_draws_like_gavels_generator():
     assert gavel_trace(thr, 2.0, 50, np.random.default_rng(3)) == jobs[:50]
     with pytest.raises(ValidationError, match="rate_per_h"):
         gavel_trace(thr, 0.0, 5, np.random.default_rng(0))
+
+
+# Space sharing: "x" and "y" run 1 step/s alone on a V100 and (0.8, 0.6) steps/s sharing it.
+PAIRED = GavelThroughputs(single={("v100", "x", 1, True): 1.0, ("v100", "y", 1, True): 1.0},
+                          pairs={("v100", "x", "y"): (0.8, 0.6)}, gpu_types=("v100",), job_types=("x", "y"))
+
+
+def test_a_packed_policy_runs_a_useful_pair_together_on_one_gpu():
+    # together: 720 steps at 0.8/s and 540 at 0.6/s both take 900 s; taking turns the GPU needs 1260 s in all
+    jobs = [job("a", "x", 720.0), job("b", "y", 540.0)]
+    packed = simulate_rigid(jobs, PAIRED, {"v100": 1}, RigidConfig(policy="max_total_throughput_packed"))
+    assert packed.jobs.jct.tolist() == pytest.approx([900.0, 900.0])
+    assert packed.jobs.shared_s.tolist() == pytest.approx([900.0, 900.0])
+    alone = simulate_rigid(jobs, PAIRED, {"v100": 1}, RigidConfig(policy="max_total_throughput"))
+    assert alone.jobs.jct.max() >= 1260.0 and alone.jobs.shared_s.sum() == 0.0
+    assert packed.summary["avg_jct"] < alone.summary["avg_jct"]
+
+
+def test_packed_policies_have_no_agnostic_variant():
+    with pytest.raises(ValidationError, match="agnostic"):
+        RigidConfig(policy="max_min_fairness_packed", agnostic=True)
+
+
+def write_throughputs(path):
+    """A Gavel-format file: job types x, y on one V100 type; together they share at (0.8, 0.6)."""
+    import json
+
+    path.write_text(json.dumps({"v100": {"('x', 1)": {"null": 1.0, "('y', 1)": [0.8, 0.6]},
+                                         "('y', 1)": {"null": 1.0, "('x', 1)": [0.6, 0.8]}}}))
+    return path
+
+
+def test_a_rigid_sweep_compares_packed_and_singleton_policies(tmp_path):
+    from goodopt.runs.sweep import run_sweep
+
+    spec = {"name": "pack", "kind": "rigid", "rates": [20], "n_jobs": 30, "window": [5, 25],
+            "capacity": {"v100": 2}, "throughputs": str(write_throughputs(tmp_path / "t.json")),
+            "policies": ["max_total_throughput", "max_total_throughput_packed"]}
+    res = run_sweep(spec, cache_dir=tmp_path / "cache", progress=False)
+    jct = res.table.set_index("label").avg_jct
+    assert jct["max_total_throughput_packed"] < jct["max_total_throughput"]  # overloaded: sharing pays
+    assert res.jobs[res.jobs.label == "max_total_throughput_packed"].shared_s.sum() > 0
+    again = run_sweep(spec, cache_dir=tmp_path / "cache", progress=False)
+    assert again.n_cached == 2 and again.table.avg_jct.tolist() == res.table.avg_jct.tolist()
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"policies": ["max_min_fairnes"]}, "policies"), ({"window": [5, 500]}, "window"),
+    ({"capacity": {"h100": 4}}, "capacity.h100"), ({"capacity": {"v100": 0}}, "capacity.v100"),
+    ({"rates": [0]}, "rates"), ({"policies": [{"policy": "max_min_fairness_packed",
+                                               "options": {"agnostic": True}}]}, "agnostic")])
+def test_a_rigid_sweep_spec_names_the_bad_field(tmp_path, change, field):
+    from goodopt.runs.spec import spec_from_dict
+
+    spec = {"name": "pack", "kind": "rigid", "rates": [2], "n_jobs": 30, "capacity": {"v100": 2},
+            "throughputs": str(write_throughputs(tmp_path / "t.json")), "policies": ["max_min_fairness"], **change}
+    with pytest.raises(ValidationError, match=field):
+        spec_from_dict(spec)

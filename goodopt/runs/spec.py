@@ -16,12 +16,15 @@ from pathlib import Path
 from goodopt.errors import ValidationError
 from goodopt.validation import Reader, check_number, read_yaml, suggest, usable_path
 
-KINDS = ("solve", "simulate")
+KINDS = ("solve", "simulate", "rigid")
 #: Bounds on a sweep's size: seeds per grid point, tasks in all, and a generated workload's load and hours.
 MAX_SEEDS, MAX_TASKS, MAX_LOAD, MAX_HOURS = 10_000, 1_000_000, 100.0, 24 * 365.0
 #: The fields of a sweep spec (see :func:`spec_from_dict`).
 SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
-               "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary")
+               "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary",
+               "rates", "n_jobs", "window", "capacity", "throughputs")
+#: The most jobs a rigid-job trace may hold.
+MAX_RIGID_JOBS = 100_000
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
 SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s", "agent_optimism")
 #: Per-application engine settings a simulation sweep may set in ``config`` (application -> number).
@@ -58,6 +61,12 @@ class SweepSpec:
     truth: str = "model"
     config: Mapping = field(default_factory=dict)
     vary: Mapping = field(default_factory=dict)
+    # kind: rigid
+    rates: tuple[float, ...] = ()
+    n_jobs: int = 0
+    window: tuple[int, int] | None = None
+    capacity: Mapping = field(default_factory=dict)
+    throughputs: str = ""
 
 
 def load_spec(path) -> SweepSpec:
@@ -92,6 +101,15 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     ``interference_slowdown``, ``max_time_s``), ``vary`` (engine setting -> list
     of values, an extra grid axis each).
 
+    ``kind: rigid`` (rigid throughput-only jobs, :mod:`goodopt.sim.rigid`):
+    ``rates`` (jobs per hour), ``n_jobs`` per trace, ``window`` (``[lo, hi)``
+    job indices measured; default all), ``capacity`` (GPU type -> GPUs;
+    default Gavel's 36 V100 + 36 P100 + 36 K80), ``throughputs`` (Gavel's
+    file or a traces folder; default ``$GOODOPT_TRACES``), ``policies`` (Gavel
+    policy names or ``{label, policy, options}``; options: ``agnostic``,
+    ``round_s``, ``max_time_s``, ``options`` of the LP). A trace per rate and
+    seed is drawn by Gavel's generator.
+
     Every key is checked (a misspelt one is an error with a suggestion), as are
     every method's or policy's options, every scenario, workload and cluster
     named, and the grid's size (at most :data:`MAX_TASKS` tasks).
@@ -106,6 +124,8 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     options = r.sub("options") if r.has("options") and r.data["options"] is not None else None
     if kind == "solve":
         spec = _solve_spec(r, name, seeds, options, base)
+    elif kind == "rigid":
+        spec = _rigid_spec(r, name, seeds, options, base)
     else:
         spec = _simulate_spec(r, name, seeds, options, base)
     if options is not None:
@@ -114,7 +134,7 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
         options.done()
     r.done()
     n_tasks = len(spec.variants) * len(seeds) * max(1, len(spec.p_values)) * \
-        (len(spec.scenarios) or len(spec.workloads)) * math.prod(len(v) for v in spec.vary.values())
+        (len(spec.scenarios) or len(spec.workloads) or len(spec.rates)) * math.prod(len(v) for v in spec.vary.values())
     if n_tasks > MAX_TASKS:
         raise ValidationError("spec", f"the grid has {n_tasks} tasks, more than {MAX_TASKS}",
                               "split it into several sweeps or use fewer seeds / values")
@@ -184,6 +204,43 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
                                   f"{suggest(truth, ('model', 'traces'))}write model, traces, or a folder path")
     return SweepSpec(name, "simulate", variants, seeds, workloads=tuple(workloads), cluster=cluster, truth=truth,
                      config=config, vary=vary)
+
+
+def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+    from goodopt.gavel import GAVEL_CLUSTER, POLICY_NAMES, read_gavel_throughputs
+    from goodopt.sim.rigid import RigidConfig
+    from goodopt.traces import traces_dir
+
+    variants = _variants(r, "policies", "policy", POLICY_NAMES, options)
+    rates = tuple(check_number(f"{r.path('rates')}[{i}]", x, minimum=0, strict=True, maximum=1e6,
+                               error=ValidationError) for i, x in enumerate(_plain_list(r, "rates", required=True)))
+    if not rates:
+        raise ValidationError("spec.rates", "is empty", "list job rates per hour, e.g. [2, 4]")
+    n_jobs = r.integer("n_jobs", 500, minimum=1)
+    if n_jobs > MAX_RIGID_JOBS:
+        raise ValidationError("spec.n_jobs", f"must be <= {MAX_RIGID_JOBS}, got {n_jobs}", "draw fewer jobs")
+    window = r.raw("window", None)
+    if window is not None and (not isinstance(window, list) or len(window) != 2
+                               or not all(isinstance(v, int) and not isinstance(v, bool) for v in window)
+                               or not 0 <= window[0] < window[1] <= n_jobs):
+        raise ValidationError("spec.window", f"must be [lo, hi] job indices with 0 <= lo < hi <= n_jobs, got "
+                              f"{window!r}", "e.g. [100, 400]")
+    capacity = r.raw("capacity", {t: g * n for t, g, n in GAVEL_CLUSTER})
+    if not isinstance(capacity, Mapping) or not capacity:
+        raise ValidationError("spec.capacity", f"must map GPU type -> GPUs, got {capacity!r}", "e.g. {v100: 36}")
+    src = r.raw("throughputs", None)
+    src = str(traces_dir()) if src in (None, "traces") else _local(src, base)
+    thr = _checked("spec.throughputs", read_gavel_throughputs, src)
+    for t, n in capacity.items():
+        if t not in thr.gpu_types:
+            raise ValidationError(f"spec.capacity.{t}", "no throughputs for this GPU type",
+                                  f"{suggest(str(t), thr.gpu_types)}use types of {list(thr.gpu_types)}")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
+            raise ValidationError(f"spec.capacity.{t}", f"must be a whole number of GPUs >= 1, got {n!r}")
+    for v in variants:
+        _checked(f"spec.policies.{v.label}.options", lambda v=v: RigidConfig(policy=v.name, **dict(v.options)))
+    return SweepSpec(name, "rigid", variants, seeds, rates=rates, n_jobs=n_jobs,
+                     window=None if window is None else tuple(window), capacity=dict(capacity), throughputs=src)
 
 
 def _generated(g: Reader) -> list[str]:
@@ -334,6 +391,9 @@ def spec_to_dict(spec: SweepSpec) -> dict:
     if spec.kind == "solve":
         out.update(scenarios=list(spec.scenarios), time_limit_s=spec.time_limit_s, node_limit=spec.node_limit,
                    p=[p_to_json(p) for p in spec.p_values])
+    elif spec.kind == "rigid":
+        out.update(rates=list(spec.rates), n_jobs=spec.n_jobs, window=None if spec.window is None else
+                   list(spec.window), capacity=dict(spec.capacity), throughputs=spec.throughputs)
     else:
         out.update(workloads=list(spec.workloads), cluster=spec.cluster, truth=spec.truth,
                    config=dict(spec.config), vary={k: list(v) for k, v in spec.vary.items()})

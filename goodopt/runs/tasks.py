@@ -194,6 +194,10 @@ def expand(spec: SweepSpec) -> list[Task]:
     """Every task of ``spec``, in grid order."""
     if spec.kind == "solve":
         return _expand_solve(spec)
+    if spec.kind == "rigid":
+        return [rigid_task(spec.throughputs, spec.capacity, rate, spec.n_jobs, seed=s, label=v.label,
+                           window=spec.window, policy=v.name, **dict(v.options))
+                for rate in spec.rates for v in spec.variants for s in spec.seeds]
     return _expand_simulate(spec)
 
 

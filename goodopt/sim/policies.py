@@ -567,10 +567,14 @@ class GavelPolicy(Policy):
 
     def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict | None = None):
         super().__init__()
-        from goodopt.gavel import POLICY_NAMES
+        from goodopt.gavel import PACKED, POLICY_NAMES
 
         if policy not in POLICY_NAMES:
             raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {list(POLICY_NAMES)}")
+        if policy in PACKED:
+            raise ValidationError("policy", f"{policy!r} shares GPUs between job pairs, whose throughputs together "
+                                  "only Gavel's job types have", f"simulate Gavel's jobs with a rigid sweep (kind: "
+                                  f"rigid), or use {PACKED[policy]!r} here")
         if not round_s > 0:
             raise ValidationError("round_s", f"must be > 0 seconds, got {round_s}")
         self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})

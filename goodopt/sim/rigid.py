@@ -25,6 +25,15 @@ of ``round_s`` seconds:
    idle for the rest of the round. No restart cost is charged (Gavel's
    simulator charges none).
 
+**Space sharing** (a packed policy, e.g. ``max_min_fairness_packed``): the
+matrix also holds every pair of active one-GPU jobs whose types Gavel measured
+together and for which sharing can beat taking turns
+(:func:`~goodopt.gavel.useful_pairs`); the LP gives pairs time fractions of
+their own, the mechanism schedules pairs as units (a pair is placed only while
+neither member is), and a pair on a type advances both members at their
+measured throughputs together. A pair's partner that finishes first leaves the
+other to run on at the shared rate for the rest of the round.
+
 The run ends when every job of the measurement ``window`` (job indices
 ``[lo, hi)`` in arrival order; later jobs keep arriving and load the cluster)
 has completed, or at ``max_time_s``: then the window's unfinished jobs are
@@ -43,14 +52,14 @@ import numpy as np
 import pandas as pd
 
 from goodopt.errors import SimulationError, ValidationError
-from goodopt.gavel import POLICY_NAMES, GavelThroughputs, RigidJob, ThroughputMatrix
+from goodopt.gavel import PACKED, POLICY_NAMES, GavelThroughputs, RigidJob, ThroughputMatrix, useful_pairs
 from goodopt.validation import check_number
 
 log = logging.getLogger(__name__)
 
 #: Columns of :attr:`RigidResult.jobs`.
 RIGID_JOB_COLUMNS = ("job", "job_type", "scale_factor", "arrival_s", "completion_s", "jct", "duration_s",
-                     "in_window", "gpu_s", "n_type_changes")
+                     "in_window", "gpu_s", "shared_s", "n_type_changes")
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,9 @@ class RigidConfig:
             raise ValidationError("policy", f"unknown rigid-job policy {self.policy!r}",
                                   f"choose one of {[p for p in POLICY_NAMES if p != 'max_min_fairness_agnostic']} "
                                   "(agnostic: true for the heterogeneity-agnostic variant)")
+        if self.agnostic and self.policy in PACKED:
+            raise ValidationError("agnostic", f"the packed policy {self.policy!r} has no agnostic variant",
+                                  f"use agnostic: false, or {PACKED[self.policy]!r}")
         check_number("round_s", self.round_s, minimum=0, strict=True, error=ValidationError)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True, error=ValidationError)
         object.__setattr__(self, "options", tuple(sorted(dict(self.options).items())))
@@ -145,8 +157,12 @@ class _Run:
         self.gpu_s = np.zeros(n)
         self.last_type = np.full(n, -1)
         self.changes = np.zeros(n, dtype=np.int64)
+        self.shared_s = np.zeros(n)
+        self.throughputs = throughputs
+        self.pair_rate: dict = {}  # (job, job) -> (K, 2) throughputs together, None where sharing cannot help
         self.mechanism = RoundMechanism(types)
-        self.x, self.x_for = None, ()
+        self.units, self.ux, self.x_for = [], None, ()
+        self.last_unit: dict = {}  # unit -> type it ran on last round (lease continuation)
         self.n_rounds, self.n_solves, self.lp_s = 0, 0, 0.0
         self.t = 0.0
 
@@ -172,55 +188,105 @@ class _Run:
     def _round(self, active):
         names = tuple(self.jobs[j].name for j in active)
         if names != self.x_for:
-            self.mechanism.forget(set(self.mechanism.rounds) - set(names))
-            self.x, self.x_for = self._fractions(active), names
-        assigned = self.mechanism.assign(names, self.x, [self.jobs[j].scale_factor for j in active], self.capacity,
-                                         self.last_type[active])
-        if np.any(np.bincount(assigned[assigned >= 0], weights=[self.jobs[active[i]].scale_factor
-                                                                 for i in np.flatnonzero(assigned >= 0)],
-                              minlength=len(self.types)) > self.capacity):
+            self.units, self.ux = self._fractions(active)
+            self.x_for = names
+            self.mechanism.forget(set(self.mechanism.rounds) - {key for key, _ in self.units})
+        keys = [key for key, _ in self.units]
+        members = [m for _, m in self.units]
+        scale = np.array([self.jobs[m[0]].scale_factor for m in members], dtype=np.int64)
+        current = np.array([self.last_unit.get(key, -1) for key in keys], dtype=np.int64)
+        assigned = self.mechanism.assign(keys, self.ux, scale, self.capacity, current, members=members)
+        on = assigned >= 0
+        if np.any(np.bincount(assigned[on], weights=scale[on], minlength=len(self.types)) > self.capacity):
             raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
-        self.mechanism.record(names, assigned, self.cfg.round_s)
-        for i, j in enumerate(active):
-            k = int(assigned[i])
-            if k >= 0 and k != self.last_type[j]:
-                self.changes[j] += self.last_type[j] >= 0
-            self.last_type[j] = k if k >= 0 else self.last_type[j]
-            if k >= 0:
-                self._advance(j, k)
+        self.mechanism.record(keys, assigned, self.cfg.round_s)
+        self.last_unit = {key: int(k) for key, k in zip(keys, assigned) if k >= 0}
+        for mem, k in zip(members, assigned):
+            if k < 0:
+                continue
+            rates = self.rate[mem[0], k:k + 1] if len(mem) == 1 else self.pair_rate[mem][k]
+            for j, rate in zip(mem, rates):
+                if k != self.last_type[j]:
+                    self.changes[j] += self.last_type[j] >= 0
+                    self.last_type[j] = k
+                self._advance(j, int(k), float(rate), shared=len(mem) > 1)
 
-    def _advance(self, j, k):
-        job, rate = self.jobs[j], self.rate[j, k]
+    def _advance(self, j, k, rate, shared=False):
+        job = self.jobs[j]
         if rate <= 0:
             raise SimulationError(f"job {job.name} was given type {self.types[k]!r} where it cannot run")
         left = job.total_steps - self.done_steps[j]
         seconds = min(self.cfg.round_s, left / rate)
         self.done_steps[j] += rate * seconds
         self.gpu_s[j] += job.scale_factor * seconds
+        self.shared_s[j] += seconds if shared else 0.0
         if seconds < self.cfg.round_s or left - rate * seconds <= 1e-9 * job.total_steps:
             self.done_steps[j] = job.total_steps
             self.completion[j] = self.t + seconds
 
     def _fractions(self, active):
+        """The scheduling units (job name or ``a+b``, their job indices) and their time fractions (U, K)."""
         from goodopt.solvers.gavel import solve_gavel
 
         jobs = [self.jobs[j] for j in active]
         thr = self.rate[active]
         remaining = np.array([max(j.total_steps - self.done_steps[i], 1e-9) for i, j in zip(active, jobs)])
+        pairs = both = None
         if self.cfg.agnostic:  # one pooled type, throughput 1: remaining work in seconds at the best speed
             names, seen, cap = ("pooled",), np.ones((len(jobs), 1)), np.array([self.capacity.sum()])
             remaining = remaining / thr.max(axis=1)
         else:
             names, seen, cap = self.types, thr, self.capacity
+            if self.cfg.policy in PACKED:
+                pairs, both = self._pairs(active)
         mx = ThroughputMatrix(
             job_names=tuple(j.name for j in jobs), type_names=names, throughput=seen,
             scale_factor=np.array([j.scale_factor for j in jobs], dtype=np.int64), capacity=cap,
             weights=np.array([j.weight for j in jobs], dtype=float), remaining_steps=remaining,
-            elapsed_s=np.array([max(self.t - j.arrival_s, 0.0) for j in jobs]), arrival_order=np.arange(len(jobs)))
+            elapsed_s=np.array([max(self.t - j.arrival_s, 0.0) for j in jobs]), arrival_order=np.arange(len(jobs)),
+            pairs=pairs, pair_throughput=both)
         res = solve_gavel(mx, self.cfg.policy, dict(self.cfg.options))
         self.n_solves += 1
         self.lp_s += res.seconds
-        return spread(res.x[:, 0], thr > 0, self.capacity, mx.scale_factor) if self.cfg.agnostic else res.x
+        units = [(j.name, (i,)) for i, j in zip(active, jobs)]
+        x = spread(res.x[:, 0], thr > 0, self.capacity, mx.scale_factor) if self.cfg.agnostic else res.x
+        if pairs is None:
+            return units, x
+        keep = np.flatnonzero(res.pair_x.sum(axis=1) > 1e-9)
+        for a, b in pairs[keep]:
+            units.append((f"{jobs[a].name}+{jobs[b].name}", (active[a], active[b])))
+        return units, np.vstack([x, res.pair_x[keep]])
+
+    def _pairs(self, active):
+        """Useful pairs of the active one-GPU jobs (local indices) and their throughputs together (P, K, 2)."""
+        ones = [i for i, j in enumerate(active) if self.jobs[j].scale_factor == 1]
+        pairs, both = [], []
+        for n, a in enumerate(ones):
+            for b in ones[n + 1:]:
+                key = (active[a], active[b])
+                if key not in self.pair_rate:
+                    self.pair_rate[key] = self._pair_rates(*key)
+                if self.pair_rate[key] is not None:
+                    pairs.append((a, b))
+                    both.append(self.pair_rate[key])
+        if not pairs:
+            return np.zeros((0, 2), dtype=np.int64), np.zeros((0, len(self.types), 2))
+        return np.array(pairs, dtype=np.int64), np.array(both)
+
+    def _pair_rates(self, ga, gb):
+        """(K, 2) throughputs of jobs ``ga``, ``gb`` together where sharing is useful, else None."""
+        a, b = self.jobs[ga], self.jobs[gb]
+        out = np.zeros((len(self.types), 2))
+        for k, t in enumerate(self.types):
+            hit = self.throughputs.pairs.get((t, a.job_type, b.job_type))
+            swapped = self.throughputs.pairs.get((t, b.job_type, a.job_type))
+            if hit is not None:
+                out[k] = hit
+            elif swapped is not None:
+                out[k] = swapped[::-1]
+        alone = np.stack([self.rate[ga], self.rate[gb]], axis=1)
+        out[~useful_pairs(alone[None], out[None])[0]] = 0.0
+        return out if out.any() else None
 
     def job_table(self, window) -> pd.DataFrame:
         end = self.t
@@ -232,7 +298,8 @@ class _Run:
                          "jct": (self.completion[i] if done else max(end, j.arrival_s)) - j.arrival_s
                          if j.arrival_s <= end else np.nan,
                          "duration_s": j.duration_s, "in_window": window[0] <= i < window[1],
-                         "gpu_s": self.gpu_s[i], "n_type_changes": int(self.changes[i])})
+                         "gpu_s": self.gpu_s[i], "shared_s": self.shared_s[i],
+                         "n_type_changes": int(self.changes[i])})
         return pd.DataFrame(rows, columns=list(RIGID_JOB_COLUMNS))
 
     def summary(self, window, wall_s) -> dict:
