@@ -71,6 +71,25 @@ every policy above (the equal share stays the singletons'; costs count a
 pair's GPUs once). The pairs offered are the caller's
 (:func:`goodopt.gavel.useful_pairs` drops the ones time sharing dominates).
 
+**Hierarchical max-min fairness by water filling** (Gavel's
+``max_min_fairness_water_filling``): jobs belong to entities ``e`` (users,
+groups) with weights ``W_e``; inside an entity its weight goes to its jobs
+by the entity's policy -- ``fairness``: shared in proportion to the jobs'
+own weights, ``fifo``: all to its earliest job not yet frozen. With ``F`` the
+frozen jobs (levels ``ℓ_j`` fixed) and ``A`` the jobs holding weight ``w_j``::
+
+    (10) maximise t  s.t.  thr_j(X) / thr^eq_j >= t w_j  ∀ j ∈ A,
+                           thr_j(X) >= ℓ_j               ∀ j ∈ F,   (1), (2)
+
+A job of ``A`` is a bottleneck when, with every other job of ``A`` held at
+``t* w``, its own ``thr_j / thr^eq_j`` cannot exceed ``t* w_j`` (one LP per
+job); bottlenecks are frozen at ``ℓ_j = t* w_j thr^eq_j``, the weights are
+handed on inside their entities, and (10) is solved again until every job is
+frozen. A last LP with every level as a floor maximises ``Σ_j thr_j /
+thr^eq_j``. The result is the weighted max-min fair allocation across
+entities: no entity's share can grow without shrinking one that is no
+larger relative to its weight.
+
 FIFO is not an LP; :func:`goodopt.solvers.gavel.fifo_fractions` gives it.
 
 This module only builds models (:func:`build_model`, a pure function of its
@@ -87,7 +106,7 @@ from goodopt.errors import ValidationError
 OBJECTIVES = ("max_min", "max_sum", "min_cost", "feasibility")
 
 
-def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None) -> pyo.ConcreteModel:
+def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, rows=None) -> pyo.ConcreteModel:
     """One LP of the module docstring (with the pair columns (1'), (2') when ``matrix`` has pairs).
 
     * ``objective="max_min"``: maximise ``t`` with ``t <= Σ_k coef_jk X_jk``
@@ -100,6 +119,8 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None) ->
     ``coef_min`` semantics adds ``Σ_k coef_jk X_jk >= t_min`` (4) — in that
     case ``coef`` is a pair ``(objective coef, minimum coef)``. A pair column
     enters job ``j``'s sums with ``coef_jk`` scaled by ``T^pair / T_jk``.
+    ``rows`` (job indices; default all) limits the epigraph and ``t_min`` rows
+    to those jobs (water filling (10)).
 
     Shapes: coef (J, K); floor (J,).
     """
@@ -135,13 +156,14 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None) ->
         m.floor = pyo.Constraint(range(J), rule=lambda m, j: (thr(j, mx.throughput) >= float(fl[j]))
                                  if fl[j] > 0 else pyo.Constraint.Skip)
     c_obj, c_min = (coef if isinstance(coef, tuple) else (coef, None))
+    sel = list(range(J)) if rows is None else [int(j) for j in rows]
     if t_min is not None:
         if c_min is None:
             raise ValidationError("coef", "t_min needs coef = (objective coef, minimum coef)")
-        m.keep_min = pyo.Constraint(range(J), rule=lambda m, j: thr(j, c_min) >= float(t_min))
+        m.keep_min = pyo.Constraint(sel, rule=lambda m, j: thr(j, c_min) >= float(t_min))
     if objective == "max_min":
         m.t = pyo.Var()
-        m.epigraph = pyo.Constraint(range(J), rule=lambda m, j: m.t <= thr(j, c_obj))
+        m.epigraph = pyo.Constraint(sel, rule=lambda m, j: m.t <= thr(j, c_obj))
         m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
     elif objective == "max_sum":
         m.obj = pyo.Objective(expr=sum(thr(j, c_obj) for j in range(J)), sense=pyo.maximize)

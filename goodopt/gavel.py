@@ -21,6 +21,7 @@ Sources:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -34,7 +35,10 @@ from .profiles import ThroughputProfile
 #: Gavel's policies (solved by :func:`goodopt.solvers.gavel.solve_gavel`).
 POLICY_NAMES = ("max_min_fairness", "max_min_fairness_agnostic", "max_total_throughput", "min_cost",
                 "finish_time_fairness", "min_makespan", "fifo", "max_min_fairness_packed",
-                "max_total_throughput_packed", "finish_time_fairness_packed", "min_makespan_packed")
+                "max_total_throughput_packed", "finish_time_fairness_packed", "min_makespan_packed",
+                "max_min_fairness_water_filling")
+#: How an entity shares its weight among its jobs (hierarchical policies).
+ENTITY_POLICIES = ("fairness", "fifo")
 #: The space-sharing variants: packed policy -> the policy it runs with the matrix's job pairs.
 PACKED = {f"{base}_packed": base for base in ("max_min_fairness", "max_total_throughput", "finish_time_fairness",
                                                "min_makespan")}
@@ -51,7 +55,10 @@ class ThroughputMatrix:
     ``elapsed_s`` (J,); ``capacity``, ``price_per_gpu_h`` (K,). For space
     sharing, ``pairs`` (P, 2) job indices of equal scale factor and
     ``pair_throughput`` (P, K, 2): each member's steps/s while the two share
-    the GPUs (0 where they do not fit together).
+    the GPUs (0 where they do not fit together). For hierarchical policies,
+    ``entities`` (J,) gives each job's entity index, ``entity_weights`` (E,)
+    the entities' weights and ``entity_policies`` (E,) how each shares its
+    weight among its jobs (:data:`ENTITY_POLICIES`).
     """
 
     job_names: tuple[str, ...]
@@ -66,6 +73,9 @@ class ThroughputMatrix:
     arrival_order: np.ndarray | None = field(default=None)
     pairs: np.ndarray | None = None
     pair_throughput: np.ndarray | None = None
+    entities: np.ndarray | None = None
+    entity_weights: np.ndarray | None = None
+    entity_policies: tuple[str, ...] | None = None
 
     def __post_init__(self):
         J, K = len(self.job_names), len(self.type_names)
@@ -105,6 +115,29 @@ class ThroughputMatrix:
         order = np.arange(J) if self.arrival_order is None else np.asarray(self.arrival_order)
         object.__setattr__(self, "arrival_order", order)
         self._check_pairs(J, K)
+        self._check_entities(J)
+
+    def _check_entities(self, J):
+        if self.entities is None:
+            if self.entity_weights is not None or self.entity_policies is not None:
+                raise ValidationError("entities", "entity weights and policies need each job's entity",
+                                      "give entities (one index per job)")
+            return
+        e = np.asarray(self.entities)
+        E = int(e.max()) + 1 if len(e) else 0
+        if e.shape != (J,) or np.any(e < 0) or np.any(e != np.round(e)):
+            raise ValidationError("entities", f"must be {J} entity indices >= 0, one per job")
+        w = np.ones(E) if self.entity_weights is None else np.asarray(self.entity_weights, dtype=float)
+        if w.shape[0] < E or np.any(~np.isfinite(w)) or np.any(w <= 0):
+            raise ValidationError("entity_weights", f"must be at least {E} finite numbers > 0")
+        pol = tuple(self.entity_policies or ("fairness",) * len(w))
+        bad = [p for p in pol if p not in ENTITY_POLICIES]
+        if len(pol) != len(w) or bad:
+            raise ValidationError("entity_policies", f"must be one of {ENTITY_POLICIES} per entity, got {pol!r}",
+                                  "e.g. ('fairness', 'fifo')")
+        object.__setattr__(self, "entities", e.astype(np.int64))
+        object.__setattr__(self, "entity_weights", w)
+        object.__setattr__(self, "entity_policies", pol)
 
     def _check_pairs(self, J, K):
         if (self.pairs is None) != (self.pair_throughput is None):
@@ -175,6 +208,47 @@ class ThroughputMatrix:
             for i in range(2):
                 np.add.at(out, self.pairs[:, i], (y * self.pair_throughput[:, :, i]).sum(axis=1))
         return out
+
+
+def check_entities(value) -> tuple:
+    """Entities (name -> {weight, policy: fairness | fifo, share}) as sorted ``(name, (("policy", p),
+    ("share", s), ("weight", w)))`` pairs, each field checked (weight and share default to 1, policy to
+    fairness; ``share`` is how often a generated job belongs to the entity)."""
+    items = value.items() if isinstance(value, dict) else value
+    out = []
+    for name, spec in items:
+        spec = dict(spec or {})
+        unknown = sorted(set(spec) - {"weight", "policy", "share"})
+        if unknown:
+            raise ValidationError(f"entities.{name}.{unknown[0]}", "not an entity field",
+                                  "an entity has weight, policy (fairness or fifo) and share")
+        numbers = {}
+        for key in ("weight", "share"):
+            v = spec.get(key, 1.0)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
+                raise ValidationError(f"entities.{name}.{key}", f"must be a number > 0, got {v!r}")
+            numbers[key] = float(v)
+        pol = spec.get("policy", "fairness")
+        if pol not in ENTITY_POLICIES:
+            raise ValidationError(f"entities.{name}.policy", f"must be one of {ENTITY_POLICIES}, got {pol!r}")
+        out.append((str(name), (("policy", pol), ("share", numbers["share"]), ("weight", numbers["weight"]))))
+    return tuple(sorted(out))
+
+
+def entity_fields(entities: tuple, jobs) -> dict:
+    """The :class:`ThroughputMatrix` entity fields for ``jobs`` (each with ``.entity``) under
+    :func:`check_entities` output; ``{}`` without entities. A job of an unnamed entity is refused."""
+    if not entities:
+        return {}
+    names = [name for name, _ in entities]
+    spec = {name: dict(s) for name, s in entities}
+    missing = sorted({j.entity for j in jobs} - set(names))
+    if missing:
+        raise ValidationError("entities", f"jobs belong to entity {missing[0]!r}, which has no weight",
+                              f"name it under entities (known: {names})")
+    return {"entities": np.array([names.index(j.entity) for j in jobs], dtype=np.int64),
+            "entity_weights": np.array([spec[n]["weight"] for n in names]),
+            "entity_policies": tuple(spec[n]["policy"] for n in names)}
 
 
 def useful_pairs(throughput, pair_throughput) -> np.ndarray:
@@ -370,7 +444,8 @@ class RigidJob:
     """A rigid throughput-only job: ``total_steps`` steps of ``job_type`` on ``scale_factor`` GPUs of one type.
 
     ``duration_s`` is how long it runs alone on the reference type (Gavel's
-    ``run_time``); ``weight`` its priority weight.
+    ``run_time``); ``weight`` its priority weight; ``entity`` the user or
+    group it belongs to (hierarchical policies).
     """
 
     name: str
@@ -380,6 +455,17 @@ class RigidJob:
     total_steps: float
     duration_s: float
     weight: float = 1.0
+    entity: str = ""
+
+
+def assign_entities(jobs, shares: dict, rng: np.random.Generator) -> tuple[RigidJob, ...]:
+    """Each job given an entity drawn with probability ``shares[entity]`` (normalised)."""
+    names = list(shares)
+    p = np.array([float(shares[n]) for n in names])
+    if not names or np.any(~np.isfinite(p)) or np.any(p <= 0):
+        raise ValidationError("entities", f"shares must be numbers > 0, got {shares!r}", "e.g. {A: 1, B: 2}")
+    picks = rng.choice(len(names), size=len(jobs), p=p / p.sum())
+    return tuple(dataclasses.replace(j, entity=names[int(i)]) for j, i in zip(jobs, picks))
 
 
 def gavel_trace(throughputs: GavelThroughputs, rate_per_h: float, n_jobs: int,

@@ -40,6 +40,7 @@ POLICIES = {
     "max_total_throughput_packed": "max_total_throughput with job pairs sharing GPUs (space sharing)",
     "finish_time_fairness_packed": "finish_time_fairness with job pairs sharing GPUs (space sharing)",
     "min_makespan_packed": "min_makespan with job pairs sharing GPUs (space sharing)",
+    "max_min_fairness_water_filling": "the last frozen level t* (hierarchical max-min fairness across entities)",
 }
 if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kept in step
     raise ImportError("goodopt.gavel.POLICY_NAMES and goodopt.solvers.gavel.POLICIES disagree")
@@ -54,6 +55,7 @@ POLICY_OPTIONS = {
     "fifo": {"aware": True},
 }
 POLICY_OPTIONS.update({packed: POLICY_OPTIONS[base] for packed, base in PACKED.items()})
+POLICY_OPTIONS["max_min_fairness_water_filling"] = {"tolerance": 1e-6, "max_lps": 2000}
 
 
 @dataclass
@@ -177,6 +179,8 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
         (x, y), fun = _solution(model, mx), 1.0 / float(out.objective)
     elif base == "finish_time_fairness":
         x, y, fun, status = _finish_time_fairness(mx, run, eq, opts)
+    elif base == "max_min_fairness_water_filling":
+        x, y, fun, status = _water_filling(mx, run, eq, opts)
     else:  # pragma: no cover - guarded by _check
         raise AssertionError(policy)
     thr = mx.effective_throughput(x, y)
@@ -246,6 +250,60 @@ def _finish_time_fairness(mx, run, eq, opts):
     thr = mx.effective_throughput(x_best, y_best)
     rho = float(np.max((a + R / np.maximum(thr, 1e-300)) / D))
     return x_best, y_best, rho, status
+
+
+def _water_filling(mx, run, eq, opts):
+    """Hierarchical weighted max-min fairness (10): freeze bottlenecks level by level."""
+    J = mx.n_jobs
+    ent = mx.entities if mx.entities is not None else np.arange(J)
+    w_ent = mx.entity_weights if mx.entities is not None else mx.weights
+    policies = mx.entity_policies if mx.entities is not None else ("fairness",) * J
+    T = mx.throughput
+    level = np.full(J, np.nan)  # frozen throughputs
+    status, t_star, tol = Termination.OPTIMAL, 0.0, opts["tolerance"]
+    while np.isnan(level).any():
+        if len(run.stages) >= opts["max_lps"]:
+            status = Termination.ITERATION_LIMIT
+            break
+        w = _entity_weights(ent, w_ent, policies, mx.weights, np.isnan(level), mx.arrival_order)
+        rows = np.flatnonzero(w > 0)
+        coef = T / (eq[:, None] * np.where(w > 0, w, 1.0)[:, None])
+        floor = np.nan_to_num(level, nan=0.0) * (1 - tol)
+        model, out = run.solve("level", objective="max_min", coef=coef, floor=floor, rows=rows)
+        _require(out, "max_min_fairness_water_filling", "level")
+        t_star = float(out.objective)
+        stuck = [j for j in rows if _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w[j], tol)]
+        for j in stuck or rows:  # numerical ties: freeze the whole level rather than loop
+            level[j] = t_star * w[j] * eq[j]
+    floor = np.nan_to_num(level, nan=0.0) * (1 - tol)
+    model, out = run.solve("fill", objective="max_sum", coef=T / eq[:, None], floor=floor)
+    _require(out, "max_min_fairness_water_filling", "fill")
+    x, y = _solution(model, mx)
+    return x, y, t_star, status
+
+
+def _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w_j, tol) -> bool:
+    """Whether job ``j`` cannot rise above its level ``t* w_j`` (in ``thr / thr^eq``) while the other weighted
+    jobs stay at ``t*`` (one LP)."""
+    only = np.zeros_like(coef)
+    only[j] = mx.throughput[j] / eq[j]
+    model, out = run.solve(f"bottleneck {mx.job_names[j]}", objective="max_sum", coef=(only, coef),
+                           t_min=t_star * (1 - tol), floor=floor, rows=rows)
+    _require(out, "max_min_fairness_water_filling", "bottleneck")
+    return float(out.objective) <= t_star * w_j * (1 + 1e3 * tol)
+
+
+def _entity_weights(ent, w_ent, policies, job_w, open_, order) -> np.ndarray:
+    """Each open job's share of its entity's weight (0 for frozen jobs and FIFO jobs still waiting)."""
+    w = np.zeros(len(ent))
+    for e in np.unique(ent[open_]):
+        members = np.flatnonzero((ent == e) & open_)
+        if policies[e] == "fifo":
+            first = members[np.argmin(order[members])]
+            w[first] = w_ent[e]
+        else:
+            w[members] = w_ent[e] * job_w[members] / job_w[members].sum()
+    return w
 
 
 def fifo_fractions(matrix, *, aware: bool = True) -> np.ndarray:

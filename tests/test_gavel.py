@@ -257,3 +257,36 @@ def test_useful_pairs_keeps_only_sharing_that_beats_taking_turns():
                           pairs=np.array([[0, 1]]), pair_throughput=np.array([[[1.0, 0.4]]]))
     assert solve_gavel(mx, "max_total_throughput_packed").fun == pytest.approx(
         solve_gavel(mx, "max_total_throughput").fun)
+
+
+def entities_matrix(policies=("fairness", "fairness")):
+    """Three GPUs of one type; entity A (weight 1) has one job, B (weight 1) three; all 1 step/s on 1 GPU."""
+    return ThroughputMatrix(("a", "b1", "b2", "b3"), ("k",), np.ones((4, 1)), np.ones(4, dtype=int),
+                            np.array([3]), entities=np.array([0, 1, 1, 1]), entity_weights=np.array([1.0, 1.0]),
+                            entity_policies=policies)
+
+
+def test_water_filling_hands_a_capped_entitys_share_to_the_others():
+    # Equal entity weights would give A 1.5 GPUs, but its one job can use only 1 (row (1)): A is frozen at 1
+    # and the other half GPU goes to B, whose three jobs share 2 GPUs fairly: 2/3 each.
+    res = solve_gavel(entities_matrix(), "max_min_fairness_water_filling")
+    assert res.success
+    assert res.x[:, 0] == pytest.approx([1.0, 2 / 3, 2 / 3, 2 / 3], abs=1e-5)
+
+
+def test_water_filling_with_fifo_inside_an_entity():
+    # B serves its jobs in arrival order: b1 gets a whole GPU, then b2; b3 gets what is left (nothing here:
+    # A's job holds 1 GPU, b1 and b2 the other two).
+    res = solve_gavel(entities_matrix(("fairness", "fifo")), "max_min_fairness_water_filling")
+    assert res.x[:, 0] == pytest.approx([1.0, 1.0, 1.0, 0.0], abs=1e-5)
+
+
+def test_water_filling_weights_entities():
+    # Two GPUs, A (weight 3) and B (weight 1) with two jobs each: A gets 1.5 GPUs, B 0.5; fairly inside each.
+    mx = ThroughputMatrix(("a1", "a2", "b1", "b2"), ("k",), np.ones((4, 1)), np.ones(4, dtype=int), np.array([2]),
+                          entities=np.array([0, 0, 1, 1]), entity_weights=np.array([3.0, 1.0]))
+    res = solve_gavel(mx, "max_min_fairness_water_filling")
+    assert res.x[:, 0] == pytest.approx([0.75, 0.75, 0.25, 0.25], abs=1e-5)
+    with pytest.raises(ValidationError, match="entity_policies"):
+        ThroughputMatrix(("a",), ("k",), np.ones((1, 1)), np.ones(1, dtype=int), np.array([1]),
+                         entities=np.array([0]), entity_policies=("lottery",))

@@ -200,3 +200,24 @@ def test_unaware_pollux_tells_the_scheduler_one_model_for_every_type(small_heter
     pa, pp = aware.profile("x"), pooled.profile("x")
     assert pa.gpu_types["t4"].params != pa.gpu_types["a100"].params  # told apart after profiling
     assert pp.gpu_types["t4"].params == pp.gpu_types["a100"].params
+
+
+def test_gavel_water_filling_reads_the_workloads_entity_column(small_hetero, tmp_path):
+    from goodopt.sim.workload import load_workload
+
+    cluster, wl, truth = small_hetero
+    frame = wl.to_frame()
+    frame["entity"] = ["team-a" if i % 2 else "team-b" for i in range(len(frame))]
+    frame.to_csv(tmp_path / "w.csv", index=False)
+    loaded = load_workload(tmp_path / "w.csv")
+    assert {j.entity for j in loaded.jobs} == {"team-a", "team-b"}
+    opts = {"policy": "max_min_fairness_water_filling", "round_s": 120.0,
+            "entities": {"team-a": {"weight": 3}, "team-b": {"weight": 1, "policy": "fifo"}}}
+    res = simulate(loaded, cluster, "gavel", truth=truth, policy_options=opts, seed=1)
+    assert res.jobs["completion_s"].notna().all()
+    with pytest.raises(ValidationError, match="team-b"):
+        simulate(loaded, cluster, "gavel", truth=truth, seed=1,
+                 policy_options={**opts, "entities": {"team-a": {"weight": 3}}})
+    (tmp_path / "bad.csv").write_text("name,time,application,num_replicas,batch_size,entitty\nj,0,cifar10,1,128,a\n")
+    with pytest.raises(ValidationError, match="did you mean 'entity'"):
+        load_workload(tmp_path / "bad.csv")

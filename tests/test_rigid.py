@@ -75,6 +75,12 @@ def test_settings_are_checked():
         RigidConfig(window=(5, 5))
     with pytest.raises(ValidationError, match="round_s"):
         RigidConfig(round_s=0)
+    with pytest.raises(ValidationError, match=r"entities\.A\.weight"):
+        RigidConfig(entities={"A": {"weight": 0}})
+    with pytest.raises(ValidationError, match=r"entities\.A\.polcy"):
+        RigidConfig(entities={"A": {"polcy": "fifo"}})
+    with pytest.raises(ValidationError, match=r"entities\.A\.policy"):
+        RigidConfig(entities={"A": {"policy": "lottery"}})
     with pytest.raises(ValidationError, match="capacity.k80"):
         run([job("a", "indifferent", 10.0)], {"v100": 1, "k80": 0})
 
@@ -161,3 +167,18 @@ def test_a_rigid_sweep_spec_names_the_bad_field(tmp_path, change, field):
             "throughputs": str(write_throughputs(tmp_path / "t.json")), "policies": ["max_min_fairness"], **change}
     with pytest.raises(ValidationError, match=field):
         spec_from_dict(spec)
+
+
+def test_a_hierarchical_rigid_sweep_gives_the_heavier_entity_more(tmp_path):
+    from goodopt.runs.sweep import run_sweep
+
+    spec = {"name": "ent", "kind": "rigid", "rates": [30], "n_jobs": 40, "window": [5, 35],
+            "capacity": {"v100": 2}, "throughputs": str(write_throughputs(tmp_path / "t.json")),
+            "policies": [{"label": "wf", "policy": "max_min_fairness_water_filling",
+                          "options": {"entities": {"heavy": {"weight": 4, "share": 1},
+                                                   "light": {"weight": 1, "share": 1, "policy": "fifo"}}}}]}
+    res = run_sweep(spec, progress=False)
+    window = res.jobs[res.jobs.in_window]
+    by = window.groupby("entity").jct.mean()
+    assert set(by.index) == {"heavy", "light"}
+    assert by["heavy"] < by["light"]  # four times the weight: served sooner

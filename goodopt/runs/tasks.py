@@ -144,6 +144,7 @@ def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *
     cfg = RigidConfig(**config)
     full = {k: (list(v) if isinstance(v, tuple) and k == "window" else dict(v) if k == "options" else v)
             for k, v in cfg.__dict__.items()}
+    full["entities"] = {name: dict(s) for name, s in cfg.entities}
     return RigidTask(str(throughputs), to_json(dict(capacity)), float(rate_per_h), int(n_jobs), to_json(full),
                      int(seed), label or cfg.policy + ("-agnostic" if cfg.agnostic else ""), dict(vary or {}))
 
@@ -290,13 +291,16 @@ def warm_up(method: str) -> None:
 def _run_rigid(task: RigidTask) -> dict:
     import numpy as np
 
-    from goodopt.gavel import gavel_trace, read_gavel_throughputs
+    from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
     from goodopt.sim.rigid import RigidConfig, simulate_rigid
 
     thr = read_gavel_throughputs(task.throughputs)
     cfg = dict(task.config)
     cfg["window"] = None if cfg.get("window") is None else tuple(cfg["window"])
-    jobs = gavel_trace(thr, task.rate_per_h, task.n_jobs, np.random.default_rng(task.seed))
+    rng = np.random.default_rng(task.seed)
+    jobs = gavel_trace(thr, task.rate_per_h, task.n_jobs, rng)
+    if cfg["entities"]:
+        jobs = assign_entities(jobs, {name: s["share"] for name, s in cfg["entities"].items()}, rng)
     res = simulate_rigid(jobs, thr, dict(task.capacity), RigidConfig(**cfg))
     head = {"rate_per_h": task.rate_per_h, "policy": cfg["policy"], "agnostic": cfg["agnostic"],
             "seed": task.seed}

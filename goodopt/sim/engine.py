@@ -155,6 +155,7 @@ class SimJob:
     start_s: float | None = None
     completion_s: float | None = None
     gpu_type: str | None = None  # type of the GPUs it holds (None when it holds none)
+    entity: str = ""  # the user or group it belongs to (hierarchical policies)
 
     @property
     def n_gpus(self) -> int:
@@ -216,7 +217,7 @@ class Engine:
                                  single_gpu_accumulation=config.single_gpu_accumulation)
             self.jobs.append(SimJob(i, wj.name, wj.application, float(wj.arrival_s), wj.num_replicas,
                                     batch or wj.batch_size, agent, fixed_gpus=gpus,
-                                    row=np.zeros(cluster.n_nodes, dtype=np.int64)))
+                                    row=np.zeros(cluster.n_nodes, dtype=np.int64), entity=wj.entity))
         self.rounds: list[dict] = []
         self.alloc_log: list[tuple] = []
         self.policy_s = 0.0

@@ -565,8 +565,14 @@ class GavelPolicy(Policy):
     needs_oracle = True
     hetero_aware = True
 
-    def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict | None = None):
+    def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict | None = None,
+                 entities: dict | None = None):
+        """``entities`` (name -> {weight, policy: fairness | fifo}) weighs the workload's ``entity`` column for
+        ``policy="max_min_fairness_water_filling"``."""
         super().__init__()
+        from goodopt.gavel import check_entities
+
+        self.entities = check_entities(entities or {})
         from goodopt.gavel import PACKED, POLICY_NAMES
 
         if policy not in POLICY_NAMES:
@@ -581,7 +587,8 @@ class GavelPolicy(Policy):
 
     def describe(self) -> dict:
         """The policy's name and options, for run metadata."""
-        return {"name": self.name, "policy": self.policy, "round_s": self.round_s, "options": self.options}
+        return {"name": self.name, "policy": self.policy, "round_s": self.round_s, "options": self.options,
+                "entities": {name: dict(s) for name, s in self.entities}}
 
     def reset(self, cluster, rng) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
@@ -596,7 +603,7 @@ class GavelPolicy(Policy):
 
     def matrix(self, state):
         """Jobs x types throughput (steps/s at the requested GPUs, fixed batch, packed). Shapes: (J, K)."""
-        from goodopt.gavel import ThroughputMatrix
+        from goodopt.gavel import ThroughputMatrix, entity_fields
 
         J, K = state.n_jobs, len(self.types)
         thr = np.zeros((J, K))
@@ -624,7 +631,7 @@ class GavelPolicy(Policy):
                                 throughput=thr, scale_factor=scale, capacity=self.capacity,
                                 remaining_steps=remaining,
                                 elapsed_s=np.array([max(state.time_s - job.arrival_s, 0.0) for job in state.jobs]),
-                                arrival_order=np.arange(J))
+                                arrival_order=np.arange(J), **entity_fields(self.entities, state.jobs))
 
     def allocate(self, state) -> np.ndarray:
         """GPUs per (active job, node) for this round.

@@ -52,13 +52,14 @@ import numpy as np
 import pandas as pd
 
 from goodopt.errors import SimulationError, ValidationError
-from goodopt.gavel import PACKED, POLICY_NAMES, GavelThroughputs, RigidJob, ThroughputMatrix, useful_pairs
+from goodopt.gavel import (PACKED, POLICY_NAMES, GavelThroughputs, RigidJob, ThroughputMatrix, check_entities,
+                           entity_fields, useful_pairs)
 from goodopt.validation import check_number
 
 log = logging.getLogger(__name__)
 
 #: Columns of :attr:`RigidResult.jobs`.
-RIGID_JOB_COLUMNS = ("job", "job_type", "scale_factor", "arrival_s", "completion_s", "jct", "duration_s",
+RIGID_JOB_COLUMNS = ("job", "entity", "job_type", "scale_factor", "arrival_s", "completion_s", "jct", "duration_s",
                      "in_window", "gpu_s", "shared_s", "n_type_changes")
 
 
@@ -72,6 +73,9 @@ class RigidConfig:
     window: tuple[int, int] | None = None
     max_time_s: float = 365 * 86400.0
     options: tuple = ()
+    #: Hierarchical policies: entity -> {"weight": w, "policy": "fairness" | "fifo", "share": s}; jobs carry their
+    #: entity (``RigidJob.entity``; a rigid sweep draws it with probability ``share``).
+    entities: tuple = ()
 
     def __post_init__(self):
         if self.policy not in POLICY_NAMES or self.policy == "max_min_fairness_agnostic":
@@ -84,6 +88,7 @@ class RigidConfig:
         check_number("round_s", self.round_s, minimum=0, strict=True, error=ValidationError)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True, error=ValidationError)
         object.__setattr__(self, "options", tuple(sorted(dict(self.options).items())))
+        object.__setattr__(self, "entities", check_entities(self.entities))
         if self.window is not None:
             lo, hi = (int(v) for v in self.window)
             if not 0 <= lo < hi:
@@ -244,7 +249,7 @@ class _Run:
             scale_factor=np.array([j.scale_factor for j in jobs], dtype=np.int64), capacity=cap,
             weights=np.array([j.weight for j in jobs], dtype=float), remaining_steps=remaining,
             elapsed_s=np.array([max(self.t - j.arrival_s, 0.0) for j in jobs]), arrival_order=np.arange(len(jobs)),
-            pairs=pairs, pair_throughput=both)
+            pairs=pairs, pair_throughput=both, **entity_fields(self.cfg.entities, jobs))
         res = solve_gavel(mx, self.cfg.policy, dict(self.cfg.options))
         self.n_solves += 1
         self.lp_s += res.seconds
@@ -293,7 +298,7 @@ class _Run:
         rows = []
         for i, j in enumerate(self.jobs):
             done = not np.isnan(self.completion[i])
-            rows.append({"job": j.name, "job_type": j.job_type, "scale_factor": j.scale_factor,
+            rows.append({"job": j.name, "entity": j.entity, "job_type": j.job_type, "scale_factor": j.scale_factor,
                          "arrival_s": j.arrival_s, "completion_s": self.completion[i] if done else np.nan,
                          "jct": (self.completion[i] if done else max(end, j.arrival_s)) - j.arrival_s
                          if j.arrival_s <= end else np.nan,

@@ -37,6 +37,8 @@ from goodopt.traces import POLLUX_APPS, WORKLOAD_COLUMNS
 from goodopt.validation import MAX_WHOLE, read_text, suggest, usable_path
 
 log = logging.getLogger(__name__)
+#: Columns a workload CSV may add: ``entity`` (the job's user or group, for hierarchical policies).
+OPTIONAL_COLUMNS = ("entity",)
 
 #: Fraction of jobs per application in the published Pollux workloads.
 APP_MIX = {"ncf": 0.3966, "cifar10": 0.3823, "deepspeech2": 0.0895, "bert": 0.0670, "yolov3": 0.0470,
@@ -69,6 +71,8 @@ class WorkloadJob:
     batch_size: int
     #: Where the job was read: ``file:line`` (empty for generated jobs).
     source: str = field(default="", compare=False)
+    #: The user or group the job belongs to (optional column ``entity``; hierarchical policies).
+    entity: str = ""
 
     @property
     def where(self) -> str:
@@ -101,9 +105,12 @@ class Workload:
         return len(self.jobs)
 
     def to_frame(self) -> pd.DataFrame:
-        """The workload as a DataFrame with the CSV columns."""
-        return pd.DataFrame([(j.name, j.arrival_s, j.application, j.num_replicas, j.batch_size) for j in self.jobs],
-                            columns=list(WORKLOAD_COLUMNS))
+        """The workload as a DataFrame with the CSV columns (and ``entity`` when any job has one)."""
+        df = pd.DataFrame([(j.name, j.arrival_s, j.application, j.num_replicas, j.batch_size) for j in self.jobs],
+                          columns=list(WORKLOAD_COLUMNS))
+        if any(j.entity for j in self.jobs):
+            df["entity"] = [j.entity for j in self.jobs]
+        return df
 
     def save(self, path) -> Path:
         """Write the workload CSV to ``path``; returns the path."""
@@ -116,7 +123,8 @@ class Workload:
     def from_frame(cls, df: pd.DataFrame, name: str = "workload") -> "Workload":
         """A workload from a DataFrame with the CSV columns."""
         jobs = tuple(WorkloadJob(str(r.name), float(r.time), str(r.application), int(r.num_replicas),
-                                 int(r.batch_size)) for r in df.itertuples(index=False))
+                                 int(r.batch_size), entity=str(getattr(r, "entity", "") or ""))
+                     for r in df.itertuples(index=False))
         return cls(jobs, name=name)
 
 
@@ -164,13 +172,14 @@ def load_workload(path) -> Workload:
 
 def _check_header(path: Path, header: list[str]) -> None:
     missing = [c for c in WORKLOAD_COLUMNS if c not in header]
-    unknown = [c for c in header if c not in WORKLOAD_COLUMNS]
+    unknown = [c for c in header if c not in WORKLOAD_COLUMNS + OPTIONAL_COLUMNS]
     if not (missing or unknown or len(set(header)) != len(header)):
         return
-    hint = suggest(unknown[0], WORKLOAD_COLUMNS) if unknown else ""
+    hint = suggest(unknown[0], WORKLOAD_COLUMNS + OPTIONAL_COLUMNS) if unknown else ""
     problem = (f"unknown column {unknown[0]!r}" if unknown else
                f"missing column(s) {', '.join(missing)}" if missing else "a column appears twice")
-    raise ValidationError(f"{path}:1", problem, f"{hint}the header is {','.join(WORKLOAD_COLUMNS)}")
+    raise ValidationError(f"{path}:1", problem, f"{hint}the header is {','.join(WORKLOAD_COLUMNS)} "
+                          f"(optionally also {', '.join(OPTIONAL_COLUMNS)})")
 
 
 def _job(row: dict, n_cells: int, n_columns: int, where: str) -> WorkloadJob:
@@ -187,7 +196,7 @@ def _job(row: dict, n_cells: int, n_columns: int, where: str) -> WorkloadJob:
     if not (math.isfinite(arrival) and arrival >= 0):
         raise ValidationError(where, f"time: must be a finite second >= 0, got {row['time']!r}")
     return WorkloadJob(name, arrival, app, _whole(row, "num_replicas", where), _whole(row, "batch_size", where),
-                       source=where)
+                       source=where, entity=row.get("entity", "").strip())
 
 
 def _whole(row: dict, key: str, where: str) -> int:
