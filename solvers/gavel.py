@@ -23,6 +23,7 @@ from goodopt.formulations import gavel as fg
 from goodopt.gavel import PACKED, POLICY_NAMES
 
 from .backend import solve_model
+from .highs_arrays import HighsSession
 from .result import Termination
 
 log = logging.getLogger(__name__)
@@ -99,25 +100,49 @@ def _check(policy, options):
     if policy not in POLICY_OPTIONS:
         raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(POLICIES)}")
     options = dict(options or {})
-    unknown = sorted(set(options) - set(POLICY_OPTIONS[policy]) - {"time_limit_s"})
+    common = {"time_limit_s": None, "backend": "arrays"}
+    unknown = sorted(set(options) - set(POLICY_OPTIONS[policy]) - set(common))
     if unknown:
         raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
-                              f"valid options: {sorted(POLICY_OPTIONS[policy]) + ['time_limit_s']}")
-    return {**POLICY_OPTIONS[policy], "time_limit_s": None, **options}
+                              f"valid options: {sorted(POLICY_OPTIONS[policy]) + sorted(common)}")
+    opts = {**POLICY_OPTIONS[policy], **common, **options}
+    if opts["backend"] not in BACKENDS:
+        raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {opts['backend']!r}",
+                              "arrays (HiGHS directly, the default) or pyomo (the reference model)")
+    return opts
+
+
+#: How the LPs reach HiGHS: as arrays (:func:`~goodopt.formulations.gavel.build_arrays`) or through pyomo.
+BACKENDS = ("arrays", "pyomo")
+
+
+@dataclass(frozen=True)
+class _Solved:
+    """An arrays LP and its column values (None without a solution)."""
+
+    arrays: object
+    values: np.ndarray | None
 
 
 class _Runner:
     """Solves LPs in sequence, keeping their log and the time budget."""
 
-    def __init__(self, matrix, time_limit_s):
+    def __init__(self, matrix, time_limit_s, backend="arrays"):
         self.mx = matrix
         self.deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
         self.stages: list = []
+        self.backend = backend
 
     def solve(self, name, **build):
         remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
-        model = fg.build_model(self.mx, **build)
-        out = solve_model(model, time_limit_s=remaining)
+        if self.backend == "pyomo":
+            model = fg.build_model(self.mx, **build)
+            out = solve_model(model, time_limit_s=remaining)
+        else:
+            arrays = fg.build_arrays(self.mx, **build)
+            out, values = HighsSession(arrays.model).solve(time_limit_s=remaining)
+            out = dataclasses.replace(out, objective=arrays.sense * out.objective, bound=arrays.sense * out.bound)
+            model = _Solved(arrays, values)
         self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
                             "solve_s": out.solve_s + out.compile_s})
         return model, out
@@ -133,7 +158,7 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
     t0 = time.perf_counter()
     mx = _for_policy(matrix, policy)
     base = PACKED.get(policy, policy)
-    run = _Runner(mx, opts["time_limit_s"])
+    run = _Runner(mx, opts["time_limit_s"], opts["backend"])
     eq = mx.equal_share_throughput()
     T = mx.throughput
     w = mx.weights[:, None]
@@ -202,6 +227,9 @@ def _for_policy(matrix, policy):
 
 
 def _solution(model, mx):
+    """``(X, Y)`` of a solved LP of either backend."""
+    if isinstance(model, _Solved):
+        return model.arrays.fractions(model.values)
     return fg.fractions(model, mx), fg.pair_fractions(model, mx)
 
 

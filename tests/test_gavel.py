@@ -133,6 +133,9 @@ def test_every_policy_respects_rows_and_capacity(policy):
     assert np.all(used <= mx.capacity + 1e-6)  # (2), (2')
     assert np.all(res.x[~mx.runnable] == 0)
     assert res.throughput == pytest.approx(mx.effective_throughput(res.x, y if len(y) else None))
+    # the arrays handed to HiGHS and the pyomo reference model are the same LPs
+    ref = solve_gavel(mx, policy, {"backend": "pyomo"})
+    assert ref.success and ref.fun == pytest.approx(res.fun, rel=1e-6, abs=1e-9)
 
 
 def one_gpu_pair(together=(0.8, 0.6)):
@@ -172,6 +175,8 @@ def test_packing_that_cannot_help_changes_nothing_and_packed_needs_pairs():
 def test_bad_inputs_name_the_field():
     with pytest.raises(ValidationError, match="policy"):
         solve_gavel(two_by_two([[1, 1], [1, 1]]), "lottery")
+    with pytest.raises(ValidationError, match="options.backend"):
+        solve_gavel(two_by_two([[1, 1], [1, 1]]), "min_cost", {"backend": "cplex"})
     with pytest.raises(ValidationError, match="options.florr"):
         solve_gavel(two_by_two([[1, 1], [1, 1]]), "min_cost", {"florr": 1})
     with pytest.raises(ValidationError, match="cannot run"):
