@@ -187,16 +187,9 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, ro
 
 def _pair_columns(mx) -> list:
     """``(pair, type, (j_a, j_b), (T^pair_a / T_a, T^pair_b / T_b))`` for every usable pair column."""
-    if mx.pairs is None:
-        return []
-    ok = mx.pair_runnable
-    cols = []
-    for p, (a, b) in enumerate(mx.pairs):
-        for k in np.flatnonzero(ok[p]):
-            ta, tb = mx.pair_throughput[p, k]
-            cols.append((p, int(k), (int(a), int(b)),
-                         (float(ta / mx.throughput[a, k]), float(tb / mx.throughput[b, k]))))
-    return cols
+    pc = _pair_arrays(mx)
+    return [(int(p), int(k), (int(a), int(b)), (float(ra), float(rb)))
+            for p, k, a, b, ra, rb in zip(pc["p"], pc["k"], pc["a"], pc["b"], pc["ra"], pc["rb"])]
 
 
 def fractions(model, matrix) -> np.ndarray:
@@ -245,80 +238,90 @@ def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, r
         raise ValidationError("objective", f"must be one of {OBJECTIVES}, got {objective!r}")
     mx = matrix
     J, K = mx.n_jobs, mx.n_types
-    x_index = np.full((J, K), -1, dtype=np.int64)
     jj, kk = np.nonzero(mx.runnable)
-    x_index[jj, kk] = np.arange(len(jj))
-    cols = _pair_columns(mx)
+    nx = len(jj)
+    x_index = np.full((J, K), -1, dtype=np.int64)
+    x_index[jj, kk] = np.arange(nx)
+    pc = _pair_arrays(mx)
+    ny = len(pc["p"])
     y_index = np.full((0 if mx.pairs is None else len(mx.pairs), K), -1, dtype=np.int64)
-    for n, (p, k, _, _) in enumerate(cols):
-        y_index[p, k] = len(jj) + n
-    n_var = len(jj) + len(cols)
-    t_col = n_var if objective == "max_min" else None
-    n_col = n_var + (t_col is not None)
-    R, C, V, lo, up = [], [], [], [], []
+    y_index[pc["p"], pc["k"]] = nx + np.arange(ny)
+    ycol = nx + np.arange(ny)
+    t_col = nx + ny if objective == "max_min" else None
+    n_col = nx + ny + (t_col is not None)
+    blocks, lo, up = [], [], []  # (rows, cols, vals) triplets; row bounds
 
-    def add(row_cols, row_vals, lower, upper):
-        R.append(np.full(len(row_cols), len(lo)))
-        C.append(np.asarray(row_cols, dtype=np.int64))
-        V.append(np.asarray(row_vals, dtype=float))
-        lo.append(lower)
-        up.append(upper)
+    def thr_rows(c, jobs, first, sign=1.0):
+        """Triplets of ``sign * thr_j`` with coefficients ``c`` for ``jobs`` on rows ``first, first + 1, ...``."""
+        row_of = np.full(J, -1, dtype=np.int64)
+        row_of[jobs] = first + np.arange(len(jobs))
+        c = np.asarray(c, dtype=float)
+        parts = [(row_of[jj], np.arange(nx), sign * c[jj, kk])]
+        for m, r in (("a", "ra"), ("b", "rb")):
+            parts.append((row_of[pc[m]], ycol, sign * c[pc[m], pc["k"]] * pc[r]))
+        return [(rr[rr >= 0], cc[rr >= 0], vv[rr >= 0]) for rr, cc, vv in parts]
 
-    members = [[] for _ in range(J)]  # job -> [(column, ratio to alone, type)]
-    for n, (p, k, pair, ratios) in enumerate(cols):
-        for j, r in zip(pair, ratios):
-            members[j].append((len(jj) + n, r, k))
-
-    def thr_row(j, c):  # job j's sum with coefficients c[j, k] (pair columns scaled by their ratio)
-        ks = np.flatnonzero(x_index[j] >= 0)
-        return (list(x_index[j, ks]) + [col for col, _, _ in members[j]],
-                list(c[j, ks]) + [c[j, k] * r for _, r, k in members[j]])
-
-    for j in range(J):  # (1), (1')
-        ks = np.flatnonzero(x_index[j] >= 0)
-        add(list(x_index[j, ks]) + [col for col, _, _ in members[j]], [1.0] * (len(ks) + len(members[j])),
-            -np.inf, 1.0)
-    for k in range(K):  # (2), (2')
-        js = np.flatnonzero(x_index[:, k] >= 0)
-        if len(js):
-            pc = [(len(jj) + n, mx.scale_factor[pair[0]]) for n, (p, kk_, pair, _) in enumerate(cols) if kk_ == k]
-            add(list(x_index[js, k]) + [c for c, _ in pc], list(mx.scale_factor[js]) + [s for _, s in pc],
-                -np.inf, float(mx.capacity[k]))
+    # (1), (1'): each job's time
+    blocks += [(jj, np.arange(nx), np.ones(nx)), (pc["a"], ycol, np.ones(ny)), (pc["b"], ycol, np.ones(ny))]
+    lo += [-np.inf] * J
+    up += [1.0] * J
+    # (2), (2'): each usable type's GPUs, a pair's once
+    types = np.unique(kk)
+    row_k = np.full(K, -1, dtype=np.int64)
+    row_k[types] = J + np.arange(len(types))
+    blocks += [(row_k[kk], np.arange(nx), mx.scale_factor[jj].astype(float)),
+               (row_k[pc["k"]], ycol, mx.scale_factor[pc["a"]].astype(float))]
+    lo += [-np.inf] * len(types)
+    up += [float(mx.capacity[k]) for k in types]
     if floor is not None:
-        for j, f in enumerate(np.asarray(floor, dtype=float)):
-            if f > 0:
-                add(*thr_row(j, mx.throughput), float(f), np.inf)
+        fl = np.asarray(floor, dtype=float)
+        jobs = np.flatnonzero(fl > 0)
+        blocks += thr_rows(mx.throughput, jobs, len(lo))
+        lo += list(fl[jobs])
+        up += [np.inf] * len(jobs)
     c_obj, c_min = (coef if isinstance(coef, tuple) else (coef, None))
-    sel = range(J) if rows is None else [int(j) for j in rows]
+    sel = np.arange(J) if rows is None else np.asarray(rows, dtype=np.int64)
     if t_min is not None:
         if c_min is None:
             raise ValidationError("coef", "t_min needs coef = (objective coef, minimum coef)")
-        for j in sel:
-            add(*thr_row(j, c_min), float(t_min), np.inf)
+        blocks += thr_rows(c_min, sel, len(lo))
+        lo += [float(t_min)] * len(sel)
+        up += [np.inf] * len(sel)
     cost = np.zeros(n_col)
     sense = 1
-    if objective == "max_min":
-        for j in sel:  # t - thr_j <= 0
-            c, v = thr_row(j, c_obj)
-            add(c + [t_col], [-x for x in v] + [1.0], -np.inf, 0.0)
+    if objective == "max_min":  # t - thr_j <= 0
+        first = len(lo)
+        blocks += thr_rows(c_obj, sel, first, sign=-1.0)
+        blocks.append((first + np.arange(len(sel)), np.full(len(sel), t_col), np.ones(len(sel))))
+        lo += [-np.inf] * len(sel)
+        up += [0.0] * len(sel)
         cost[t_col] = 1.0
     elif objective == "max_sum":
-        for j in range(J):
-            c, v = thr_row(j, c_obj)
-            np.add.at(cost, np.asarray(c, dtype=np.int64), np.asarray(v, dtype=float))
+        c = np.asarray(c_obj, dtype=float)
+        cost[:nx] = c[jj, kk]
+        cost[nx:nx + ny] = c[pc["a"], pc["k"]] * pc["ra"] + c[pc["b"], pc["k"]] * pc["rb"]
     elif objective == "min_cost":
         sense = -1
-        cost[x_index[jj, kk]] = -mx.price_per_gpu_h[kk] * mx.scale_factor[jj]
-        for n, (p, k, pair, _) in enumerate(cols):
-            cost[len(jj) + n] = -mx.price_per_gpu_h[k] * mx.scale_factor[pair[0]]
-    lower = np.zeros(n_col)
-    upper = np.ones(n_col)
+        cost[:nx] = -mx.price_per_gpu_h[kk] * mx.scale_factor[jj]
+        cost[nx:nx + ny] = -mx.price_per_gpu_h[pc["k"]] * mx.scale_factor[pc["a"]]
+    lower, upper = np.zeros(n_col), np.ones(n_col)
     if t_col is not None:
         lower[t_col], upper[t_col] = -np.inf, np.inf
-    A = CscArrays.from_triplets(np.concatenate(R) if R else np.zeros(0, np.int64),
-                                np.concatenate(C) if C else np.zeros(0, np.int64),
-                                np.concatenate(V) if V else np.zeros(0), (len(lo), n_col))
+    R, C, V = (np.concatenate([b[i] for b in blocks]) for i in range(3))
+    A = CscArrays.from_triplets(R.astype(np.int64), C.astype(np.int64), V.astype(float), (len(lo), n_col))
     model = MatrixModel(cost=cost, lower=lower, upper=upper, integer=np.zeros(n_col, dtype=bool), A=A,
                         row_lower=np.array(lo, dtype=float), row_upper=np.array(up, dtype=float),
                         names=(f"gavel-{objective}",), n_configs=0, epigraph=t_col is not None)
     return GavelArrays(model, x_index, y_index, sense)
+
+
+def _pair_arrays(mx) -> dict:
+    """The usable pair columns as arrays: pair ``p``, type ``k``, members ``a``, ``b`` and their throughput
+    ratios together / alone ``ra``, ``rb``. Shapes: each (columns,)."""
+    if mx.pairs is None or not len(mx.pairs):
+        e = np.zeros(0, dtype=np.int64)
+        return {"p": e, "k": e, "a": e, "b": e, "ra": np.zeros(0), "rb": np.zeros(0)}
+    p, k = np.nonzero(mx.pair_runnable)
+    a, b = mx.pairs[p, 0], mx.pairs[p, 1]
+    return {"p": p, "k": k, "a": a, "b": b, "ra": mx.pair_throughput[p, k, 0] / mx.throughput[a, k],
+            "rb": mx.pair_throughput[p, k, 1] / mx.throughput[b, k]}
