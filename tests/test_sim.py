@@ -481,3 +481,23 @@ def test_single_gpu_accumulation_changes_an_ncf_run_under_pollux():
     assert on.jobs.jct_s.iloc[0] != pytest.approx(off.jobs.jct_s.iloc[0], rel=1e-6)
     with pytest.raises(ValidationError, match="single_gpu_accumulation"):
         SimConfig(single_gpu_accumulation="yes")
+
+
+def test_a_run_reports_its_cost_at_the_published_prices():
+    from goodopt.prices import PRICES_PER_GPU_H
+
+    wl = Workload((WorkloadJob("c", 0.0, "cifar10", 2, 512),))
+    cl = Cluster((NodeGroup("t4", 4, 1),))
+    res = simulate(wl, cl, "tiresias", seed=0)
+    s, job = res.summary, res.jobs.iloc[0]
+    # the 4-GPU node is charged from the arrival to the completion; the job for its 2 GPUs' seconds
+    assert s["cost"] == pytest.approx(4 * PRICES_PER_GPU_H["t4"] * job.completion_s / 3600)
+    assert job.cost == pytest.approx(PRICES_PER_GPU_H["t4"] * job.attained_gpu_s / 3600)
+    assert s["used_gpu_hours"] == pytest.approx(job.attained_gpu_s / 3600) and s["gpu_hours"] >= s["used_gpu_hours"]
+    own = simulate(wl, cl, "tiresias", seed=0, config=SimConfig(prices_per_gpu_h={"t4": 1.0}))
+    assert own.summary["cost"] == pytest.approx(4 * job.completion_s / 3600)
+    rtx = simulate(wl, Cluster((NodeGroup("rtx2080ti", 4, 1),)), "tiresias", seed=0,
+                   truth=model_truth(("cifar10",), gpu_type="rtx2080ti"), config=SimConfig(gpu_type="rtx2080ti"))
+    assert np.isnan(rtx.summary["cost"])  # no published price: unknown, never silently 0
+    with pytest.raises(ValidationError, match="prices_per_gpu_h"):
+        SimConfig(prices_per_gpu_h={"t4": -1})

@@ -27,8 +27,8 @@ SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "
 MAX_RIGID_JOBS = 100_000
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
 SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s", "agent_optimism")
-#: Per-application engine settings a simulation sweep may set in ``config`` (application -> number).
-PER_APP_FIELDS = ("restart_delays_s", "slowdowns")
+#: Engine settings a simulation sweep may set in ``config`` as mappings (application or GPU type -> number).
+MAPPING_FIELDS = ("restart_delays_s", "slowdowns", "prices_per_gpu_h")
 #: Engine switches (true / false) a simulation sweep may set or vary.
 SWITCH_FIELDS = ("single_gpu_accumulation",)
 
@@ -261,12 +261,12 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
         return {}
     sub = r.sub(key)
     out = {}
-    known = SIM_CONFIG_FIELDS + SWITCH_FIELDS + (PER_APP_FIELDS if key == "config" else ())
+    known = SIM_CONFIG_FIELDS + SWITCH_FIELDS + (MAPPING_FIELDS if key == "config" else ())
     for k in sub.keys():
         if k not in known:
             raise ValidationError(sub.path(str(k)), "not an engine setting",
                                   f"{suggest(k, known)}valid settings: {', '.join(known)}")
-        if k in PER_APP_FIELDS:  # application -> number, checked by SimConfig
+        if k in MAPPING_FIELDS:  # application / GPU type -> number, checked by SimConfig
             out[k] = [_checked(sub.path(k), lambda v: dict(SimConfig(**{k: v}).__dict__[k]), sub.raw(k))]
             continue
         values = values_of(sub.raw(k))

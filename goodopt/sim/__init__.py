@@ -83,12 +83,12 @@ def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
         isolated = app.remaining_time(0.0, 0, packed_placement(k, per_node), job.batch_size)
         jct = job.completion_s - job.arrival_s
         rows.append((job.name, job.application, job.arrival_s, job.start_s, job.completion_s, jct,
-                     job.num_replicas, job.batch_size, job.n_restarts, job.attained_gpu_s, isolated,
+                     job.num_replicas, job.batch_size, job.n_restarts, job.attained_gpu_s, job.cost, isolated,
                      jct / isolated if isolated > 0 else np.nan))
     jobs = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
     rounds = pd.DataFrame(engine.rounds)
     allocs = pd.DataFrame(engine.alloc_log, columns=list(ALLOCATION_COLUMNS))
-    summary = summarise(jobs, rounds, engine.policy_s, engine.engine_s)
+    summary = summarise(jobs, rounds, engine.policy_s, engine.engine_s, engine.cluster_price_h, cluster.n_gpus)
     summary["n_gpus"] = cluster.n_gpus
     return SimulationResult(jobs=jobs, rounds=rounds, allocations=allocs, summary=summary)
 

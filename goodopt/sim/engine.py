@@ -101,6 +101,8 @@ class SimConfig:
     #: Pollux's simulator's rule for fixed-batch jobs (ncf under Pollux, every job under the baselines): one GPU
     #: running a total batch above the application's initial batch takes at least one accumulation step.
     single_gpu_accumulation: bool = True
+    #: Price per GPU-hour of GPU types (USD), over :data:`goodopt.prices.PRICES_PER_GPU_H`.
+    prices_per_gpu_h: tuple = ()
 
     @classmethod
     def sia(cls, **changes) -> "SimConfig":
@@ -113,9 +115,16 @@ class SimConfig:
     def slowdown_of(self, app: str) -> float:
         return dict(self.slowdowns).get(app, 1.0)
 
+    def price_of(self, gpu_type: str) -> float:
+        """USD per GPU-hour of ``gpu_type`` (NaN without a published or given price)."""
+        from goodopt.prices import price_per_gpu_h
+
+        return price_per_gpu_h(gpu_type, self.prices_per_gpu_h)
+
     def __post_init__(self):
         object.__setattr__(self, "restart_delays_s", _per_app("restart_delays_s", self.restart_delays_s, 0.0))
         object.__setattr__(self, "slowdowns", _per_app("slowdowns", self.slowdowns, 1.0))
+        object.__setattr__(self, "prices_per_gpu_h", _per_app("prices_per_gpu_h", self.prices_per_gpu_h, 0.0))
         check_number("interval_s", self.interval_s, minimum=0, strict=True)
         check_number("restart_delay_s", self.restart_delay_s, minimum=0)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
@@ -152,6 +161,7 @@ class SimJob:
     n_starts: int = 0
     n_restarts: int = 0
     attained_gpu_s: float = 0.0
+    cost: float = 0.0  # USD for the GPU-seconds it held
     start_s: float | None = None
     completion_s: float | None = None
     gpu_type: str | None = None  # type of the GPUs it holds (None when it holds none)
@@ -220,6 +230,9 @@ class Engine:
                                     row=np.zeros(cluster.n_nodes, dtype=np.int64), entity=wj.entity))
         self.rounds: list[dict] = []
         self.alloc_log: list[tuple] = []
+        #: USD per GPU-second of each node, and of the whole cluster per hour.
+        self.node_price_s = np.array([config.price_of(t) for t in cluster.node_gpu_types]) / 3600.0
+        self.cluster_price_h = float((self.node_price_s * cluster.node_capacity).sum() * 3600.0)
         self.policy_s = 0.0
         self.engine_s = 0.0
 
@@ -263,6 +276,7 @@ class Engine:
                 "round": r, "time_s": t, "n_active": len(active), "n_running": int((alloc.sum(axis=1) > 0).sum()),
                 "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
                 "utilisation": float(gpus / cap.sum()), "n_completed": len(finished),
+                "cost_per_h": self.cluster_price_h,
                 "policy_s": e2 - e1, **{f"policy_{k}": v for k, v in stats.items()},
             })
             log.debug("round %d at %.0f s: %d active, %d GPUs allocated, %d finished, policy %.3f s", r, t,
@@ -347,8 +361,9 @@ class Engine:
             self._advance(job, t, cfg.interval_s, slow, adaptive)
             if job.progress < before:
                 raise SimulationError(f"job {job.name}: progress went backwards at t={t:g}s")
-            job.attained_gpu_s += job.n_gpus * cfg.interval_s if job.completion_s is None \
-                else job.n_gpus * (job.completion_s - t)
+            held = cfg.interval_s if job.completion_s is None else job.completion_s - t
+            job.attained_gpu_s += job.n_gpus * held
+            job.cost += float((row * self.node_price_s).sum()) * held
             if self.config.log_allocations:
                 self.alloc_log.append((t, job.name, job.n_gpus, len(job.placement), job.local_bsz,
                                        job.accum_steps, job.local_bsz * job.n_gpus * (job.accum_steps + 1),

@@ -26,7 +26,7 @@ import pandas as pd
 from goodopt.outputs import atomic_dir, json_default
 
 JOB_COLUMNS = ("job", "application", "arrival_s", "start_s", "completion_s", "jct_s", "num_replicas",
-               "batch_size", "n_restarts", "attained_gpu_s", "isolated_s", "ftf_rho")
+               "batch_size", "n_restarts", "attained_gpu_s", "cost", "isolated_s", "ftf_rho")
 ALLOCATION_COLUMNS = ("time_s", "job", "n_gpus", "n_nodes", "local_bsz", "accum_steps", "batch_size",
                       "progress", "epoch")
 
@@ -64,10 +64,21 @@ class SimulationResult:
         return out
 
 
-def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float) -> dict:
-    """Run-level metrics from the job and round tables (times in seconds)."""
+def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float,
+              cluster_price_h: float = float("nan"), n_gpus: int = 0) -> dict:
+    """Run-level metrics from the job and round tables (times in seconds, costs in USD).
+
+    The cluster is charged from the first arrival to the last completion
+    (``cost``, ``gpu_hours``); ``used_cost`` and ``used_gpu_hours`` count
+    only the GPU-seconds jobs held."""
     jct = jobs["jct_s"].to_numpy(float)
+    span_h = float(jobs["completion_s"].max() - jobs["arrival_s"].min()) / 3600.0
     return {
+        "cost": cluster_price_h * span_h,
+        "cost_per_job": cluster_price_h * span_h / max(len(jobs), 1),
+        "used_cost": float(jobs["cost"].sum()),
+        "gpu_hours": n_gpus * span_h,
+        "used_gpu_hours": float(jobs["attained_gpu_s"].sum()) / 3600.0,
         "n_jobs": int(len(jobs)),
         "avg_jct": float(jct.mean()),
         "median_jct": float(np.median(jct)),
