@@ -226,8 +226,7 @@ class GavelArrays:
         """``(X, Y)`` from the solved column values. Shapes: -> (J, K), (P, K)."""
         v = np.clip(np.asarray(values, dtype=float), 0.0, 1.0)
         x = np.where(self.x_index >= 0, v[np.maximum(self.x_index, 0)], 0.0)
-        y = np.where(self.y_index >= 0, v[np.maximum(self.y_index, 0)], 0.0) if self.y_index.size \
-            else np.zeros(self.y_index.shape)
+        y = np.where(self.y_index >= 0, v[np.maximum(self.y_index, 0)], 0.0)
         return x, y
 
 

@@ -186,14 +186,8 @@ class ThroughputMatrix:
         every job can use every type; otherwise it is scaled down until it
         does. Shapes: -> (J, K).
         """
-        usable = self.runnable.astype(float)
-        cap = self.capacity.astype(float)
-        f = min(1.0, cap.sum() / float(self.scale_factor.sum()))
-        per_job = usable * cap[None, :]
-        x = f * per_job / per_job.sum(axis=1, keepdims=True)
-        load = (self.scale_factor[:, None] * x).sum(axis=0)
-        over = np.where(load > cap, cap / np.maximum(load, 1e-300), 1.0)
-        return x * over.min()
+        f = min(1.0, self.capacity.sum() / float(self.scale_factor.sum()))
+        return spread(np.full(self.n_jobs, f), self.runnable, self.capacity, self.scale_factor)
 
     def equal_share_throughput(self) -> np.ndarray:
         """Throughput under :meth:`equal_share`. Shapes: -> (J,)."""
@@ -262,6 +256,15 @@ def useful_pairs(throughput, pair_throughput) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(alone > 0, both / np.where(alone > 0, alone, 1.0), 0.0)
     return (both > 0).all(axis=2) & ((ratio.sum(axis=2) > 1 + 1e-12) | (ratio > 1 + 1e-12).any(axis=2))
+
+
+def spread(total, usable, capacity, scale_factor) -> np.ndarray:
+    """Each job's time fraction ``total`` spread over its usable types in proportion to their GPUs, scaled
+    down where a type would be over-full. Shapes: total (J,), usable (J, K), capacity (K,) -> (J, K)."""
+    share = usable * np.asarray(capacity, dtype=float)[None, :]
+    x = total[:, None] * share / np.maximum(share.sum(axis=1, keepdims=True), 1e-300)
+    load = (np.asarray(scale_factor)[:, None] * x).sum(axis=0)
+    return x * np.where(load > capacity, capacity / np.maximum(load, 1e-300), 1.0).min()
 
 
 # ------------------------------------------------------------------ Gavel's file

@@ -52,8 +52,8 @@ import numpy as np
 import pandas as pd
 
 from goodopt.errors import SimulationError, ValidationError
-from goodopt.gavel import (PACKED, POLICY_NAMES, GavelThroughputs, RigidJob, ThroughputMatrix, check_entities,
-                           entity_fields, useful_pairs)
+from goodopt.gavel import (PACKED, POLICY_NAMES, GavelThroughputs, ThroughputMatrix, check_entities,
+                           entity_fields, spread, useful_pairs)
 from goodopt.validation import check_number
 
 log = logging.getLogger(__name__)
@@ -135,15 +135,6 @@ def _check_inputs(jobs, throughputs, types, capacity):
                    for t in types):
             raise ValidationError(f"jobs[{j.name}]", f"{j.job_type!r} at {j.scale_factor} GPUs runs on no type "
                                   f"of {types} with room for it", "drop the job or add GPUs")
-
-
-def spread(total, usable, capacity, scale_factor) -> np.ndarray:
-    """Each job's time fraction ``total`` spread over its usable types in proportion to their GPUs, scaled
-    down where a type would be over-full. Shapes: total (J,), usable (J, K), capacity (K,) -> (J, K)."""
-    share = usable * capacity[None, :].astype(float)
-    x = total[:, None] * share / np.maximum(share.sum(axis=1, keepdims=True), 1e-300)
-    load = (np.asarray(scale_factor)[:, None] * x).sum(axis=0)
-    return x * np.where(load > capacity, capacity / np.maximum(load, 1e-300), 1.0).min()
 
 
 class _Run:
