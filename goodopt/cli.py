@@ -335,8 +335,11 @@ def cmd_simulate(args) -> int:
 
         cluster = cluster_spec(Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),)))
     config = {"interval_s": args.interval, "restart_delay_s": args.restart_delay,
-              "interference_slowdown": args.interference, "gpu_type": args.gpu_type}
+              "interference_slowdown": args.interference, "gpu_type": args.gpu_type,
+              "autoscale": args.autoscale, "min_nodes": args.min_nodes, "provision_delay_s": args.provision_delay,
+              "autoscale_options": _autoscale_options(args.autoscale_option)}
     workloads = expand_workloads(args.workloads)
+    _check_elastic(policies, per_policy, args.autoscale)
     tasks = [sim_task(w, p, cluster, truth=truth, config=config, seed=s, options=per_policy[p])
              for w in workloads for p in policies for s in range(args.seed, args.seed + args.seeds)]
     check_workloads(workloads, n_gpus=task_cluster(tasks[0].cluster).n_gpus,
@@ -357,6 +360,28 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _check_elastic(policies, per_policy, autoscale) -> None:
+    from .sim.autoscale import check_elastic
+    from .sim.policies import make_policy
+
+    for p in policies:
+        check_elastic(make_policy(p, **per_policy[p]), autoscale, "--autoscale")
+
+
+def _autoscale_options(items) -> dict:
+    """``--autoscale-option KEY=NUMBER`` pairs as a mapping (the auto-scaler checks names and values)."""
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise ValidationError("--autoscale-option", f"{item!r} is not KEY=NUMBER", "e.g. every_s=600") from None
+        if not sep or not key.strip():
+            raise ValidationError("--autoscale-option", f"{item!r} is not KEY=NUMBER", "e.g. every_s=600")
+    return out
+
+
 def _simulate_one(args, task, out, truth) -> int:
     from .runs.tasks import run_simulation
 
@@ -370,7 +395,8 @@ def _simulate_one(args, task, out, truth) -> int:
     tab.add_column("metric")
     tab.add_column("value", justify="right")
     for key in ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
-                "avg_ftf_rho", "n_rounds", "policy_s_per_round", "engine_s_per_round", "wall_s"):
+                "avg_ftf_rho", "cost", "gpu_hours", "avg_gpus", "n_rounds", "policy_s_per_round",
+                "engine_s_per_round", "wall_s"):
         v = res.summary[key]
         tab.add_row(key + (" (s)" if key.endswith("jct") or key == "makespan" else ""),
                     _fmt(v, 3) if isinstance(v, float) else str(v))
@@ -598,13 +624,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", default=None,
                    help="take the cluster of a scenario (file, shipped name such as sia-default, or "
                         "family:NAME:SEED); overrides --nodes/--gpus-per-node/--gpu-type")
-    p.add_argument("--nodes", type=_whole_in(1, MAX_NODES), default=16, help="nodes in the cluster")
+    p.add_argument("--nodes", type=_whole_in(1, MAX_NODES), default=16,
+                   help="nodes in the cluster (with --autoscale: the most it may grow to)")
     p.add_argument("--gpus-per-node", type=_whole_in(1, MAX_GPUS_PER_NODE), default=4, help="GPUs per node")
     p.add_argument("--gpu-type", default="t4", help="GPU type of the nodes")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the policy's random choices")
     p.add_argument("--seeds", type=SEEDS, default=1, help="number of seeds (seed, seed+1, ...)")
     p.add_argument("--option", action="append",
                    help="policy option KEY=VALUE or POLICY.KEY=VALUE (repeatable), e.g. milp.time_limit_s=2")
+    p.add_argument("--autoscale", default="none", choices=("none", "pollux", "throughput", "exact"),
+                   help="an elastic cluster sized by this auto-scaler (none: a fixed cluster)")
+    p.add_argument("--autoscale-option", action="append",
+                   help="auto-scaler option KEY=NUMBER (repeatable), e.g. every_s=600 or gpu_worth=0.3")
+    p.add_argument("--min-nodes", type=_whole_in(0, MAX_NODES), default=1,
+                   help="fewest nodes of an elastic cluster (it starts with these)")
+    p.add_argument("--provision-delay", type=_number_in(0, 1e6, open_low=False), default=180.0,
+                   help="seconds from requesting a node to its joining an elastic cluster")
     p.add_argument("--workers", type=WORKERS, default=1, help="parallel processes for several runs")
     p.add_argument("--out", default="sim_out", help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -26,11 +26,14 @@ SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "
 #: The most jobs a rigid-job trace may hold.
 MAX_RIGID_JOBS = 100_000
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
-SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s", "agent_optimism")
-#: Engine settings a simulation sweep may set in ``config`` as mappings (application or GPU type -> number).
-MAPPING_FIELDS = ("restart_delays_s", "slowdowns", "prices_per_gpu_h")
+SIM_CONFIG_FIELDS = ("interval_s", "restart_delay_s", "interference_slowdown", "max_time_s", "agent_optimism",
+                     "min_nodes", "provision_delay_s")
+#: Engine settings a simulation sweep may set in ``config`` as mappings (application, GPU type or option -> number).
+MAPPING_FIELDS = ("restart_delays_s", "slowdowns", "prices_per_gpu_h", "autoscale_options")
 #: Engine switches (true / false) a simulation sweep may set or vary.
 SWITCH_FIELDS = ("single_gpu_accumulation",)
+#: Engine settings naming a choice (a string) that a simulation sweep may set or vary.
+CHOICE_FIELDS = ("autoscale",)
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,7 @@ def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 
 def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+    from goodopt.sim.autoscale import check_elastic
     from goodopt.sim.engine import SimConfig
     from goodopt.sim.policies import POLICIES, make_policy
     from goodopt.sim.workload import check_workloads, expand_workloads
@@ -188,6 +192,9 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
         for i, v in enumerate(values):
             _checked(f"spec.vary.{key}[{i}]", lambda: SimConfig(**{**config, key: v}))
     _checked("spec.config", lambda: SimConfig(**config))
+    scaled = [a for a in vary.get("autoscale", [config.get("autoscale", "none")]) if a != "none"]
+    for v in variants if scaled else ():
+        check_elastic(make_policy(v.name, **dict(v.options)), scaled[0], f"spec.policies.{v.label}")
     cluster = _local(str(r.string("cluster", "pollux-testbed")), base)
     n_gpus = _checked("spec.cluster", lambda: load_scenario(cluster).cluster.n_gpus)
     longest = max(vary.get("max_time_s", [config.get("max_time_s", SimConfig().max_time_s)]))
@@ -261,7 +268,7 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
         return {}
     sub = r.sub(key)
     out = {}
-    known = SIM_CONFIG_FIELDS + SWITCH_FIELDS + (MAPPING_FIELDS if key == "config" else ())
+    known = SIM_CONFIG_FIELDS + SWITCH_FIELDS + CHOICE_FIELDS + (MAPPING_FIELDS if key == "config" else ())
     for k in sub.keys():
         if k not in known:
             raise ValidationError(sub.path(str(k)), "not an engine setting",
@@ -276,6 +283,12 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
             bad = [v for v in values if not isinstance(v, bool)]
             if bad:
                 raise ValidationError(sub.path(k), f"must be true or false, got {bad[0]!r}", f"e.g. {k}: false")
+            out[k] = list(values)
+            continue
+        if k in CHOICE_FIELDS:  # the names are checked by SimConfig with the rest
+            bad = [v for v in values if not isinstance(v, str)]
+            if bad:
+                raise ValidationError(sub.path(k), f"must be a name, got {bad[0]!r}", f"e.g. {k}: pollux")
             out[k] = list(values)
             continue
         out[k] = [check_number(f"{sub.path(k)}[{i}]", v, error=ValidationError) for i, v in enumerate(values)]

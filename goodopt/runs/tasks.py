@@ -25,14 +25,14 @@ from typing import ClassVar
 
 from goodopt.outputs import json_default
 
-from .spec import MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec, p_to_json
+from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec, p_to_json
 from .tables import result_row
 
 #: Columns that measure time: they differ between runs of the same task.
 TIMING_COLUMNS = ("seconds", "build_s", "solve_s", "policy_s", "engine_s", "wall_s")
 #: Run-level columns of a simulation row (after the workload, load, hours, policy and seed).
 SUMMARY_COLUMNS = ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
-                   "avg_ftf_rho", "max_ftf_rho", "cost", "cost_per_job", "gpu_hours", "used_gpu_hours", "n_rounds",
+                   "avg_ftf_rho", "max_ftf_rho", "cost", "cost_per_job", "gpu_hours", "used_gpu_hours", "avg_gpus", "n_rounds",
                    "policy_s", "engine_s", "wall_s")
 
 
@@ -227,9 +227,9 @@ def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
     tasks = []
     for w in spec.workloads:
         for combo in combos:
-            config = {k: (v if k in MAPPING_FIELDS + SWITCH_FIELDS else float(v))
-                      for k, v in {**dict(spec.config), **combo}.items()
-                      if k in SIM_CONFIG_FIELDS + MAPPING_FIELDS + SWITCH_FIELDS}
+            kept = MAPPING_FIELDS + SWITCH_FIELDS + CHOICE_FIELDS
+            config = {k: (v if k in kept else float(v)) for k, v in {**dict(spec.config), **combo}.items()
+                      if k in SIM_CONFIG_FIELDS + kept}
             for v in spec.variants:
                 for s in spec.seeds:
                     tasks.append(sim_task(w, v.name, spec.cluster, truth=spec.truth, config=config, seed=s,

@@ -88,7 +88,8 @@ def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
     jobs = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
     rounds = pd.DataFrame(engine.rounds)
     allocs = pd.DataFrame(engine.alloc_log, columns=list(ALLOCATION_COLUMNS))
-    summary = summarise(jobs, rounds, engine.policy_s, engine.engine_s, engine.cluster_price_h, cluster.n_gpus)
+    cost, gpu_hours = engine.pool.totals(float(jobs["arrival_s"].min()), float(jobs["completion_s"].max()))
+    summary = summarise(jobs, rounds, engine.policy_s, engine.engine_s, cost, gpu_hours)
     summary["n_gpus"] = cluster.n_gpus
     return SimulationResult(jobs=jobs, rounds=rounds, allocations=allocs, summary=summary)
 

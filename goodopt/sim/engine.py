@@ -4,9 +4,14 @@ The engine knows nothing of how allocations are chosen; a policy (see
 :mod:`goodopt.sim.policies`) receives a :class:`RoundState` every round and
 returns an allocation. Each round of ``interval_s`` seconds:
 
-1. jobs whose arrival time has passed join the active set;
-2. the policy returns a (J, N) allocation of the active jobs; it is checked
-   (whole GPUs, no node over capacity, one GPU type per job);
+1. jobs whose arrival time has passed join the active set; on an elastic
+   cluster (``autoscale``) requested nodes whose provisioning delay has passed
+   join, and the auto-scaler, when due, sets the nodes billed
+   (:mod:`goodopt.sim.elastic`, :mod:`goodopt.sim.autoscale`): a job on a
+   removed node loses its GPUs and restarts wherever the policy puts it;
+2. the policy returns a (J, N) allocation of the active jobs on the
+   provisioned nodes; it is checked (whole GPUs, no node over capacity, one
+   GPU type per job);
 3. every job whose allocation changed pays ``restart_delay_s`` of no progress
    (its application's entry of ``restart_delays_s`` if given; also when it
    starts for the first time); each job picks its batch — the
@@ -52,6 +57,7 @@ from goodopt.fitting import OPTIMISM
 from goodopt.validation import check_number
 
 from .agent import HeteroAgent, JobAgent
+from .elastic import NodePool
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +109,14 @@ class SimConfig:
     single_gpu_accumulation: bool = True
     #: Price per GPU-hour of GPU types (USD), over :data:`goodopt.prices.PRICES_PER_GPU_H`.
     prices_per_gpu_h: tuple = ()
+    #: Auto-scaler of an elastic cluster (:data:`goodopt.sim.autoscale.AUTOSCALERS`), or "none": a fixed cluster.
+    autoscale: str = "none"
+    #: Options of the auto-scaler (name -> number), e.g. ``{"every_s": 600}``.
+    autoscale_options: tuple = ()
+    #: Fewest nodes an elastic cluster keeps (the largest is the simulation's cluster); it starts with these.
+    min_nodes: int = 1
+    #: Seconds from requesting a node to its joining (billed meanwhile): cloud GPU instances boot in minutes.
+    provision_delay_s: float = 180.0
 
     @classmethod
     def sia(cls, **changes) -> "SimConfig":
@@ -129,6 +143,17 @@ class SimConfig:
         check_number("restart_delay_s", self.restart_delay_s, minimum=0)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
         check_number("agent_optimism", self.agent_optimism, minimum=0)
+        check_number("provision_delay_s", self.provision_delay_s, minimum=0)
+        if isinstance(self.min_nodes, bool) or self.min_nodes != int(self.min_nodes) or self.min_nodes < 0:
+            raise ValidationError("min_nodes", f"must be a whole number >= 0, got {self.min_nodes!r}")
+        object.__setattr__(self, "min_nodes", int(self.min_nodes))
+        options = dict(self.autoscale_options.items() if isinstance(self.autoscale_options, Mapping)
+                       else self.autoscale_options)
+        object.__setattr__(self, "autoscale_options", tuple(sorted(options.items())))
+        if self.autoscale != "none":
+            from .autoscale import make_autoscaler
+
+            make_autoscaler(self.autoscale, **options)  # names and options checked here, once
         if not isinstance(self.single_gpu_accumulation, bool):
             raise ValidationError("single_gpu_accumulation", f"must be true or false, got {self.single_gpu_accumulation!r}")
         if self.max_time_s / self.interval_s > MAX_ROUNDS:
@@ -230,22 +255,42 @@ class Engine:
                                     row=np.zeros(cluster.n_nodes, dtype=np.int64), entity=wj.entity))
         self.rounds: list[dict] = []
         self.alloc_log: list[tuple] = []
-        #: USD per GPU-second of each node, and of the whole cluster per hour.
+        #: USD per GPU-second of each node.
         self.node_price_s = np.array([config.price_of(t) for t in cluster.node_gpu_types]) / 3600.0
-        self.cluster_price_h = float((self.node_price_s * cluster.node_capacity).sum() * 3600.0)
+        self.scaler = self._autoscaler(policy, config, cluster)
+        self.pool = NodePool(cluster, self.node_price_s, elastic=self.scaler is not None,
+                             min_nodes=config.min_nodes, provision_delay_s=config.provision_delay_s)
+        self._next_scale_s = 0.0
         self.policy_s = 0.0
         self.engine_s = 0.0
+
+    @staticmethod
+    def _autoscaler(policy, config: SimConfig, cluster: Cluster):
+        if config.autoscale == "none":
+            return None
+        from .autoscale import check_elastic, make_autoscaler
+
+        fewest = min(g.n_nodes for g in cluster.groups)
+        if config.min_nodes > fewest:
+            raise ValidationError("min_nodes", f"{config.min_nodes} is more than the cluster's {fewest} nodes "
+                                  f"({cluster.describe()}), the most an elastic cluster may grow to",
+                                  f"use at most {fewest}, or a larger cluster")
+        check_elastic(policy, config.autoscale)
+        return make_autoscaler(config.autoscale, **dict(config.autoscale_options))
 
     # ----------------------------------------------------------------- loop
     def run(self, progress=None):
         """Run rounds until every job has completed (a :class:`SimulationError` at ``max_time_s`` names the
         unfinished ones); ``progress(time_s, n_done, n_jobs)`` is called each round."""
-        cfg, cap = self.config, self.cluster.node_capacity
+        cfg = self.config
         pending = list(self.jobs)
         active: list[SimJob] = []
         t, r = 0.0, 0
         done = 0
-        self.policy.reset(self.cluster, self.rng)
+        self.policy.reset(self.pool.view().cluster or self.cluster, self.rng)
+        if self.scaler is not None:
+            self.scaler.reset(self.cluster, self.rng)
+        view = None
         while pending or active:
             if t > cfg.max_time_s:
                 left = [j.name for j in pending + active][:5]
@@ -259,24 +304,27 @@ class Engine:
                     app0 = apps[self.types[0]]
                     job.agent.bootstrap(apps, app0.phi(app0.init_batch_size, 0))
                 active.append(job)
+            scale = self._scale(active, t, r)
+            cost_per_h = self.pool.record(t)
             if not active:
                 t = max(t + cfg.interval_s, np.floor(pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
                 continue
-            current = np.stack([j.row for j in active])
-            state = RoundState(t, r, self.cluster, tuple(active), current, cfg,
-                               self.truth if getattr(self.policy, "needs_oracle", False) else None)
+            if self.pool.view() is not view:
+                view = self.pool.view()
+                if view.cluster is not None and view.cluster is not self.policy.cluster:
+                    self.policy.resize(view.cluster)
             e1 = time.perf_counter()
-            alloc = self.policy.allocate(state)
+            alloc = self._allocate(active, view, t, r)
             e2 = time.perf_counter()
-            alloc = self._check(alloc, state)
             finished = self._apply_and_advance(active, alloc, t)
-            gpus = alloc.sum()
+            gpus, gpus_up = alloc.sum(), self.pool.gpus_up()
             stats = getattr(self.policy, "last_stats", {}) or {}
             self.rounds.append({
                 "round": r, "time_s": t, "n_active": len(active), "n_running": int((alloc.sum(axis=1) > 0).sum()),
                 "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
-                "utilisation": float(gpus / cap.sum()), "n_completed": len(finished),
-                "cost_per_h": self.cluster_price_h,
+                "utilisation": float(gpus / gpus_up) if gpus_up else 0.0, "n_completed": len(finished),
+                "nodes_up": int(self.pool.up.sum()), "nodes_billed": int(self.pool.billed.sum()),
+                "cost_per_h": cost_per_h, **scale,
                 "policy_s": e2 - e1, **{f"policy_{k}": v for k, v in stats.items()},
             })
             log.debug("round %d at %.0f s: %d active, %d GPUs allocated, %d finished, policy %.3f s", r, t,
@@ -296,10 +344,42 @@ class Engine:
             raise SimulationError(f"jobs never completed: {missing[:5]}")
         return self
 
+    def _scale(self, active, t, r) -> dict:
+        """Provisioned nodes join; the auto-scaler (when due) resizes the pool; jobs on removed nodes stop."""
+        self.pool.join(t)
+        if self.scaler is None or t < self._next_scale_s:
+            return {}
+        from .autoscale import ScaleState
+
+        self._next_scale_s = t + self.scaler.every_s
+        current = np.stack([j.row for j in active]) if active else np.zeros((0, self.cluster.n_nodes), np.int64)
+        state = ScaleState(t, r, self.cluster, tuple(active), current, int(self.pool.billed.sum()),
+                           self.config.min_nodes, self.policy.objective, getattr(self.policy, "max_gpus", None))
+        e0 = time.perf_counter()
+        target = self.scaler.target(state)
+        removed = self.pool.resize(0, target, t)
+        for job in active:
+            if job.row[removed].any():  # its node is gone: it restarts wherever the policy puts it next
+                job.row = np.zeros_like(job.row)
+                job.gpu_type, job.restart_left_s = None, 0.0
+        log.debug("t=%.0f s: auto-scaler %s bills %d nodes (%d removed)", t, self.scaler.name, target, len(removed))
+        return {"target_nodes": target, "autoscale_s": time.perf_counter() - e0,
+                **{f"autoscale_{k}": v for k, v in self.scaler.last_stats.items()}}
+
+    def _allocate(self, active, view, t, r) -> np.ndarray:
+        """The policy's checked allocation of the active jobs on the provisioned nodes, on the full cluster."""
+        current = np.stack([j.row for j in active])
+        if view.cluster is None:  # nothing provisioned: every job waits
+            return np.zeros_like(current)
+        state = RoundState(t, r, view.cluster, tuple(active), current[:, view.index], self.config,
+                           self.truth if getattr(self.policy, "needs_oracle", False) else None)
+        alloc = self._check(self.policy.allocate(state), state)
+        return view.to_full(alloc, self.cluster.n_nodes) if view.cluster is not self.cluster else alloc
+
     # ------------------------------------------------------------ checking
     def _check(self, alloc, state: RoundState) -> np.ndarray:
         a = np.asarray(alloc)
-        J, N = state.n_jobs, self.cluster.n_nodes
+        J, N = state.n_jobs, state.cluster.n_nodes
         where = f"round {state.round_index} (t={state.time_s:g}s), policy {self.policy.name!r}"
         if a.shape != (J, N):
             raise SimulationError(f"{where}: allocation has shape {a.shape}, expected {(J, N)}")
@@ -309,13 +389,14 @@ class Engine:
             a = a.astype(np.int64)
         if np.any(a < 0):
             raise SimulationError(f"{where}: negative GPU counts")
-        over = np.flatnonzero(a.sum(axis=0) > self.cluster.node_capacity)
+        over = np.flatnonzero(a.sum(axis=0) > state.cluster.node_capacity)
         if len(over):
             n = over[0]
-            raise SimulationError(f"{where}: node {self.cluster.node_names[n]} over capacity "
-                                  f"({a[:, n].sum()} > {self.cluster.node_capacity[n]})")
+            raise SimulationError(f"{where}: node {state.cluster.node_names[n]} over capacity "
+                                  f"({a[:, n].sum()} > {state.cluster.node_capacity[n]})")
         if self.hetero:
-            per_type = np.stack([(a[:, self.node_type == g]).sum(axis=1) for g in range(len(self.types))], axis=1)
+            node_type = np.array([self.types.index(t) for t in state.cluster.node_gpu_types])
+            per_type = np.stack([(a[:, node_type == g]).sum(axis=1) for g in range(len(self.types))], axis=1)
             mixed = np.flatnonzero((per_type > 0).sum(axis=1) > 1)
             if len(mixed):
                 j = mixed[0]

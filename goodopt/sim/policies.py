@@ -65,6 +65,8 @@ class Policy:
     needs_oracle = False
     #: Whether the policy tells GPU types apart (heterogeneous clusters only).
     hetero_aware = True
+    #: Whether the policy plans on whatever nodes are provisioned each round (elastic clusters).
+    elastic = False
 
     def __init__(self):
         self.last_stats: dict = {}
@@ -81,6 +83,10 @@ class Policy:
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         raise NotImplementedError
+
+    def resize(self, cluster) -> None:
+        """The provisioned nodes of an elastic cluster changed: plan on ``cluster`` from this round on."""
+        self.cluster = cluster
 
     def describe(self) -> dict:
         """The policy's name and options, for run metadata."""
@@ -166,6 +172,7 @@ class GoodputPolicy(Policy):
     """
 
     method = "greedy"
+    elastic = True
 
     def __init__(self, *, p: float | None = None, base: str | None = None, interference_avoidance: bool = True,
                  restart_delay_s: float = 30.0, preset: str = "pollux", idle_penalty: float | None = None,
@@ -199,6 +206,11 @@ class GoodputPolicy(Policy):
     def reset(self, cluster, rng) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
+        self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
+
+    def resize(self, cluster) -> None:
+        """Plan on ``cluster`` (an elastic cluster's provisioned nodes) from this round on."""
+        super().resize(cluster)
         self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
 
     def _options(self, state, problem) -> dict:
@@ -263,9 +275,10 @@ class PolluxPolicy(GoodputPolicy):
             pos = {n: i for i, n in enumerate(self._prev_names)}
             P = self._prev_pop.shape[0]
             init = np.zeros((P, state.n_jobs, problem.n_nodes), dtype=np.int64)
+            n = min(problem.n_nodes, self._prev_pop.shape[2])  # an elastic cluster's nodes come and go last
             for j, job in enumerate(state.jobs):
                 if job.name in pos:
-                    init[:, j] = self._prev_pop[:, pos[job.name]]
+                    init[:, j, :n] = self._prev_pop[:, pos[job.name], :n]
             opts["initial_population"] = init
         return opts
 

@@ -65,19 +65,20 @@ class SimulationResult:
 
 
 def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float,
-              cluster_price_h: float = float("nan"), n_gpus: int = 0) -> dict:
+              cost: float = float("nan"), gpu_hours: float = float("nan")) -> dict:
     """Run-level metrics from the job and round tables (times in seconds, costs in USD).
 
-    The cluster is charged from the first arrival to the last completion
-    (``cost``, ``gpu_hours``); ``used_cost`` and ``used_gpu_hours`` count
-    only the GPU-seconds jobs held."""
+    ``cost`` and ``gpu_hours`` are what the billed nodes cost from the first
+    arrival to the last completion (:meth:`goodopt.sim.elastic.NodePool.totals`);
+    ``used_cost`` and ``used_gpu_hours`` count only the GPU-seconds jobs held."""
     jct = jobs["jct_s"].to_numpy(float)
     span_h = float(jobs["completion_s"].max() - jobs["arrival_s"].min()) / 3600.0
     return {
-        "cost": cluster_price_h * span_h,
-        "cost_per_job": cluster_price_h * span_h / max(len(jobs), 1),
+        "cost": cost,
+        "cost_per_job": cost / max(len(jobs), 1),
         "used_cost": float(jobs["cost"].sum()),
-        "gpu_hours": n_gpus * span_h,
+        "gpu_hours": gpu_hours,
+        "avg_gpus": gpu_hours / span_h if span_h > 0 else float("nan"),
         "used_gpu_hours": float(jobs["attained_gpu_s"].sum()) / 3600.0,
         "n_jobs": int(len(jobs)),
         "avg_jct": float(jct.mean()),

@@ -1,0 +1,277 @@
+"""Auto-scalers: how many nodes an elastic cluster should bill (see :mod:`goodopt.sim.elastic`).
+
+An auto-scaler is consulted every ``every_s`` seconds of simulated time with
+a :class:`ScaleState` and returns the number of nodes to bill; the allocation
+policy then places jobs on the nodes that are provisioned. Three are shipped,
+all for clusters of one node group (one GPU type):
+
+``pollux``
+    Pollux's utility band. The cluster *utility* of an allocation is each
+    job's speedup over its GPU count (its fraction of ideal scaling) weighted
+    by its share of the allocation's GPUs, i.e. ``sum_j speedup_j / G`` for
+    the ``G`` GPUs of the nodes it uses. NSGA-II solves the round on the
+    largest cluster for two objectives (fitness, nodes used); if the best
+    allocation that fits the current size has a utility inside
+    ``[min_utility, max_utility]`` (Pollux: [0.35, 0.65]) the size is kept,
+    otherwise the front's allocation whose utility is nearest the band's
+    centre (0.5) sets the new size.
+``throughput``
+    The throughput-only baseline of the cloud auto-scalers before Pollux:
+    each job grows from one GPU, doubling while doubling gives at least
+    ``min_gain`` (50%) more examples per second at a fixed per-GPU batch (its
+    initial batch, as its agent's model predicts), up to the GPUs it may
+    explore; the cluster is sized to fit the sum.
+``exact``
+    Size and allocation chosen together: for every size ``n`` allowed, the
+    goodput MILP's optimum ``F_n`` on ``n`` nodes, and the size maximising
+    ``J * F_n - gpu_worth * G_n`` (``J`` active jobs, ``G_n`` GPUs). The cost
+    term prices a GPU at ``gpu_worth`` units of speedup (its hourly price over
+    the value of one job-speedup-hour); the default 0.5 is the centre of
+    Pollux's utility band, so a GPU is kept when it adds at least half of an
+    ideally scaling GPU.
+
+Every auto-scaler returns a size within ``[min_nodes, all nodes]``; what it
+would have wanted beyond the bounds is kept in ``last_stats['wanted']``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from goodopt import goodput as gp
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.errors import ValidationError
+from goodopt.validation import check_number
+
+from .policies import goodput_problem
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScaleState:
+    """What an auto-scaler sees: the active jobs on the largest cluster and the nodes billed now."""
+
+    time_s: float
+    round_index: int
+    cluster: Cluster  # the largest cluster allowed
+    jobs: tuple
+    current: np.ndarray  # (J, N) on the largest cluster
+    billed: int  # nodes provisioned or provisioning
+    min_nodes: int
+    objective: object  # the goodput objective of the allocation policy
+    max_gpus: int | None = None  # the policy's cap on any job's GPUs
+
+    @property
+    def max_nodes(self) -> int:
+        return self.cluster.n_nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        return int(self.cluster.groups[0].gpus_per_node)
+
+    def round_state(self, n_nodes: int):
+        """The round's allocation state on the first ``n_nodes`` nodes (jobs holding GPUs beyond them lose
+        their whole allocation, as they would restart)."""
+        from .engine import RoundState
+
+        g = self.cluster.groups[0]
+        current = self.current[:, :n_nodes].copy()
+        current[self.current[:, n_nodes:].sum(axis=1) > 0] = 0
+        cluster = self.cluster if n_nodes == self.max_nodes else \
+            Cluster((NodeGroup(g.gpu_type, g.gpus_per_node, n_nodes, g.prefix),))
+        return RoundState(self.time_s, self.round_index, cluster, self.jobs, current, None)
+
+
+class Autoscaler:
+    """Base class: see the module docstring."""
+
+    name = "autoscaler"
+    OPTIONS: dict = {"every_s": 300.0}
+
+    def __init__(self, **options):
+        unknown = sorted(set(options) - set(self.OPTIONS))
+        if unknown:
+            raise ValidationError(f"autoscale_options.{unknown[0]}", f"not an option of the {self.name} auto-scaler",
+                                  f"its options: {', '.join(sorted(self.OPTIONS))}")
+        self.options = {**self.OPTIONS, **options}
+        self.every_s = check_number("autoscale_options.every_s", self.options["every_s"], minimum=0, strict=True)
+        self.last_stats: dict = {}
+        self.rng = None
+
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
+        """Start a new run on the largest cluster ``cluster``."""
+        if len(cluster.groups) != 1:
+            raise ValidationError("autoscale", f"auto-scaling sizes one node group; the cluster has "
+                                  f"{len(cluster.groups)} ({cluster.describe()})",
+                                  "simulate an elastic cluster of one GPU type")
+        self.rng, self.last_stats = rng, {}
+
+    def target(self, state: ScaleState) -> int:
+        """Nodes to bill from now on, within ``[state.min_nodes, state.max_nodes]``."""
+        wanted = self.wanted(state)
+        self.last_stats["wanted"] = wanted
+        return int(min(max(wanted, state.min_nodes), state.max_nodes))
+
+    def wanted(self, state: ScaleState) -> int:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"name": self.name, **self.options}
+
+
+class PolluxAutoscaler(Autoscaler):
+    """Pollux's utility band over the NSGA-II front (see the module docstring)."""
+
+    name = "pollux"
+    OPTIONS = {"every_s": 300.0, "min_utility": 0.35, "max_utility": 0.65, "pop_size": 50, "n_gen": 50}
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        lo = check_number("autoscale_options.min_utility", self.options["min_utility"], minimum=0, strict=True)
+        hi = check_number("autoscale_options.max_utility", self.options["max_utility"], minimum=lo, strict=True)
+        self.band = (lo, hi)
+        for key in ("pop_size", "n_gen"):
+            v = self.options[key]
+            if v != int(v) or v < 2:
+                raise ValidationError(f"autoscale_options.{key}", f"must be a whole number >= 2, got {v!r}")
+            self.options[key] = int(v)
+
+    def wanted(self, state: ScaleState) -> int:
+        if not state.jobs:
+            return state.min_nodes
+        from goodopt.solvers import solve
+
+        problem = goodput_problem(state.round_state(state.max_nodes), state.objective, state.max_gpus)
+        res = solve(problem, "nsga2", {"pop_size": self.options["pop_size"], "n_gen": self.options["n_gen"],
+                                       "seed": int(self.rng.integers(2**31 - 1))})
+        front = res.extra.get("pareto_allocations")
+        if front is None or not len(front):
+            return state.billed
+        ev = problem.evaluator().evaluate(front)
+        nodes = (front.sum(axis=1) > 0).sum(axis=1)
+        ok = (ev.violation == 0) & (nodes > 0)
+        if not ok.any():
+            return state.billed
+        nodes = nodes[ok]
+        utility = ev.speedups[ok].sum(axis=1) / (nodes * state.gpus_per_node)
+        size, here = utility_band_size(nodes, ev.fitness[ok], utility, state.billed, self.band)
+        if here is not None:
+            self.last_stats["utility"] = here
+        return size
+
+
+def utility_band_size(nodes, fitness, utility, billed: int, band: tuple[float, float]) -> tuple[int, float | None]:
+    """Pollux's rule on a front of allocations: ``billed`` when the fittest allocation on at most ``billed``
+    nodes has a utility in ``band``, else the node count of the allocation whose utility is nearest the band's
+    centre (fewer nodes on ties); with the utility at the current size (None if no allocation fits it).
+
+    Shapes: nodes, fitness, utility (P,) for the P allocations of the front.
+    """
+    lo, hi = band
+    nodes, fitness, utility = (np.asarray(a) for a in (nodes, fitness, utility))
+    fits = np.flatnonzero(nodes <= billed)
+    here = None
+    if len(fits):
+        here = float(utility[fits[np.argmax(fitness[fits])]])
+        if lo <= here <= hi:
+            return int(billed), here
+    best = np.lexsort((nodes, np.abs(utility - (lo + hi) / 2)))[0]
+    return int(nodes[best]), here
+
+
+class ThroughputAutoscaler(Autoscaler):
+    """Each job sized by throughput alone, the cluster sized to fit (see the module docstring)."""
+
+    name = "throughput"
+    OPTIONS = {"every_s": 300.0, "min_gain": 0.5}
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.min_gain = check_number("autoscale_options.min_gain", self.options["min_gain"], minimum=0)
+
+    def job_gpus(self, job, gpus_per_node: int, cap: int) -> int:
+        """GPUs the throughput rule gives ``job``: double while throughput grows by ``min_gain``."""
+        if job.fixed_gpus is not None:
+            return int(job.fixed_gpus)
+        app, params = job.agent.app, job.agent.refit()
+        local = min(app.init_batch_size, app.max_local_bsz)
+        limit = min(cap, job.agent.gpu_limit(), max(app.max_batch_size // max(local, 1), 1))
+        k = 1
+        while 2 * k <= limit:
+            now, more = (gp.throughput(params, local, 0, kk, kk > gpus_per_node) for kk in (k, 2 * k))
+            if not more >= (1 + self.min_gain) * now:
+                break
+            k *= 2
+        return k
+
+    def wanted(self, state: ScaleState) -> int:
+        gpn = state.gpus_per_node
+        cap = state.cluster.n_gpus if state.max_gpus is None else min(state.cluster.n_gpus, state.max_gpus)
+        total = sum(self.job_gpus(job, gpn, cap) for job in state.jobs)
+        self.last_stats["gpus_wanted"] = total
+        return math.ceil(total / gpn)
+
+
+class ExactAutoscaler(Autoscaler):
+    """The goodput MILP at every allowed size, the best fitness net of the GPUs' cost (see the module docstring)."""
+
+    name = "exact"
+    OPTIONS = {"every_s": 300.0, "gpu_worth": 0.5, "node_limit": 2000, "time_limit_s": 10.0}
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.gpu_worth = check_number("autoscale_options.gpu_worth", self.options["gpu_worth"], minimum=0)
+        check_number("autoscale_options.time_limit_s", self.options["time_limit_s"], minimum=0, strict=True)
+        v = self.options["node_limit"]
+        if v != int(v) or v < 1:
+            raise ValidationError("autoscale_options.node_limit", f"must be a whole number >= 1, got {v!r}")
+
+    def value(self, state: ScaleState, n: int) -> float:
+        """``J * F_n - gpu_worth * G_n`` at ``n`` nodes (-inf when the MILP finds no feasible allocation)."""
+        from goodopt.solvers import solve
+
+        problem = goodput_problem(state.round_state(n), state.objective, state.max_gpus)
+        res = solve(problem, "milp", {"time_limit_s": float(self.options["time_limit_s"]),
+                                      "node_limit": int(self.options["node_limit"])})
+        if not res.has_solution or not res.feasible:
+            log.warning("exact auto-scaler: no allocation on %d nodes (%s)", n, res.status)
+            return -math.inf
+        if res.gap is not None and res.gap > 1e-3:
+            log.info("exact auto-scaler: %d nodes solved to gap %.3g (%s)", n, res.gap, res.status)
+        return len(state.jobs) * float(res.fitness) - self.gpu_worth * n * state.gpus_per_node
+
+    def wanted(self, state: ScaleState) -> int:
+        if not state.jobs:
+            return state.min_nodes
+        sizes = range(max(state.min_nodes, 1), state.max_nodes + 1)
+        values = [self.value(state, n) for n in sizes]
+        best = int(np.argmax(values))  # the first maximum: fewer nodes on ties
+        self.last_stats["value"] = float(values[best])
+        return sizes[best]
+
+
+#: Auto-scalers by name.
+AUTOSCALERS = {cls.name: cls for cls in (PolluxAutoscaler, ThroughputAutoscaler, ExactAutoscaler)}
+
+
+def check_elastic(policy, autoscale: str, where: str = "autoscale") -> None:
+    """An auto-scaler needs a policy that plans on whatever nodes are provisioned (the goodput policies)."""
+    if autoscale != "none" and not getattr(policy, "elastic", False):
+        raise ValidationError(where, f"the {policy.name!r} policy plans on a fixed cluster, which auto-scaling "
+                              f"({autoscale}) does not give it",
+                              "auto-scale with a goodput policy: pollux, milp, sia, greedy or equal-share")
+
+
+def make_autoscaler(name: str, **options) -> Autoscaler:
+    """An auto-scaler by name with its options (unknown names and options are errors)."""
+    if name not in AUTOSCALERS:
+        from goodopt.validation import suggest
+
+        raise ValidationError("autoscale", f"unknown auto-scaler {name!r}",
+                              f"{suggest(name, AUTOSCALERS)}choose one of {', '.join(AUTOSCALERS)} (or none)")
+    return AUTOSCALERS[name](**options)
