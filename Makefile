@@ -8,7 +8,7 @@ export GOODOPT_TRACES
 
 # make figures FULL=1: paper scale on the published traces (hours, not minutes).
 FIGURE_ARGS := $(if $(FULL),--scale full,)
-FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7
+FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8
 
 .PHONY: venv test test-slow test-all figures $(FIGS) bench fit reproduce clean
 

@@ -223,3 +223,44 @@ def heterogeneity_tables(ctx: Context) -> list[Path]:
     if ctx.scale == "full":
         return [sweep_table(ctx, specs.heterogeneity("full", _need_traces(ctx, "heterogeneity")))]
     return [sweep_table(ctx, specs.heterogeneity(ctx.scale, workloads=hetero_workloads(ctx)))]
+
+
+def autoscaling_tables(ctx: Context) -> list[Path]:
+    """Figure 8: cost vs JCT of the auto-scalers on the embedded default; one job alone on an elastic cluster."""
+    traces = _need_traces(ctx, "auto-scaling") if ctx.scale == "full" else None
+    return [sweep_table(ctx, specs.autoscaling(ctx.scale, traces)), *single_job_tables(ctx)]
+
+
+def _t4_nodes(n: int) -> dict:
+    return {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": n}]}
+
+
+def single_job_tables(ctx: Context) -> list[Path]:
+    """One job alone (ImageNet at the default scale): fixed clusters of several sizes (cached tasks) and an
+    elastic cluster under Pollux's auto-scaler, whose rounds give how its size follows the job's training."""
+    from goodopt.cluster import Cluster, NodeGroup
+    from goodopt.profiles import shipped_profile
+    from goodopt.runs.sweep import run_tasks
+    from goodopt.runs.tasks import sim_task
+    from goodopt.sim import SimConfig, simulate
+    from goodopt.sim.workload import Workload, WorkloadJob
+
+    app, sizes = specs.single_job(ctx.scale)
+    job = WorkloadJob(app, 0.0, app, 4, shipped_profile(app).init_batch_size)
+    wl = Workload((job,), name=f"{app}-alone")
+    path = str(wl.save(ctx.tables / "workloads" / f"{wl.name}.csv"))
+    tasks = [sim_task(path, "pollux", _t4_nodes(n), label=f"fixed {n} node{'s' if n > 1 else ''}") for n in sizes]
+    table, _, computed = run_tasks(tasks, "autoscaling_single", cache_dir=ctx.cache, workers=ctx.workers,
+                                   progress=ctx.progress)
+    table.insert(2, "max_nodes", sizes)
+    largest = Cluster((NodeGroup("t4", 4, max(sizes)),))
+    res = simulate(wl, largest, "pollux", config=SimConfig(autoscale="pollux"), seed=0)
+    row = {"workload": wl.name, "label": "pollux auto-scaling", "max_nodes": max(sizes), "policy": "pollux",
+           "seed": 0, **{k: res.summary[k] for k in table.columns if k in res.summary}}
+    table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
+    rounds = res.rounds[["time_s", "nodes_up", "nodes_billed", "gpus_allocated", "cost_per_h"]]
+    batch = res.allocations[["time_s", "batch_size", "epoch", "progress"]]
+    timeline = rounds.merge(batch, on="time_s", how="left")
+    note = f"{app} alone on up to {max(sizes)} x 4 T4; Pollux's policy and auto-scaler (utility band [0.35, 0.65])"
+    return [write_table(table, ctx.tables, "autoscaling_single", note=note, computed=computed),
+            write_table(timeline, ctx.tables, "autoscaling_timeline", note=note)]

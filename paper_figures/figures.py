@@ -75,4 +75,12 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "size per method, on heterogeneous clusters of two to five GPU types (the families in the title); "
              "crosses mark runs stopped at a limit"),
     )),
+    Figure("fig8", "Elastic cloud cluster: cost vs JCT", ex.autoscaling_tables, (
+        Plot("autoscaling", plot_simulation.plot_autoscaling,
+             "Cost and average JCT on an elastic cluster of 1-16 nodes of 4 T4 (on-demand prices) under Pollux's "
+             "utility-band auto-scaler, the throughput-only baseline and the exact MILP-per-size auto-scaler, with "
+             "the fixed 16-node cluster, for the goodput GA and MILP policies; one job alone: the GPUs Pollux's "
+             "auto-scaler bills as training proceeds (its batch grows with the gradient noise scale), and its "
+             "cost and time against fixed cluster sizes"),
+    )),
 )}

@@ -157,3 +157,48 @@ def plot_heterogeneity(tables: Path, out: Path):
     axes[0].set_title(f"bars: mean over {n} workload{'s' if n > 1 else ''}; dots: each", fontsize=9)
     fig.tight_layout()
     return save(fig, out, "heterogeneity")
+
+
+def plot_autoscaling(tables: Path, out: Path):
+    """Figure 8 from ``autoscaling.csv``, ``autoscaling_single.csv`` and ``autoscaling_timeline.csv``."""
+    df = _read(tables, "autoscaling")
+    single, timeline = _read(tables, "autoscaling_single"), _read(tables, "autoscaling_timeline")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    policies, scalers = list(dict.fromkeys(df.label)), list(dict.fromkeys(df.autoscale))
+    col, mk = colours(policies), markers(scalers)
+    ax = axes[0]
+    for (pol, sc), g in df.groupby(["label", "autoscale"], sort=False):
+        ax.plot(g["avg_jct"].mean() / H, g["cost"].mean(), marker=mk[sc], color=col[pol], ls="none", ms=8,
+                label=f"{pol}, {'fixed cluster' if sc == 'none' else sc + ' auto-scaler'}")
+    ax.set_xlabel("average JCT (h)")
+    ax.set_ylabel("cluster cost (USD)")
+    ax.set_title(f"elastic 1-16 x 4 T4, {df.workload.nunique()} workload(s)", fontsize=9)
+    ax.legend(fontsize=7)
+    app = single.workload.iloc[0].removesuffix("-alone")
+    ax = axes[1]
+    t = timeline.time_s / H
+    ax.step(t, 4 * timeline.nodes_billed, where="post", label="GPUs billed")
+    ax.step(t, timeline.gpus_allocated, where="post", label="GPUs used", ls="--")
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("GPUs")
+    ax.set_title(f"{app} alone: Pollux's auto-scaler", fontsize=9)
+    twin = ax.twinx()
+    twin.plot(t, timeline.batch_size, color="grey", lw=1, label="batch size")
+    twin.set_ylabel("total batch size", color="grey")
+    ax.legend(loc="upper left", fontsize=7)
+    ax = axes[2]
+    fixed = single[single.label.str.startswith("fixed")]
+    ax.plot(fixed.avg_jct / H, fixed.cost, "o-", color="C0", label="fixed sizes")
+    for r in fixed.itertuples():
+        ax.annotate(f"{int(r.max_nodes)}", (r.avg_jct / H, r.cost), textcoords="offset points", xytext=(4, 4),
+                    fontsize=8)
+    auto = single[~single.label.str.startswith("fixed")]
+    ax.plot(auto.avg_jct / H, auto.cost, "*", color="C3", ms=14, label="Pollux auto-scaling")
+    ax.set_xlabel("JCT (h)")
+    ax.set_ylabel("cost (USD)")
+    ax.set_title(f"{app} alone: cost and time (labels: nodes of 4 T4)", fontsize=9)
+    ax.legend(fontsize=7)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return save(fig, out, "autoscaling")

@@ -127,3 +127,24 @@ def heterogeneity(scale: str, traces=None, workloads=()) -> dict:
         {"label": "pollux (unaware)", "policy": "pollux"},
         {"label": "gavel max-min", "policy": "gavel", "options": {"policy": "max_min_fairness"}},
         {"label": "gavel finish-time", "policy": "gavel", "options": {"policy": "finish_time_fairness"}}]}
+
+
+def autoscaling(scale: str, traces=None) -> dict:
+    """Figure 8: an elastic cluster of up to 16 x 4 T4 under each auto-scaler, and the fixed cluster."""
+    if scale == "tiny":
+        return {"name": "autoscaling", "kind": "simulate", "policies": ["greedy"],
+                "generated": {"loads": [0.5], "seeds": [0], "hours": 0.5},
+                "config": {"autoscale_options": {"every_s": 600}},
+                "vary": {"autoscale": ["none", "pollux", "throughput", "exact"]}}
+    fields = ({"workloads": [f"{traces}/pollux/workloads/load-1.0"], "truth": "traces"} if scale == "full"
+              else {"generated": {"loads": [1.0], "seeds": [0], "hours": 2}})
+    return {"name": "autoscaling", "kind": "simulate", **fields,
+            "policies": ["pollux", {"label": "milp", "policy": "milp",
+                                    "options": {"time_limit_s": None, "node_limit": NODE_LIMIT}}],
+            "vary": {"autoscale": ["none", "pollux", "throughput", "exact"]}}
+
+
+def single_job(scale: str) -> tuple[str, list[int]]:
+    """Figure 8's lone job (Pollux's cloud auto-scaling case): its application and the fixed sizes (nodes) it is
+    compared with; the elastic cluster may grow to the largest."""
+    return ("cifar10", [1, 2]) if scale == "tiny" else ("imagenet", [1, 2, 4, 8, 16])

@@ -262,3 +262,17 @@ def test_a_sweep_varies_the_autoscaler_and_refuses_a_fixed_cluster_policy_when_r
         spec_from_dict({**base, "policies": ["tiresias"], "config": {"autoscale": "pollux"}})
     with pytest.raises(ValidationError, match="spec.config.autoscale.*must be a name"):
         spec_from_dict({**base, "config": {"autoscale": 3}})
+
+
+def test_pollux_utility_uses_speedups_over_one_gpu():
+    truth = model_truth(("cifar10",))
+    cluster = Cluster((NodeGroup("t4", 2, 3),))
+    jobs = _sim_jobs(truth, ["cifar10"])
+    state = _state(jobs, cluster)
+    problem = goodput_problem(state.round_state(3), state.objective)
+    alloc = np.zeros((2, 1, 3), np.int64)
+    alloc[0, 0, 0] = 1  # one GPU: speedup 1, utility 1
+    alloc[1, 0, :2] = 2  # four GPUs on two nodes: below ideal scaling
+    s = asc.one_gpu_speedups(problem, alloc, state)
+    assert s[0, 0] == pytest.approx(1.0)
+    assert 1.0 < s[1, 0] < 4.0

@@ -65,6 +65,14 @@ def test_tiny_tables_hold_the_grid(tiny):
     assert len(sim) == 6 and set(sim.interference_slowdown) == {0.0, 0.25, 0.5}
     het = pd.read_csv(t / "heterogeneity.csv")
     assert set(het.label) == {"greedy", "gavel max-min"} and (het.avg_jct > 0).all()
+    scaled = pd.read_csv(t / "autoscaling.csv").set_index("autoscale")
+    assert set(scaled.index) == {"none", "pollux", "throughput", "exact"}
+    assert (scaled.used_gpu_hours <= scaled.gpu_hours + 1e-9).all()
+    assert (scaled.drop("none").avg_gpus < scaled.loc["none", "avg_gpus"]).all()  # elastic: fewer GPUs billed
+    single = pd.read_csv(t / "autoscaling_single.csv")
+    assert list(single.label) == ["fixed 1 node", "fixed 2 nodes", "pollux auto-scaling"]
+    timeline = pd.read_csv(t / "autoscaling_timeline.csv")
+    assert timeline.nodes_billed.between(1, 2).all() and (timeline.nodes_up <= timeline.nodes_billed).all()
 
 
 def test_plots_read_only_tables_and_pdfs_are_byte_stable(tiny, tmp_path):
@@ -97,7 +105,7 @@ def test_a_partial_run_labels_only_its_own_figures(tmp_path):
     assert main(["--scale", "tiny", "--out", str(out), "--only", "fig1", "--quiet"]) == 0
     index = (out / "README.md").read_text()
     fig1, rest = index.split("## fig2", 1)
-    assert "at scale `tiny`" in fig1 and "at scale" not in rest and rest.count("*Not made yet.*") == 6
+    assert "at scale `tiny`" in fig1 and "at scale" not in rest and rest.count("*Not made yet.*") == len(FIGURES) - 1
     # a later default-scale run of fig3 in the same folder adds its own entry and relabels nothing else
     record_figure(out, "fig3", scale="default", traces=False, seconds=1.0, plot_only=False)
     write_index(out)

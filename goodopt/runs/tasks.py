@@ -32,8 +32,8 @@ from .tables import result_row
 TIMING_COLUMNS = ("seconds", "build_s", "solve_s", "policy_s", "engine_s", "wall_s")
 #: Run-level columns of a simulation row (after the workload, load, hours, policy and seed).
 SUMMARY_COLUMNS = ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
-                   "avg_ftf_rho", "max_ftf_rho", "cost", "cost_per_job", "gpu_hours", "used_gpu_hours", "avg_gpus", "n_rounds",
-                   "policy_s", "engine_s", "wall_s")
+                   "avg_ftf_rho", "max_ftf_rho", "cost", "cost_per_job", "gpu_hours", "used_gpu_hours", "avg_gpus",
+                   "n_rounds", "policy_s", "engine_s", "wall_s")
 
 
 def to_json(value):

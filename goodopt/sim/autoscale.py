@@ -36,6 +36,7 @@ would have wanted beyond the bounds is kept in ``last_stats['wanted']``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from goodopt.errors import ValidationError
 from goodopt.validation import check_number
 
 from .policies import goodput_problem
+from .state import RoundState
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +79,6 @@ class ScaleState:
     def round_state(self, n_nodes: int):
         """The round's allocation state on the first ``n_nodes`` nodes (jobs holding GPUs beyond them lose
         their whole allocation, as they would restart)."""
-        from .engine import RoundState
-
         g = self.cluster.groups[0]
         current = self.current[:, :n_nodes].copy()
         current[self.current[:, n_nodes:].sum(axis=1) > 0] = 0
@@ -158,11 +158,20 @@ class PolluxAutoscaler(Autoscaler):
         if not ok.any():
             return state.billed
         nodes = nodes[ok]
-        utility = ev.speedups[ok].sum(axis=1) / (nodes * state.gpus_per_node)
+        utility = one_gpu_speedups(problem, front[ok], state).sum(axis=1) / (nodes * state.gpus_per_node)
         size, here = utility_band_size(nodes, ev.fitness[ok], utility, state.billed, self.band)
         if here is not None:
             self.last_stats["utility"] = here
         return size
+
+
+def one_gpu_speedups(problem, allocations, state: ScaleState) -> np.ndarray:
+    """Each job's goodput over its goodput on one GPU, without re-allocation factors: the ideal-scaling
+    yardstick of Pollux's utility. Shapes: allocations (P, J, N) -> (P, J)."""
+    one = goodput_problem(state.round_state(problem.n_nodes), dataclasses.replace(state.objective, base="one-gpu"),
+                          state.max_gpus)
+    one = dataclasses.replace(one, realloc=np.ones_like(one.realloc))
+    return one.evaluator().speedups(allocations)
 
 
 def utility_band_size(nodes, fitness, utility, billed: int, band: tuple[float, float]) -> tuple[int, float | None]:

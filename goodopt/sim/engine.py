@@ -58,6 +58,7 @@ from goodopt.validation import check_number
 
 from .agent import HeteroAgent, JobAgent
 from .elastic import NodePool
+from .state import RoundState
 
 log = logging.getLogger(__name__)
 
@@ -201,28 +202,6 @@ class SimJob:
         return tuple(int(x) for x in self.row[self.row > 0])
 
 
-@dataclass(frozen=True)
-class RoundState:
-    """What a policy sees in one round.
-
-    ``jobs`` are the active jobs in arrival order; ``current`` (J, N) their
-    allocations; ``truth`` is set only for policies that declare
-    ``needs_oracle`` (Optimus+Oracle).
-    """
-
-    time_s: float
-    round_index: int
-    cluster: Cluster
-    jobs: tuple[SimJob, ...]
-    current: np.ndarray
-    config: SimConfig
-    truth: object = None
-
-    @property
-    def n_jobs(self) -> int:
-        return len(self.jobs)
-
-
 class Engine:
     """Runs one workload under one policy (use :func:`goodopt.sim.simulate`)."""
 
@@ -324,6 +303,7 @@ class Engine:
                 "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
                 "utilisation": float(gpus / gpus_up) if gpus_up else 0.0, "n_completed": len(finished),
                 "nodes_up": int(self.pool.up.sum()), "nodes_billed": int(self.pool.billed.sum()),
+                "gpus_billed": int(self.pool.capacity[self.pool.billed].sum()),
                 "cost_per_h": cost_per_h, **scale,
                 "policy_s": e2 - e1, **{f"policy_{k}": v for k, v in stats.items()},
             })

@@ -3,7 +3,9 @@
 * ``jobs`` — one row per job: arrival, start, completion, JCT, restarts,
   attained GPU-seconds, isolated run time and finish-time fairness ``rho``;
 * ``rounds`` — one row per scheduling round: active/running/queued jobs, GPUs
-  allocated, utilisation, the policy's wall time and its own statistics;
+  allocated, utilisation (of the provisioned GPUs), nodes provisioned and
+  billed, GPUs billed, their price per hour, the auto-scaler's target, the
+  policy's wall time and its own statistics;
 * ``allocations`` — one row per (round, active job): GPUs, nodes, per-GPU batch,
   accumulation steps, total batch, progress and epoch at the end of the round;
 * ``summary`` — average/median/p99 JCT, makespan, utilisation, restarts,
