@@ -66,6 +66,8 @@ class AllocationProblem:
     eps: float = 1e-3
     interference_avoidance: bool = True
     applications: tuple[str, ...] = field(default=())
+    #: Each job's entity (user or group; "" = none), for Gavel's hierarchical policies.
+    entities: tuple[str, ...] = field(default=())
     #: Value an idle job (no GPUs) enters the power mean with; None = ``eps``
     #: (see :attr:`goodopt.scenario.Objective.idle_penalty`).
     idle_value: float | None = None
@@ -224,6 +226,7 @@ class AllocationProblem:
             eps=obj.eps,
             interference_avoidance=obj.interference_avoidance,
             applications=tuple(job.application for job in jobs),
+            entities=tuple(job.entity for job in jobs),
             idle_value=obj.idle_value(),
         )
 

@@ -27,6 +27,7 @@ A scenario file is YAML::
         weight: 1
         min_gpus: 1               # if running, at least this many GPUs
         max_gpus: 8               # default: no limit
+        entity: alice             # the user or group it belongs to (Gavel's hierarchical policies)
         epoch: 3.5                # completed epochs (sets phi) ...
         # phi: 1200               # ... or the gradient noise scale directly
 
@@ -154,6 +155,7 @@ class Job:
     max_gpus: int | None = None
     epoch: float = 0.0
     phi: float | None = None
+    entity: str = ""  # the user or group it belongs to (hierarchical policies); "" = none
 
     def __post_init__(self):
         object.__setattr__(self, "allocation", MappingProxyType(dict(self.allocation)))
@@ -348,6 +350,7 @@ def _job_from_dict(jr: Reader, profiles: dict) -> Job:
             max_gpus=jr.integer("max_gpus", None, minimum=1),
             epoch=jr.number("epoch", 0.0, minimum=0),
             phi=jr.number("phi", None, minimum=0, strict=True),
+            entity=jr.string("entity") if jr.has("entity") else "",
         )
     except ScenarioError as exc:
         if exc.field.startswith("jobs["):
@@ -424,6 +427,8 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
         d["min_gpus"] = job.min_gpus
         if job.max_gpus is not None:
             d["max_gpus"] = job.max_gpus
+        if job.entity:
+            d["entity"] = job.entity
         if job.phi is not None:
             d["phi"] = job.phi
         else:

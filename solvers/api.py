@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -128,6 +129,26 @@ def _run_simple(method):
     return run
 
 
+def _entity_groups(problem, entities) -> dict:
+    """The matrix's entity fields: the jobs' ``entity`` names weighted by ``entities`` (an entity the option
+    does not name has weight 1 and fairness inside); ``{}`` when no job names one."""
+    from types import SimpleNamespace
+
+    from goodopt.gavel import check_entities, entity_fields
+
+    named = problem.entities if problem.entities and any(problem.entities) else ()
+    if not named:
+        if entities:
+            raise ValidationError("options.entities", "no job names its entity", "give jobs an entity field")
+        return {}
+    unnamed = [problem.job_names[j] for j, e in enumerate(named) if not e]
+    if unnamed:
+        raise ValidationError(f"jobs.{unnamed[0]}.entity", "is missing while other jobs name theirs",
+                              "give every job an entity (hierarchical policies weigh entities, not jobs)")
+    spec = {**{e: {} for e in named}, **dict(entities)}
+    return entity_fields(check_entities(spec), [SimpleNamespace(entity=e) for e in named])
+
+
 def _solve_gavel_round(problem, opts):
     """Gavel's time fractions at fixed GPU counts, realised for one round (fresh history)."""
     from goodopt.gavel import matrix_from_problem
@@ -141,6 +162,9 @@ def _solve_gavel_round(problem, opts):
     if k is None:
         k = np.full(problem.n_jobs, n)
     mx = matrix_from_problem(problem, k)
+    groups = _entity_groups(problem, opts.get("entities") or {})
+    if groups:
+        mx = dataclasses.replace(mx, **groups)
     po = dict(opts["policy_options"] or {})
     if opts["time_limit_s"] is not None:
         po.setdefault("time_limit_s", opts["time_limit_s"])

@@ -20,7 +20,7 @@ from goodopt.validation import MAX_WHOLE, suggest
 
 #: Longest time limit accepted (about 11.6 days).
 MAX_SECONDS = 1e6
-from goodopt.gavel import POLICY_NAMES
+from goodopt.gavel import POLICY_NAMES, check_entities
 
 
 def _whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
@@ -246,10 +246,19 @@ class GavelOptions(MethodOptions):
     policy: str = "max_min_fairness"
     n_gpus: Any = "min_gpus"
     policy_options: Mapping = field(default_factory=dict)
+    #: Entity -> {weight, policy: fairness | fifo} for the hierarchical policy; jobs name theirs (``entity``).
+    entities: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         super().__post_init__()
         _choice("policy", self.policy, POLICY_NAMES)
+        if not isinstance(self.entities, Mapping):
+            raise ValidationError("options.entities", f"must map entity -> {{weight, policy}}, got {self.entities!r}",
+                                  "e.g. {alice: {weight: 2}, bob: {policy: fifo}}")
+        try:
+            check_entities(self.entities)
+        except ValidationError as exc:
+            raise ValidationError(f"options.{exc.field}", exc.problem, exc.fix) from None
         n = self.n_gpus
         if n not in ("min_gpus", "base") and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number >= 1, got {n!r}")

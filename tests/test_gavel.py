@@ -7,6 +7,7 @@ import goodopt
 from goodopt.errors import TraceError, ValidationError
 from goodopt.gavel import ThroughputMatrix, job_type_slug, matrix_from_problem, read_gavel_throughputs
 from goodopt.solvers.gavel import POLICIES, fifo_fractions, solve_gavel
+from goodopt.solvers import solve
 from goodopt.traces import traces_dir
 
 TYPES = ("v100", "k80")
@@ -295,3 +296,36 @@ def test_water_filling_weights_entities():
     with pytest.raises(ValidationError, match="entity_policies"):
         ThroughputMatrix(("a",), ("k",), np.ones((1, 1)), np.ones(1, dtype=int), np.array([1]),
                          entities=np.array([0]), entity_policies=("lottery",))
+
+
+def _entity_scenario(entities=("alice", "alice", "bob")):
+    from goodopt.scenario import scenario_from_dict
+
+    jobs = [{"name": n, "application": "cifar10", **({"entity": e} if e else {})}
+            for n, e in zip(("a1", "a2", "b1"), entities)]
+    return scenario_from_dict({"cluster": {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 2, "n_nodes": 1}]},
+                               "jobs": jobs})
+
+
+@pytest.mark.parametrize("entities, shares", [
+    ({}, {"a1": 0.5, "a2": 0.5, "b1": 1.0}),  # two GPUs, one per entity: alice's two jobs halve hers
+    ({"alice": {"weight": 2}}, {"a1": 2 / 3, "a2": 2 / 3, "b1": 2 / 3}),  # alice 4/3 GPU, bob 2/3
+    ({"alice": {"policy": "fifo"}}, {"a1": 1.0, "a2": 0.0, "b1": 1.0}),  # alice's first job takes her GPU
+])
+def test_scenario_jobs_name_their_entity_for_the_hierarchical_policy(entities, shares):
+    res = solve(_entity_scenario().problem(), "gavel",
+                {"policy": "max_min_fairness_water_filling", "entities": entities})
+    got = {job: f["t4"] for job, f in res.extra["fractions"].items()}
+    assert got == pytest.approx(shares, abs=1e-5)
+
+
+def test_entities_in_scenarios_round_trip_and_are_all_or_nothing():
+    from goodopt.scenario import scenario_to_dict
+
+    sc = _entity_scenario()
+    assert [j["entity"] for j in scenario_to_dict(sc)["jobs"]] == ["alice", "alice", "bob"]
+    with pytest.raises(ValidationError, match="jobs.b1.entity: is missing while other jobs name theirs"):
+        solve(_entity_scenario(("alice", "alice", None)).problem(), "gavel",
+              {"policy": "max_min_fairness_water_filling"})
+    with pytest.raises(ValidationError, match="options.entities.alice.weight: must be a number > 0"):
+        solve(sc.problem(), "gavel", {"policy": "max_min_fairness_water_filling", "entities": {"alice": {"weight": 0}}})
