@@ -222,6 +222,12 @@ def test_bad_elastic_settings_name_the_field_and_the_fix():
         SimConfig(min_nodes=-1)
     with pytest.raises(ValidationError, match="min_nodes"):
         SimConfig(min_nodes=1.5)
+    with pytest.raises(ValidationError, match="min_nodes: must be a number, got 'a'"):
+        SimConfig(min_nodes="a")
+    with pytest.raises(ValidationError, match="autoscale_options.pop_size: must be a number"):
+        SimConfig(autoscale="pollux", autoscale_options={"pop_size": "x"})
+    with pytest.raises(ValidationError, match="autoscale_options.n_gen: must be a whole number >= 2"):
+        SimConfig(autoscale="pollux", autoscale_options={"n_gen": 2.5})
     with pytest.raises(ValidationError, match="max_utility: must be > 0.7"):
         SimConfig(autoscale="pollux", autoscale_options={"min_utility": 0.7, "max_utility": 0.6})
     with pytest.raises(ValidationError, match="min_nodes: 5 is more than the cluster's 4 nodes"):

@@ -145,7 +145,7 @@ class SimConfig:
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
         check_number("agent_optimism", self.agent_optimism, minimum=0)
         check_number("provision_delay_s", self.provision_delay_s, minimum=0)
-        if isinstance(self.min_nodes, bool) or self.min_nodes != int(self.min_nodes) or self.min_nodes < 0:
+        if isinstance(self.min_nodes, bool) or check_number("min_nodes", self.min_nodes, minimum=0) % 1:
             raise ValidationError("min_nodes", f"must be a whole number >= 0, got {self.min_nodes!r}")
         object.__setattr__(self, "min_nodes", int(self.min_nodes))
         options = dict(self.autoscale_options.items() if isinstance(self.autoscale_options, Mapping)
