@@ -228,7 +228,7 @@ def heterogeneity_tables(ctx: Context) -> list[Path]:
 def autoscaling_tables(ctx: Context) -> list[Path]:
     """Figure 8: cost vs JCT of the auto-scalers on the embedded default; one job alone on an elastic cluster."""
     traces = _need_traces(ctx, "auto-scaling") if ctx.scale == "full" else None
-    return [sweep_table(ctx, specs.autoscaling(ctx.scale, traces)), *single_job_tables(ctx)]
+    return [*(sweep_table(ctx, spec) for spec in specs.autoscaling(ctx.scale, traces)), *single_job_tables(ctx)]
 
 
 def _t4_nodes(n: int) -> dict:

@@ -160,8 +160,10 @@ def plot_heterogeneity(tables: Path, out: Path):
 
 
 def plot_autoscaling(tables: Path, out: Path):
-    """Figure 8 from ``autoscaling.csv``, ``autoscaling_single.csv`` and ``autoscaling_timeline.csv``."""
-    df = _read(tables, "autoscaling")
+    """Figure 8 from ``autoscaling.csv``, ``autoscaling_exact.csv``, ``autoscaling_single.csv`` and
+    ``autoscaling_timeline.csv``."""
+    df = pd.concat([d for d in (_read(tables, "autoscaling"), _read(tables, "autoscaling_exact")) if d is not None],
+                   ignore_index=True)
     single, timeline = _read(tables, "autoscaling_single"), _read(tables, "autoscaling_timeline")
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     policies, scalers = list(dict.fromkeys(df.label)), list(dict.fromkeys(df.autoscale))

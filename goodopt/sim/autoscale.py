@@ -23,8 +23,9 @@ all for clusters of one node group (one GPU type):
     explore; the cluster is sized to fit the sum.
 ``exact``
     Size and allocation chosen together: for every size ``n`` allowed, the
-    goodput MILP's optimum ``F_n`` on ``n`` nodes, and the size maximising
-    ``J * F_n - gpu_worth * G_n`` (``J`` active jobs, ``G_n`` GPUs). The cost
+    goodput MILP's optimum ``F_n`` on ``n`` nodes (the policy's objective with
+    speedups over one GPU, one yardstick for every size), and the size
+    maximising ``J * F_n - gpu_worth * G_n`` (``J`` active jobs, ``G_n`` GPUs). The cost
     term prices a GPU at ``gpu_worth`` units of speedup (its hourly price over
     the value of one job-speedup-hour); the default 0.5 is the centre of
     Pollux's utility band, so a GPU is kept when it adds at least half of an
@@ -244,10 +245,14 @@ class ExactAutoscaler(Autoscaler):
         self.options["node_limit"] = whole("autoscale_options.node_limit", self.options["node_limit"], 1)
 
     def value(self, state: ScaleState, n: int) -> float:
-        """``J * F_n - gpu_worth * G_n`` at ``n`` nodes (-inf when the MILP finds no feasible allocation)."""
+        """``J * F_n - gpu_worth * G_n`` at ``n`` nodes (-inf when the MILP finds no feasible allocation).
+
+        Speedups are over one GPU here, whatever the policy's base: a fair share shrinks with the cluster, so
+        fitness over fair shares would not compare sizes on one yardstick."""
         from goodopt.solvers import solve
 
-        problem = goodput_problem(state.round_state(n), state.objective, state.max_gpus)
+        objective = dataclasses.replace(state.objective, base="one-gpu")
+        problem = goodput_problem(state.round_state(n), objective, state.max_gpus)
         res = solve(problem, "milp", {"time_limit_s": float(self.options["time_limit_s"]),
                                       "node_limit": int(self.options["node_limit"])})
         if not res.has_solution or not res.feasible:
