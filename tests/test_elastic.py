@@ -282,3 +282,12 @@ def test_pollux_utility_uses_speedups_over_one_gpu():
     s = asc.one_gpu_speedups(problem, alloc, state)
     assert s[0, 0] == pytest.approx(1.0)
     assert 1.0 < s[1, 0] < 4.0
+
+
+def test_from_zero_nodes_no_job_starts_before_the_first_node_joins():
+    cfg = SimConfig(autoscale="throughput", min_nodes=0, provision_delay_s=180)
+    res = simulate(_workload(2), FOUR, "greedy", config=cfg, seed=0)
+    first = res.rounds.iloc[0]
+    assert first["nodes_up"] == 0 and first["nodes_billed"] >= 1 and first["gpus_allocated"] == 0
+    assert res.jobs["start_s"].min() == pytest.approx(180.0)  # the round at which the nodes joined
+    assert res.summary["cost"] > 0 and res.jobs["completion_s"].notna().all()
