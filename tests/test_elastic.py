@@ -268,6 +268,8 @@ def test_a_sweep_varies_the_autoscaler_and_refuses_a_fixed_cluster_policy_when_r
         spec_from_dict({**base, "policies": ["tiresias"], "config": {"autoscale": "pollux"}})
     with pytest.raises(ValidationError, match="spec.config.autoscale.*must be a name"):
         spec_from_dict({**base, "config": {"autoscale": 3}})
+    with pytest.raises(ValidationError, match="spec.cluster: auto-scaling sizes one node group; the cluster has 3"):
+        spec_from_dict({**base, "policies": ["milp"], "cluster": "sia-default", "config": {"autoscale": "pollux"}})
 
 
 def test_pollux_utility_uses_speedups_over_one_gpu():

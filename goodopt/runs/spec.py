@@ -171,7 +171,7 @@ def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 
 def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
-    from goodopt.sim.autoscale import check_elastic
+    from goodopt.sim.autoscale import check_elastic, check_one_group
     from goodopt.sim.engine import SimConfig
     from goodopt.sim.policies import POLICIES, make_policy
     from goodopt.sim.workload import check_workloads, expand_workloads
@@ -197,6 +197,8 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
         check_elastic(make_policy(v.name, **dict(v.options)), scaled[0], f"spec.policies.{v.label}")
     cluster = _local(str(r.string("cluster", "pollux-testbed")), base)
     n_gpus = _checked("spec.cluster", lambda: load_scenario(cluster).cluster.n_gpus)
+    if scaled:
+        check_one_group(load_scenario(cluster).cluster, "spec.cluster")
     longest = max(vary.get("max_time_s", [config.get("max_time_s", SimConfig().max_time_s)]))
     check_workloads(workloads, n_gpus=n_gpus, max_time_s=longest)
     truth = r.string("truth", "model")

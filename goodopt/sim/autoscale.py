@@ -114,14 +114,12 @@ class Autoscaler:
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on the largest cluster ``cluster``."""
-        if len(cluster.groups) != 1:
-            raise ValidationError("autoscale", f"auto-scaling sizes one node group; the cluster has "
-                                  f"{len(cluster.groups)} ({cluster.describe()})",
-                                  "simulate an elastic cluster of one GPU type")
+        check_one_group(cluster)
         self.rng, self.last_stats = rng, {}
 
     def target(self, state: ScaleState) -> int:
         """Nodes to bill from now on, within ``[state.min_nodes, state.max_nodes]``."""
+        self.last_stats = {}
         wanted = self.wanted(state)
         self.last_stats["wanted"] = wanted
         return int(min(max(wanted, state.min_nodes), state.max_nodes))
@@ -274,6 +272,13 @@ class ExactAutoscaler(Autoscaler):
 
 #: Auto-scalers by name.
 AUTOSCALERS = {cls.name: cls for cls in (PolluxAutoscaler, ThroughputAutoscaler, ExactAutoscaler)}
+
+
+def check_one_group(cluster: Cluster, where: str = "autoscale") -> None:
+    """The auto-scalers size one node group (one GPU type)."""
+    if len(cluster.groups) != 1:
+        raise ValidationError(where, f"auto-scaling sizes one node group; the cluster has {len(cluster.groups)} "
+                              f"({cluster.describe()})", "simulate an elastic cluster of one GPU type")
 
 
 def check_elastic(policy, autoscale: str, where: str = "autoscale") -> None:

@@ -247,8 +247,9 @@ class Engine:
     def _autoscaler(policy, config: SimConfig, cluster: Cluster):
         if config.autoscale == "none":
             return None
-        from .autoscale import check_elastic, make_autoscaler
+        from .autoscale import check_elastic, check_one_group, make_autoscaler
 
+        check_one_group(cluster)
         fewest = min(g.n_nodes for g in cluster.groups)
         if config.min_nodes > fewest:
             raise ValidationError("min_nodes", f"{config.min_nodes} is more than the cluster's {fewest} nodes "
