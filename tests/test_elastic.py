@@ -293,3 +293,16 @@ def test_from_zero_nodes_no_job_starts_before_the_first_node_joins():
     assert first["nodes_up"] == 0 and first["nodes_billed"] >= 1 and first["gpus_allocated"] == 0
     assert res.jobs["start_s"].min() == pytest.approx(180.0)  # the round at which the nodes joined
     assert res.summary["cost"] > 0 and res.jobs["completion_s"].notna().all()
+
+
+def test_an_idle_cluster_shrinks_at_the_autoscalers_next_look_not_at_the_next_arrival():
+    wl = Workload((WorkloadJob("early", 0.0, "cifar10", 4, 512), WorkloadJob("late", 20 * 3600.0, "cifar10", 4, 512)),
+                  name="gap")
+    cfg = SimConfig(autoscale="throughput", min_nodes=1, provision_delay_s=0, autoscale_options={"every_s": 600})
+    res = simulate(wl, FOUR, "greedy", config=cfg, seed=0)
+    done = res.jobs.set_index("job")["completion_s"]
+    busy_h = (done["early"] + done["late"] - 20 * 3600.0) / 3600
+    gap_h = (20 * 3600.0 - done["early"]) / 3600
+    assert res.rounds.nodes_billed.max() > 1  # it grew while the jobs ran
+    # billed: at most the whole cluster while busy and for one look (+ a round) after, one node in the gap
+    assert res.summary["gpu_hours"] <= 16 * (busy_h + 660 / 3600) + 4 * gap_h + 1e-6

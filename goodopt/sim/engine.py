@@ -286,8 +286,12 @@ class Engine:
                 active.append(job)
             scale = self._scale(active, t, r)
             cost_per_h = self.pool.record(t)
-            if not active:
-                t = max(t + cfg.interval_s, np.floor(pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
+            if not active:  # skip to the next arrival, or to the auto-scaler's next look at the idle cluster
+                t_next = max(t + cfg.interval_s, np.floor(pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
+                if self.scaler is not None:
+                    tick = np.ceil(self._next_scale_s / cfg.interval_s) * cfg.interval_s
+                    t_next = min(t_next, max(t + cfg.interval_s, tick))
+                t = t_next
                 continue
             if self.pool.view() is not view:
                 view = self.pool.view()
