@@ -188,6 +188,14 @@ class Reader:
             )
 
 
+def check_whole(path: str, value, minimum: int, maximum: int = MAX_WHOLE, error=ValidationError) -> int:
+    """A whole number in ``[minimum, maximum]``; a float is accepted only when it is whole (never rounded)."""
+    v = check_number(path, value, minimum=minimum, maximum=maximum, error=error)
+    if v != int(v):
+        raise error(path, f"must be a whole number >= {minimum}, got {value!r}")
+    return int(v)
+
+
 def check_number(path: str, value, minimum=None, maximum=None, strict=False, allow_inf=False,
                  error=ScenarioError) -> float:
     """Coerce a number, rejecting NaN, infinities (unless allowed) and out-of-range values."""

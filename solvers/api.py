@@ -10,9 +10,9 @@ Adding a method is one entry in :data:`REGISTRY`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 

@@ -196,9 +196,10 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     for v in variants if scaled else ():
         check_elastic(make_policy(v.name, **dict(v.options)), scaled[0], f"spec.policies.{v.label}")
     cluster = _local(str(r.string("cluster", "pollux-testbed")), base)
-    n_gpus = _checked("spec.cluster", lambda: load_scenario(cluster).cluster.n_gpus)
+    the_cluster = _checked("spec.cluster", lambda: load_scenario(cluster).cluster)
+    n_gpus = the_cluster.n_gpus
     if scaled:
-        check_one_group(load_scenario(cluster).cluster, "spec.cluster")
+        check_one_group(the_cluster, "spec.cluster")
     longest = max(vary.get("max_time_s", [config.get("max_time_s", SimConfig().max_time_s)]))
     check_workloads(workloads, n_gpus=n_gpus, max_time_s=longest)
     truth = r.string("truth", "model")

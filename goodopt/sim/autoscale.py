@@ -47,7 +47,7 @@ import numpy as np
 from goodopt import goodput as gp
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError
-from goodopt.validation import MAX_WHOLE, check_number
+from goodopt.validation import check_number, check_whole
 
 from .policies import goodput_problem
 from .state import RoundState
@@ -86,14 +86,6 @@ class ScaleState:
         cluster = self.cluster if n_nodes == self.max_nodes else \
             Cluster((NodeGroup(g.gpu_type, g.gpus_per_node, n_nodes, g.prefix),))
         return RoundState(self.time_s, self.round_index, cluster, self.jobs, current, None)
-
-
-def whole(name: str, value, minimum: int) -> int:
-    """``value`` as a whole number >= ``minimum`` (a ValidationError naming ``name`` otherwise)."""
-    v = check_number(name, value, minimum=minimum, maximum=MAX_WHOLE, error=ValidationError)
-    if v != int(v):
-        raise ValidationError(name, f"must be a whole number >= {minimum}, got {value!r}")
-    return int(v)
 
 
 class Autoscaler:
@@ -143,7 +135,7 @@ class PolluxAutoscaler(Autoscaler):
         hi = check_number("autoscale_options.max_utility", self.options["max_utility"], minimum=lo, strict=True)
         self.band = (lo, hi)
         for key in ("pop_size", "n_gen"):
-            self.options[key] = whole(f"autoscale_options.{key}", self.options[key], 2)
+            self.options[key] = check_whole(f"autoscale_options.{key}", self.options[key], 2)
 
     def wanted(self, state: ScaleState) -> int:
         if not state.jobs:
@@ -240,7 +232,7 @@ class ExactAutoscaler(Autoscaler):
         super().__init__(**options)
         self.gpu_worth = check_number("autoscale_options.gpu_worth", self.options["gpu_worth"], minimum=0)
         check_number("autoscale_options.time_limit_s", self.options["time_limit_s"], minimum=0, strict=True)
-        self.options["node_limit"] = whole("autoscale_options.node_limit", self.options["node_limit"], 1)
+        self.options["node_limit"] = check_whole("autoscale_options.node_limit", self.options["node_limit"], 1)
 
     def value(self, state: ScaleState, n: int) -> float:
         """``J * F_n - gpu_worth * G_n`` at ``n`` nodes (-inf when the MILP finds no feasible allocation).

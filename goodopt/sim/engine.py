@@ -54,7 +54,7 @@ import numpy as np
 from goodopt.cluster import Cluster
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.fitting import OPTIMISM
-from goodopt.validation import check_number
+from goodopt.validation import check_number, check_whole
 
 from .agent import HeteroAgent, JobAgent
 from .elastic import NodePool
@@ -145,9 +145,7 @@ class SimConfig:
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
         check_number("agent_optimism", self.agent_optimism, minimum=0)
         check_number("provision_delay_s", self.provision_delay_s, minimum=0)
-        if isinstance(self.min_nodes, bool) or check_number("min_nodes", self.min_nodes, minimum=0) % 1:
-            raise ValidationError("min_nodes", f"must be a whole number >= 0, got {self.min_nodes!r}")
-        object.__setattr__(self, "min_nodes", int(self.min_nodes))
+        object.__setattr__(self, "min_nodes", check_whole("min_nodes", self.min_nodes, 0))
         options = dict(self.autoscale_options.items() if isinstance(self.autoscale_options, Mapping)
                        else self.autoscale_options)
         object.__setattr__(self, "autoscale_options", tuple(sorted(options.items())))
@@ -301,14 +299,14 @@ class Engine:
             alloc = self._allocate(active, view, t, r)
             e2 = time.perf_counter()
             finished = self._apply_and_advance(active, alloc, t)
-            gpus, gpus_up = alloc.sum(), self.pool.gpus_up()
+            gpus, gpus_up, billed = alloc.sum(), self.pool.gpus_up(), self.pool.billed
             stats = getattr(self.policy, "last_stats", {}) or {}
             self.rounds.append({
                 "round": r, "time_s": t, "n_active": len(active), "n_running": int((alloc.sum(axis=1) > 0).sum()),
                 "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
                 "utilisation": float(gpus / gpus_up) if gpus_up else 0.0, "n_completed": len(finished),
-                "nodes_up": int(self.pool.up.sum()), "nodes_billed": int(self.pool.billed.sum()),
-                "gpus_billed": int(self.pool.capacity[self.pool.billed].sum()),
+                "nodes_up": int(self.pool.up.sum()), "nodes_billed": int(billed.sum()),
+                "gpus_billed": int(self.pool.capacity[billed].sum()),
                 "cost_per_h": cost_per_h, **scale,
                 "policy_s": e2 - e1, **{f"policy_{k}": v for k, v in stats.items()},
             })
@@ -358,11 +356,11 @@ class Engine:
             return np.zeros_like(current)
         state = RoundState(t, r, view.cluster, tuple(active), current[:, view.index], self.config,
                            self.truth if getattr(self.policy, "needs_oracle", False) else None)
-        alloc = self._check(self.policy.allocate(state), state)
+        alloc = self._check(self.policy.allocate(state), state, self.node_type[view.index])
         return view.to_full(alloc, self.cluster.n_nodes) if view.cluster is not self.cluster else alloc
 
     # ------------------------------------------------------------ checking
-    def _check(self, alloc, state: RoundState) -> np.ndarray:
+    def _check(self, alloc, state: RoundState, node_type: np.ndarray) -> np.ndarray:
         a = np.asarray(alloc)
         J, N = state.n_jobs, state.cluster.n_nodes
         where = f"round {state.round_index} (t={state.time_s:g}s), policy {self.policy.name!r}"
@@ -380,7 +378,6 @@ class Engine:
             raise SimulationError(f"{where}: node {state.cluster.node_names[n]} over capacity "
                                   f"({a[:, n].sum()} > {state.cluster.node_capacity[n]})")
         if self.hetero:
-            node_type = np.array([self.types.index(t) for t in state.cluster.node_gpu_types])
             per_type = np.stack([(a[:, node_type == g]).sum(axis=1) for g in range(len(self.types))], axis=1)
             mixed = np.flatnonzero((per_type > 0).sum(axis=1) > 1)
             if len(mixed):
