@@ -3,7 +3,10 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# a relative GOODOPT_TRACES is taken from the folder make runs in, once, so that every command and test
+# (whatever folder it runs in) reads the same traces
 GOODOPT_TRACES ?= ../shared/traces
+override GOODOPT_TRACES := $(abspath $(GOODOPT_TRACES))
 export GOODOPT_TRACES
 
 # make figures FULL=1: paper scale on the published traces (hours, not minutes).

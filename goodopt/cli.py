@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rich.table import Table
 
 from .cluster import MAX_GPUS_PER_NODE, MAX_NODES
 from .errors import GoodoptError, Interrupted, ValidationError
+from .yaml12 import load_yaml
 
 log = logging.getLogger("goodopt.cli")
 
@@ -146,7 +148,7 @@ def _key_values(items, flag: str = "--option", example: str = "n_gen=50") -> dic
         if not sep:
             raise ValidationError(flag, f"expected KEY=VALUE, got {item!r}", f"e.g. {flag} {example}")
         try:
-            out[key.strip()] = yaml.safe_load(value)
+            out[key.strip()] = load_yaml(value)
         except yaml.YAMLError:
             out[key.strip()] = value
     return out
@@ -219,56 +221,79 @@ def cmd_compare(args) -> int:
 
 
 def cmd_fit(args) -> int:
-    """``goodopt fit``: fit application profiles (and Gavel's) from the traces."""
+    """``goodopt fit``: fit application profiles (and Gavel's) from the traces; every changed file is put in
+    place together when all fits are done (an interrupted fit changes nothing)."""
     from .fitting import fit_application
+    from .outputs import check_output, output_set
+    from .progress import report, status_line
     from .traces import POLLUX_APPS, traces_dir
 
-    from .progress import report, status_line
-
     root = traces_dir(args.traces)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    con = _console()
-    t = Table(title=f"fitted profiles from {root}")
-    for col in ("application", "GPU type", "points", "RMS log step", "RMS log compute", "multi-node data"):
-        t.add_column(col)
+    out = check_output(args.out, kind="dir", option="--out", replaced=False)
+    dest = check_output(args.scenarios or out.parent, kind="dir", option="--scenarios", replaced=False)
     apps = args.apps or POLLUX_APPS
-    unchanged = []
+    profiles = {}
     for i, app in enumerate(apps):
         with status_line(f"fitting {app} ({i + 1}/{len(apps)})", enabled=not args.quiet):
             report("fitting %s (%d/%d)", app, i + 1, len(apps))
-            prof = fit_application(root, app)
-        if not _save_if_changed(prof, out / f"{app}.yaml"):
-            unchanged.append(app)
-        for gpu, g in sorted(prof.gpu_types.items()):
-            t.add_row(app, gpu, str(g.fit["n_points"]), f"{g.fit['rms_log_step_time']:.3f}",
-                      f"{g.fit['rms_log_compute_time']:.3f}", str(g.fit["multi_node_identified"]))
-    con.print(t)
-    con.print(f"wrote {len(apps) - len(unchanged)} profile(s) to {out}"
+            profiles[app] = fit_application(root, app)
+    gavel_file = root / "gavel" / "simulation_throughputs.json"
+    with output_set() as files:
+        changed = [app for app, prof in profiles.items() if _stage_if_changed(files, prof, out / f"{app}.yaml")]
+        gavel_note = _stage_gavel(files, gavel_file, out, dest) if gavel_file.is_file() else ""
+    _print_fits(profiles, root)
+    unchanged = [app for app in apps if app not in changed]
+    con = _console()
+    con.print(f"wrote {len(changed)} profile(s) to {out}"
               + (f"; {len(unchanged)} unchanged within the stored precision ({', '.join(unchanged)})"
                  if unchanged else ""))
-    gavel_file = root / "gavel" / "simulation_throughputs.json"
-    if gavel_file.is_file():
-        from .gavel import gavel_scenario, read_gavel_throughputs
-        from .scenario import save_scenario
-
-        g = read_gavel_throughputs(gavel_file)
-        (out / "gavel").mkdir(exist_ok=True)
-        n_changed = sum(_save_if_changed(prof, out / "gavel" / f"{name}.yaml")
-                        for name, prof in g.profiles().items())
-        sc = gavel_scenario(g)
-        dest = Path(args.scenarios) if args.scenarios else out.parent
-        rel = {app: str(Path((out / "gavel").resolve()).relative_to(dest.resolve()) / f"{app}.yaml")
-               for app in sorted(sc.profiles)}
-        save_scenario(sc, dest / "gavel-default.yaml", profile_paths=rel)
-        con.print(f"{n_changed} of {len(g.job_types)} Gavel throughput profiles changed in {out / 'gavel'}; "
-                  f"wrote {dest / 'gavel-default.yaml'}")
+    if gavel_note:
+        con.print(gavel_note)
     return 0
 
 
-def _save_if_changed(profile, path: Path) -> bool:
-    """Write ``profile`` unless ``path`` already holds it to the stored precision (re-fits that differ in the
-    last digits leave tracked files alone); returns whether it wrote."""
+def _print_fits(profiles: dict, root) -> None:
+    t = Table(title=f"fitted profiles from {root}")
+    for col in ("application", "GPU type", "points", "RMS log step", "RMS log compute", "multi-node data"):
+        t.add_column(col)
+    for app, prof in profiles.items():
+        for gpu, g in sorted(prof.gpu_types.items()):
+            t.add_row(app, gpu, str(g.fit["n_points"]), f"{g.fit['rms_log_step_time']:.3f}",
+                      f"{g.fit['rms_log_compute_time']:.3f}", str(g.fit["multi_node_identified"]))
+    _console().print(t)
+
+
+def _stage_gavel(files, gavel_file: Path, out: Path, dest: Path) -> str:
+    """Stage Gavel's throughput profiles (those that changed) and the ``gavel-default.yaml`` scenario made
+    from them; returns what was done, in words."""
+    from .gavel import gavel_scenario, read_gavel_throughputs
+    from .scenario import save_scenario, scenario_to_dict
+
+    g = read_gavel_throughputs(gavel_file)
+    n_changed = sum(_stage_if_changed(files, prof, out / "gavel" / f"{name}.yaml")
+                    for name, prof in g.profiles().items())
+    sc = gavel_scenario(g)
+    rel = {app: os.path.relpath((out / "gavel" / f"{app}.yaml").resolve(), dest.resolve())
+           for app in sorted(sc.profiles)}
+    target = dest / "gavel-default.yaml"
+    if _same_data(target, scenario_to_dict(sc, rel)):
+        return f"{n_changed} of {len(g.job_types)} Gavel throughput profiles changed in {out / 'gavel'}; " \
+               f"{target} unchanged"
+    save_scenario(sc, files.path(target), profile_paths=rel)
+    return f"{n_changed} of {len(g.job_types)} Gavel throughput profiles changed in {out / 'gavel'}; wrote {target}"
+
+
+def _stage_if_changed(files, profile, path: Path) -> bool:
+    """Stage ``profile`` for ``path`` unless ``path`` already holds it to the stored precision (re-fits that
+    differ in the last digits leave tracked files alone); returns whether it is written."""
+    if _same_data(path, profile.to_dict()):
+        return False
+    profile.save(files.path(path))
+    return True
+
+
+def _same_data(path: Path, new) -> bool:
+    """Whether YAML file ``path`` holds ``new`` (numbers equal to 1e-6, relative, or 1e-12 absolute)."""
     import math
 
     from .validation import read_yaml
@@ -276,17 +301,14 @@ def _save_if_changed(profile, path: Path) -> bool:
     def close(a, b):
         if isinstance(a, dict) and isinstance(b, dict):
             return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-        if isinstance(a, list) and isinstance(b, list):
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
             return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
-        if isinstance(a, float) or isinstance(b, float):
-            return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-5)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+                and not isinstance(b, bool):
+            return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
         return a == b
 
-    new = profile.to_dict()
-    if path.is_file() and close(read_yaml(path, "profile"), json.loads(json.dumps(new))):
-        return False
-    profile.save(path)
-    return True
+    return path.is_file() and close(read_yaml(path, "profile"), load_yaml(yaml.safe_dump(new)))
 
 
 def _policy_options(args, policies) -> dict:
@@ -415,8 +437,6 @@ def _print_policy_summary(table, n_workloads: int) -> None:
 
 def cmd_sweep(args) -> int:
     """``goodopt sweep``: run a sweep spec (cached, local processes or Dask) into tidy tables."""
-    import os
-
     from .outputs import check_output
     from .runs.spec import load_spec
     from .runs.sweep import jobs_path, run_sweep, sweep_outputs
@@ -427,7 +447,7 @@ def cmd_sweep(args) -> int:
 
         _print_tasks(expand(spec))
         return 0
-    out = Path(args.out or f"{spec.name}.csv")
+    out = Path(args.out) if args.out else Path(args.spec).parent / f"{spec.name}.csv"
     for f in sweep_outputs(out):
         check_output(f, inputs=[args.spec])
     cache = None if args.no_cache else Path(args.cache or out.with_name(f"{out.stem}-cache"))
@@ -447,10 +467,11 @@ def cmd_sweep(args) -> int:
 
 def cmd_reproduce(args) -> int:
     """``goodopt reproduce``: the papers' headline experiments beside the published numbers; one report."""
-    import os
 
+    from .outputs import check_output
     from .reproduce import reproduce
 
+    check_output(args.out, kind="dir", option="--out", replaced=False)
     workers = args.workers or (os.cpu_count() or 1)
     rep = reproduce(args.experiments or None, out=args.out, quick=args.quick, traces=args.traces, workers=workers,
                     dask=args.dask, progress=not args.quiet)
@@ -635,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("sweep", help="run a grid of solves or simulations from a YAML spec; one tidy table")
     p.add_argument("spec", help="sweep spec (YAML; see goodopt.sweep.spec_from_dict)")
-    p.add_argument("--out", default=None, help="output CSV (default: <spec name>.csv)")
+    p.add_argument("--out", default=None, help="output CSV (default: <spec name>.csv beside the spec file)")
     p.add_argument("--cache", default=None,
                    help="cache folder of finished tasks (default: <out stem>-cache next to --out)")
     p.add_argument("--no-cache", action="store_true", help="compute every task, keep nothing")

@@ -24,6 +24,7 @@ import ast
 import dataclasses
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,9 +209,18 @@ def check_entities(value) -> tuple:
     """Entities (name -> {weight, policy: fairness | fifo, share}) as sorted ``(name, (("policy", p),
     ("share", s), ("weight", w)))`` pairs, each field checked (weight and share default to 1, policy to
     fairness; ``share`` is how often a generated job belongs to the entity)."""
-    items = value.items() if isinstance(value, dict) else value
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(isinstance(i, (list, tuple)) and len(i) == 2 for i in value):
+        items = list(value)
+    else:
+        raise ValidationError("entities", f"must map entity -> {{weight, policy, share}}, got {value!r}",
+                              "e.g. {alice: {weight: 2}, bob: {policy: fifo}}")
     out = []
     for name, spec in items:
+        if spec is not None and not isinstance(spec, Mapping):
+            raise ValidationError(f"entities.{name}", f"must be a mapping {{weight, policy, share}}, got {spec!r}",
+                                  "e.g. {weight: 2, policy: fairness}")
         spec = dict(spec or {})
         unknown = sorted(set(spec) - {"weight", "policy", "share"})
         if unknown:

@@ -6,7 +6,16 @@ or a kill at any moment -- sees the old file or the new one, never a mix or a
 half-written file. A folder of outputs (a simulation's tables) is built in a
 hidden staging folder and exchanged with the old one in one step
 (``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere two renames, between which
-the old folder survives under a hidden name).
+the old folder survives under a hidden name). Several files written by one
+run (a sweep's tables and their metadata, a report, re-fitted profiles) are
+put in place together by an :class:`OutputSet`: a journal of the renames
+makes the set all-or-nothing, and every metadata file names the run
+(``run_id``).
+
+goodopt's temporaries have one exact name, ``.NAME.goodopt-TAG-HOST-PID-ID``,
+and staging folders hold a marker file; only such names, of this host, whose
+process is gone, are ever removed as debris of an interrupted run, and each
+removal is logged as a warning. Nothing else beside an output is touched.
 
 A table's metadata goes to ``NAME.meta.json`` beside ``NAME.csv``, and records
 the SHA-256 of the table it describes, so a pair from two different runs is
@@ -27,7 +36,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import socket
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -91,11 +102,65 @@ def _existing_ancestor(p: Path) -> Path:
     return p
 
 
-# ------------------------------------------------------------------ atomic files
+# ------------------------------------------------------------------ goodopt's own temporaries
+#: This machine's name as it stands in goodopt's temporary names (letters, digits and ``_`` only).
+HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
+#: The file inside every staging folder goodopt makes (a folder without it is never removed as debris).
+STAGING_MARKER = ".goodopt-staging"
+#: The one pattern of goodopt's temporaries beside an output ``NAME``: ``.NAME.goodopt-TAG-HOST-PID-ID``.
+_TEMP = re.compile(r"^\.(?P<name>.+)\.goodopt-(?P<tag>tmp|partial|old|commit)-(?P<host>[A-Za-z0-9_]+)"
+                   r"-(?P<pid>[0-9]{1,10})-(?P<id>[0-9a-f]{8})$")
+
+
 def _temp_name(path: Path, tag: str) -> Path:
-    return path.with_name(f".{path.name}.{tag}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    return path.with_name(f".{path.name}.goodopt-{tag}-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
+def _debris(folder: Path, name: str | None = None, tags=("tmp", "partial", "old")) -> Iterator[Path]:
+    """goodopt's temporaries in ``folder`` (of output ``name``, or of any) left by a dead process of this host.
+
+    A name goodopt did not make, another host's temporaries (its process may live) and a folder without
+    goodopt's marker inside are never yielded.
+    """
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for p in entries:
+        m = _TEMP.match(p.name)
+        if m is None or m["tag"] not in tags or (name is not None and m["name"] != name) or m["host"] != HOST:
+            continue
+        pid = int(m["pid"])
+        if pid == os.getpid() or _alive(pid):
+            continue
+        if p.is_dir() and not p.is_symlink() and not ((p / STAGING_MARKER).is_file() or (p / MARKER).is_file()):
+            continue
+        yield p
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove goodopt's own temporaries of output ``path`` left by interrupted runs on this host (logged)."""
+    path = Path(path)
+    _recover(path.parent)
+    for p in _debris(path.parent, path.name):
+        log.warning("removing %s, left by an interrupted goodopt run", p)
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+# ------------------------------------------------------------------ atomic files
 @contextlib.contextmanager
 def atomic_path(path) -> Iterator[Path]:
     """A temporary path beside ``path``; renamed over ``path`` when the block ends without error."""
@@ -107,6 +172,115 @@ def atomic_path(path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+class OutputSet:
+    """Several output files put in place together: a reader sees the old set or the new one, never a mix.
+
+    :meth:`path` gives the temporary to write each output to (goodopt's
+    leftovers of that name from interrupted runs are removed first, with a
+    warning). :meth:`commit` writes a journal of the renames (its commit
+    point), renames every temporary over its output and removes the journal,
+    holding a lock on the outputs' common folder so concurrent runs commit one
+    after the other. A run killed half-way through the renames leaves its
+    journal, and the next goodopt run writing there finishes them first.
+    :attr:`run_id` names the run in every metadata file it writes.
+    """
+
+    def __init__(self) -> None:
+        self.run_id = uuid.uuid4().hex
+        self._pairs: list[tuple[Path, Path]] = []
+
+    def path(self, final) -> Path:
+        """The temporary to write output ``final`` to."""
+        final = Path(final).absolute()
+        if any(f == final for _, f in self._pairs):
+            raise ValueError(f"output {final} is written twice in one run")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(final)
+        tmp = _temp_name(final, "tmp")
+        self._pairs.append((tmp, final))
+        return tmp
+
+    @property
+    def outputs(self) -> list[Path]:
+        return [f for _, f in self._pairs]
+
+    def commit(self) -> None:
+        pairs = [(t, f) for t, f in self._pairs if t.exists()]
+        if not pairs:
+            return
+        folder = Path(os.path.commonpath([str(f.parent) for _, f in pairs]))
+        with _folder_lock(folder):
+            journal = _temp_name(folder / "outputs", "commit")
+            _write_durably(journal, json.dumps([[str(t), str(f)] for t, f in pairs]))
+            for tmp, final in pairs:
+                os.replace(tmp, final)
+            journal.unlink()
+        self._pairs = []
+
+    def discard(self) -> None:
+        for tmp, _ in self._pairs:
+            tmp.unlink(missing_ok=True)
+        self._pairs = []
+
+
+@contextlib.contextmanager
+def output_set() -> Iterator[OutputSet]:
+    """An :class:`OutputSet` committed when the block ends without error, discarded otherwise."""
+    out = OutputSet()
+    try:
+        yield out
+        out.commit()
+    finally:
+        out.discard()
+
+
+def _write_durably(path: Path, text: str) -> None:
+    """Write and flush to disk (a journal cut short is unreadable, and then nothing was renamed yet)."""
+    with open(path, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: commits are not serialised
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _recover(folder: Path) -> None:
+    """Finish the renames of output sets whose run was killed while committing them (their journals)."""
+    journals = list(_debris(folder, tags=("commit",)))
+    if not journals:
+        return
+    with _folder_lock(folder):
+        for journal in journals:
+            try:
+                pairs = json.loads(journal.read_text())
+            except (OSError, ValueError):  # cut short while written: nothing was renamed yet
+                journal.unlink(missing_ok=True)
+                continue
+            done = [final for tmp, final in pairs if _roll_forward(Path(tmp), Path(final))]
+            log.warning("finished writing %s, interrupted while it was put in place", ", ".join(done) or "outputs")
+            journal.unlink(missing_ok=True)
+
+
+def _roll_forward(tmp: Path, final: Path) -> bool:
+    if not tmp.exists():
+        return False
+    os.replace(tmp, final)
+    return True
 
 
 def write_text(path, text: str) -> Path:
@@ -159,7 +333,8 @@ def atomic_dir(path, marker: dict | None = None) -> Iterator[Path]:
 
     The staging folder gets the :data:`MARKER` file (with ``marker`` as its
     content). On error or interrupt it is removed and ``path`` is untouched.
-    Staging folders of processes that no longer run are removed first. An
+    goodopt's own staging folders of ``path`` left by dead processes on this
+    host are removed first, with a warning (see :func:`_debris`). An
     existing folder that is not empty and was not written by goodopt is never
     replaced (:func:`check_output` raises before anything is written).
     """
@@ -169,9 +344,11 @@ def atomic_dir(path, marker: dict | None = None) -> Iterator[Path]:
     _remove_stale(path)
     staging = _temp_name(path, "partial")
     staging.mkdir()
+    (staging / STAGING_MARKER).touch()
     try:
         yield staging
         write_json(staging / MARKER, marker or {})
+        (staging / STAGING_MARKER).unlink()
         _swap_in(staging, path)
     finally:
         if staging.exists():
@@ -209,29 +386,3 @@ def _exchange(a: Path, b: Path) -> bool:
     if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
         return False
     raise OSError(err, os.strerror(err), str(b))
-
-
-def _remove_stale(path: Path) -> None:
-    """Remove hidden staging/old folders of ``path`` left by processes that were killed."""
-    for p in path.parent.glob(f".{path.name}.*-*-*"):
-        parts = p.name.rsplit("-", 2)
-        try:
-            pid = int(parts[-2])
-        except (ValueError, IndexError):
-            continue
-        if pid != os.getpid() and not _alive(pid):
-            log.info("removing %s, left by an interrupted run", p)
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -20,6 +20,7 @@ from .errors import ScenarioError
 from .families import FAMILIES, family_scenario, parse_family
 from .scenario import Scenario, scenario_from_file
 from .validation import suggest, usable_path
+from .yaml12 import load_yaml
 
 FAMILY_PREFIX = "family:"
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def scenario_inputs(source) -> list[Path]:
         return [] if shipped is None else scenario_inputs(shipped)
     out = [p]
     try:
-        data = yaml.safe_load(p.read_text())
+        data = load_yaml(p.read_text())
     except (yaml.YAMLError, UnicodeDecodeError, OSError):
         return out  # loading will fail and say why; the file's own bytes are the input
     refs = data.get("profiles") if isinstance(data, dict) else None

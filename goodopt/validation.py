@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from .errors import ScenarioError, ValidationError
+from .yaml12 import load_yaml
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def read_yaml(path, what: str, error=ValidationError):
     """The parsed YAML (or JSON) of input file ``path``; syntax errors name ``file:line:column``."""
     text = read_text(path, what, error)
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)

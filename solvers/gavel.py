@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,9 +97,21 @@ class FractionResult:
         return out
 
 
-def _check(policy, options):
+#: How each policy option is checked: bool, or ``(kind, lo, hi, open_low)`` for a number (``whole`` or not) in
+#: ``[lo, hi]`` (``(lo, hi]`` when ``open_low``).
+_OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool,
+                 "tolerance": ("number", 0.0, 1.0, True), "rel_tol": ("number", 0.0, 1.0, True),
+                 "floor": ("number", 0.0, 1e6, False), "max_lps": ("whole", 1, 1_000_000, False)}
+
+
+def check_policy_options(policy, options) -> dict:
+    """Every option of Gavel policy ``policy`` (defaults filled in), each checked by its kind; an error
+    names the option (``options.NAME``) and what it takes."""
     if policy not in POLICY_OPTIONS:
         raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(POLICIES)}")
+    if options is not None and not isinstance(options, Mapping):
+        raise ValidationError("options", f"must map option -> value, got {options!r}",
+                              f"e.g. {{{', '.join(f'{k}: {v}' for k, v in POLICY_OPTIONS[policy].items())}}}")
     options = dict(options or {})
     common = {"time_limit_s": None, "backend": "arrays"}
     unknown = sorted(set(options) - set(POLICY_OPTIONS[policy]) - set(common))
@@ -106,10 +119,31 @@ def _check(policy, options):
         raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
                               f"valid options: {sorted(POLICY_OPTIONS[policy]) + sorted(common)}")
     opts = {**POLICY_OPTIONS[policy], **common, **options}
+    for key, value in options.items():
+        _check_kind(key, value)
     if opts["backend"] not in BACKENDS:
         raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {opts['backend']!r}",
                               "arrays (HiGHS directly, the default) or pyomo (the reference model)")
+    t = opts["time_limit_s"]
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1e6):
+        raise ValidationError("options.time_limit_s", f"must be a number of seconds in (0, 1e6], got {t!r}",
+                              "omit it for no limit")
     return opts
+
+
+def _check_kind(key: str, value) -> None:
+    kind = _OPTION_KINDS.get(key)
+    if kind is bool and not isinstance(value, bool):
+        raise ValidationError(f"options.{key}", f"must be true or false, got {value!r}")
+    if not isinstance(kind, tuple):
+        return
+    what, lo, hi, open_low = kind
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and bool(np.isfinite(value)) \
+        and (lo < value if open_low else lo <= value) and value <= hi \
+        and (what != "whole" or float(value).is_integer())
+    if not ok:
+        raise ValidationError(f"options.{key}", f"must be a {'whole ' if what == 'whole' else ''}number in "
+                              f"{'(' if open_low else '['}{lo:g}, {hi:g}], got {value!r}")
 
 
 #: How the LPs reach HiGHS: as arrays (:func:`~goodopt.formulations.gavel.build_arrays`) or through pyomo.
@@ -154,7 +188,7 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
     A packed policy (:data:`~goodopt.gavel.PACKED`) needs the matrix's job
     pairs; the others ignore them.
     """
-    opts = _check(policy, options)
+    opts = check_policy_options(policy, options)
     t0 = time.perf_counter()
     mx = _for_policy(matrix, policy)
     base = PACKED.get(policy, policy)

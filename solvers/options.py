@@ -20,7 +20,12 @@ from goodopt.validation import MAX_WHOLE, suggest
 
 #: Longest time limit accepted (about 11.6 days).
 MAX_SECONDS = 1e6
+#: Largest population of the genetic methods (a population is P x jobs x nodes whole numbers in memory).
+MAX_POPULATION = 100_000
 from goodopt.gavel import POLICY_NAMES, check_entities
+
+from .backend import new_highs
+from .gavel import check_policy_options
 
 
 def _whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
@@ -28,6 +33,15 @@ def _whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
         return
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
         raise ValidationError(f"options.{name}", f"must be a whole number in [{lo}, {hi}], got {v!r}", fix)
+
+
+def _whole_if_int(cls, name: str, value):
+    """A whole float given for a whole-number option (``1e3`` in YAML 1.2) as the int it stands for."""
+    types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    if types.get(name, "").startswith("int") and isinstance(value, float) and value.is_integer() \
+            and abs(value) <= MAX_WHOLE:
+        return int(value)
+    return value
 
 
 def _seconds(name, v, fix=None):
@@ -79,7 +93,7 @@ class MethodOptions(Mapping):
         if unknown:
             raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
                                   f"{suggest(unknown[0], names)}valid options: {', '.join(sorted(names))}")
-        return cls(**options)
+        return cls(**{k: _whole_if_int(cls, k, v) for k, v in options.items()})
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
@@ -120,8 +134,28 @@ class _MilpBase(MethodOptions):
         g = self.mip_rel_gap
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g < 1:
             raise ValidationError("options.mip_rel_gap", f"must be in [0, 1), got {g!r}")
-        if not isinstance(self.highs_options, Mapping):
-            raise ValidationError("options.highs_options", "must be a dict of native HiGHS options")
+        _check_highs_options(self.highs_options)
+
+
+def _check_highs_options(options) -> None:
+    """Native HiGHS options: a mapping whose every name HiGHS knows and whose every value it accepts."""
+    import highspy
+
+    if not isinstance(options, Mapping):
+        raise ValidationError("options.highs_options", f"must map HiGHS option -> value, got {options!r}",
+                              "e.g. {presolve: 'off', mip_heuristic_effort: 0.1}")
+    if not options:
+        return
+    h = new_highs()
+    for key, value in options.items():
+        try:
+            ok = isinstance(key, str) and isinstance(value, (bool, int, float, str)) \
+                and h.setOptionValue(key, value) == highspy.HighsStatus.kOk
+        except (TypeError, ValueError, RuntimeError):
+            ok = False
+        if not ok:
+            raise ValidationError(f"options.highs_options.{key}", f"HiGHS does not accept {key}={value!r}",
+                                  "see HiGHS's option list for its name, type and range")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,7 +221,7 @@ class _GeneticBase(MethodOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        _whole("pop_size", self.pop_size, 1)
+        _whole("pop_size", self.pop_size, 1, hi=MAX_POPULATION)
         _whole("n_gen", self.n_gen, 1)
         r = self.mutation_rate
         if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1):
@@ -257,8 +291,11 @@ class GavelOptions(MethodOptions):
                                   "e.g. {alice: {weight: 2}, bob: {policy: fifo}}")
         try:
             check_entities(self.entities)
+            check_policy_options(self.policy, self.policy_options)
         except ValidationError as exc:
-            raise ValidationError(f"options.{exc.field}", exc.problem, exc.fix) from None
+            field_name = exc.field if exc.field.startswith("entities") else \
+                f"policy_options{exc.field.removeprefix('options')}"
+            raise ValidationError(f"options.{field_name}", exc.problem, exc.fix) from None
         n = self.n_gpus
         if n not in ("min_gpus", "base") and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number >= 1, got {n!r}")

@@ -3,7 +3,8 @@
 :func:`reproduce` runs the named experiments of
 :data:`~goodopt.reproduce.experiments.EXPERIMENTS` through the sweep runner
 (cached under ``OUT/cache``: a rerun computes only what is missing; local
-processes or Dask) and writes, atomically file by file:
+processes or Dask) and writes, all together when every experiment has run
+(a run interrupted or killed leaves the previous report whole):
 
 * ``OUT/report.md``: per experiment its settings and a table of published vs
   reproduced numbers with the band each must fall in and a pass/fail mark
@@ -24,11 +25,12 @@ import pandas as pd
 
 from goodopt.errors import ValidationError
 from goodopt.runs.sweep import jobs_path, run_sweep, run_tasks
-from goodopt.runs.tables import write_table
+from goodopt.outputs import OutputSet, check_output, output_set
+from goodopt.runs.tables import write_table_into
 from goodopt.traces import traces_dir
 from goodopt.validation import suggest
 
-from .experiments import EXPERIMENTS, Comparison, TaskBatch
+from .experiments import EXPERIMENTS, Comparison, TaskBatch, read_published
 from .report import write_figure, write_report
 
 log = logging.getLogger(__name__)
@@ -52,36 +54,45 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
     if unknown:
         raise ValidationError("experiment", f"unknown experiment {unknown[0]!r}",
                               f"{suggest(unknown[0], EXPERIMENTS)}choose from {', '.join(EXPERIMENTS)}")
+    out = check_output(out, kind="dir", option="out", replaced=False)
     root = traces_dir(traces)
-    out = Path(out)
-    (out / "tables").mkdir(parents=True, exist_ok=True)
+    for name in names:  # every published file checked before the first task, not after hours
+        for published in EXPERIMENTS[name].published:
+            read_published(root, published)
     rows, seconds = [], {}
-    for name in names:
-        exp = EXPERIMENTS[name]
-        t0 = time.perf_counter()
-        tables = {}
-        for spec in exp.specs(root, quick):
-            if isinstance(spec, TaskBatch):
-                table, jobs, _ = run_tasks(list(spec.tasks), spec.name, cache_dir=out / "cache", workers=workers,
-                                           dask=dask, progress=progress)
-                write_table(table, out / "tables" / f"{spec.name}.csv", quick=quick)
-                write_table(jobs, jobs_path(out / "tables" / f"{spec.name}.csv"), quick=quick)
-                tables[spec.name], tables[f"{spec.name}-jobs"] = table, jobs
-                continue
-            res = run_sweep(spec, cache_dir=out / "cache", workers=workers, dask=dask, progress=progress)
-            res.write(out / "tables" / f"{spec['name']}.csv", quick=quick)
-            tables[spec["name"]] = res.table
-            tables[f"{spec['name']}-jobs"] = res.jobs
-        comparisons = exp.compare(tables, root)
-        seconds[name] = time.perf_counter() - t0
-        rows += [_row(c, quick) for c in comparisons]
-        log.info("%s: %d comparisons in %.0f s", name, len(comparisons), seconds[name])
-    results = pd.DataFrame(rows)
-    write_table(results, out / "results.csv", experiments=names, quick=quick, seconds=seconds)
-    for name in names:
-        write_figure(results[results.experiment == name], EXPERIMENTS[name], out / f"{name}.png")
-    write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, out / "report.md")
+    with output_set() as files:
+        for name in names:
+            t0 = time.perf_counter()
+            tables = _run_experiment(EXPERIMENTS[name], root, out, files, quick=quick, workers=workers, dask=dask,
+                                     progress=progress)
+            comparisons = EXPERIMENTS[name].compare(tables, root)
+            seconds[name] = time.perf_counter() - t0
+            rows += [_row(c, quick) for c in comparisons]
+            log.info("%s: %d comparisons in %.0f s", name, len(comparisons), seconds[name])
+        results = pd.DataFrame(rows)
+        write_table_into(files, results, out / "results.csv", experiments=names, quick=quick, seconds=seconds)
+        for name in names:
+            write_figure(results[results.experiment == name], EXPERIMENTS[name], files.path(out / f"{name}.png"))
+        write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"))
     return Reproduction(results, seconds, quick, out)
+
+
+def _run_experiment(exp, root: Path, out: Path, files: OutputSet, **run) -> dict:
+    """Run ``exp``'s sweeps (cached under ``out/cache``); their tables staged in ``files``; name -> table."""
+    quick = run.pop("quick")
+    tables = {}
+    for spec in exp.specs(root, quick):
+        if isinstance(spec, TaskBatch):
+            table, jobs, _ = run_tasks(list(spec.tasks), spec.name, cache_dir=out / "cache", **run)
+            path = out / "tables" / f"{spec.name}.csv"
+            write_table_into(files, table, path, quick=quick)
+            write_table_into(files, jobs, jobs_path(path), quick=quick)
+            tables[spec.name], tables[f"{spec.name}-jobs"] = table, jobs
+            continue
+        res = run_sweep(spec, cache_dir=out / "cache", **run)
+        res.write_into(files, out / "tables" / f"{spec['name']}.csv", quick=quick)
+        tables[spec["name"]], tables[f"{spec['name']}-jobs"] = res.table, res.jobs
+    return tables
 
 
 def _row(c: Comparison, quick: bool) -> dict:

@@ -14,6 +14,8 @@ workloads, or over long traces), so its bands are not judged.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,6 +92,7 @@ class Experiment:
     compare: Callable
     settings: str
     curve: str | None = None
+    published: tuple = ()
 
 
 # ------------------------------------------------------------------ Pollux Fig. 8 (job load)
@@ -107,7 +110,7 @@ def _pollux_specs(traces: Path, quick: bool) -> list[dict]:
 
 
 def _pollux_compare(tables: dict, traces: Path) -> list[Comparison]:
-    pub = _published(traces / "pollux" / "published-results.csv")
+    pub = read_published(traces, POLLUX_PUBLISHED)
     pub = pub[pub.experiment == "jobload"]
     df = tables["pollux-fig8"]
     out = []
@@ -152,7 +155,7 @@ def _sia_specs(traces: Path, quick: bool) -> list[dict]:
 
 
 def _sia_compare(tables: dict, traces: Path) -> list[Comparison]:
-    pub = _published(traces / "sia" / "published-results.csv")
+    pub = read_published(traces, SIA_PUBLISHED)
     out = []
     for trace in SIA_TRACES:
         if f"sia-table3-{trace}" not in tables:
@@ -242,11 +245,77 @@ def sustained(avg_jct: pd.Series) -> float:
     return float(last)
 
 
-def _published(path: Path) -> pd.DataFrame:
+@dataclass(frozen=True)
+class PublishedFile:
+    """A file of published numbers in the traces folder: its key columns (unique per row) and its value
+    columns (finite and positive)."""
+
+    path: str
+    keys: tuple[str, ...]
+    values: tuple[str, ...]
+
+
+POLLUX_PUBLISHED = PublishedFile("pollux/published-results.csv", ("experiment", "setting", "policy"),
+                                 ("mean_avg_jct_s",))
+SIA_PUBLISHED = PublishedFile("sia/published-results.csv", ("experiment", "trace", "policy"),
+                              ("avg_jct_h", "p99_jct_h", "makespan_h", "gpu_hours_per_job"))
+
+
+def read_published(traces: Path, spec: PublishedFile) -> pd.DataFrame:
+    """The published numbers of ``spec``, every row checked; a bad file raises :class:`TraceError` naming
+    ``file:line`` and what is wrong (run before the first task, so a bad file is found in seconds)."""
+    path = traces / spec.path
+    text = _published_text(path)
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or not any(cell.strip() for cell in rows[0]):
+        raise TraceError(f"{path}: empty file; it must have a header line {','.join(spec.keys + spec.values)}")
+    header = [c.strip() for c in rows[0]]
+    missing = [c for c in spec.keys + spec.values if c not in header]
+    if missing:
+        raise TraceError(f"{path}:1: column {missing[0]!r} is missing (header: {','.join(header)}); restore the "
+                         "published file")
+    seen: dict[tuple, int] = {}
+    records = []
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise TraceError(f"{path}:{line}: {len(row)} fields where the header has {len(header)}")
+        rec = dict(zip(header, (c.strip() for c in row)))
+        key = tuple(rec[k] for k in spec.keys)
+        if any(not k for k in key):
+            raise TraceError(f"{path}:{line}: an empty key field ({', '.join(spec.keys)})")
+        if key in seen:
+            raise TraceError(f"{path}:{line}: the row for {key} is given twice (first at line {seen[key]})")
+        seen[key] = line
+        for col in spec.values:
+            rec[col] = _published_value(path, line, col, rec[col])
+        records.append(rec)
+    if not records:
+        raise TraceError(f"{path}: no rows under the header; restore the published file")
+    return pd.DataFrame.from_records(records, columns=header)
+
+
+def _published_text(path: Path) -> str:
     if not path.is_file():
         raise TraceError(f"published results {str(path)!r} not found: point GOODOPT_TRACES or --traces at the "
                          "published traces")
-    return pd.read_csv(path)
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise TraceError(f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8 text") from None
+
+
+def _published_value(path: Path, line: int, col: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise TraceError(f"{path}:{line}: {col} must be a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise TraceError(f"{path}:{line}: {col} must be a finite number > 0, got {text!r}")
+    return value
 
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
@@ -254,7 +323,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                _pollux_compare,
                "the 8 published workloads per load, trace ground truth, seed 1; Pollux's simulator settings: 60 s "
                "rounds, 30 s restarts, the job agents' optimism regulariser, baselines placed smallest first on "
-               "the freest node"),
+               "the freest node", published=(POLLUX_PUBLISHED,)),
     Experiment("sia-table3", "Sia Table 3: Philly and Helios workloads on Sia's 64-GPU heterogeneous cluster",
                _sia_specs,
                _sia_compare,
@@ -263,7 +332,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "simulator settings: "
                "per-application restart delays and calibration slowdowns (SimConfig.sia); Pollux as Sia ran it: "
                "heterogeneity-unaware, p = -1, planned on 4-GPU virtual nodes, jobs capped at 16 GPUs; "
-               "Gavel maximising total throughput in 6-minute rounds at the workload's batch and GPU count"),
+               "Gavel maximising total throughput in 6-minute rounds at the workload's batch and GPU count",
+               published=(SIA_PUBLISHED,)),
     Experiment("gavel-hetero", "Gavel: heterogeneity-aware vs agnostic policies on 36 V100 + 36 P100 + 36 K80",
                _gavel_specs, _gavel_compare,
                "jobs drawn by Gavel's generator (uniform job type; 1/2/4/8 GPUs with probability 0.70/0.10/0.15/0.05 "

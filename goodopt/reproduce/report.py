@@ -1,4 +1,6 @@
-"""The reproduction report: a Markdown page and a figure per experiment, from the comparison rows."""
+"""The reproduction report: a Markdown page and a figure per experiment, from the comparison rows.
+
+Each is written to the path it is given (the caller stages it; see :class:`goodopt.outputs.OutputSet`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 
 from goodopt._version import __version__
-from goodopt.outputs import atomic_path, write_text
 
 
 def _num(v: float) -> str:
@@ -35,7 +36,8 @@ def write_report(results: pd.DataFrame, experiments, seconds: dict, quick: bool,
                          f"{_num(ratio)} | {r.band or '-'} | {r.verdict or '-'} |")
         lines += ["", "Sources: " + "; ".join(sorted(set(rows.source))), "",
                   f"![{exp.name}]({exp.name}.png)", ""]
-    return write_text(path, "\n".join(lines))
+    Path(path).write_text("\n".join(lines))
+    return path
 
 
 def write_figure(rows: pd.DataFrame, exp, path: Path) -> Path:
@@ -71,8 +73,7 @@ def write_figure(rows: pd.DataFrame, exp, path: Path) -> Path:
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=120, metadata={"Software": None})
+        fig.savefig(path, format="png", dpi=120, metadata={"Software": None})
     finally:
         plt.close(fig)
     return path

@@ -121,7 +121,7 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     r.expect(SPEC_FIELDS)
     base = Path(base_dir) if base_dir is not None else None
     kind = r.string("kind", choices=KINDS)
-    name = str(r.optional("name", default_name))
+    name = check_name(r.path("name"), r.optional("name", default_name.lstrip(".") or "sweep"))
     r.optional("description", "")
     seeds = _seeds(r.raw("seeds", [0]), "spec.seeds")
     options = r.sub("options") if r.has("options") and r.data["options"] is not None else None
@@ -251,6 +251,25 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
         _checked(f"spec.policies.{v.label}.options", lambda v=v: RigidConfig(policy=v.name, **dict(v.options)))
     return SweepSpec(name, "rigid", variants, seeds, rates=rates, n_jobs=n_jobs,
                      window=None if window is None else tuple(window), capacity=dict(capacity), throughputs=src)
+
+
+#: The longest sweep name (it names the default output files).
+MAX_NAME = 128
+
+
+def check_name(where: str, name) -> str:
+    """A sweep's name: a label, not a path (the default output ``NAME.csv`` is written beside the spec)."""
+    fix = "give a plain label such as grid-2024, and choose where the results go with --out"
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError(where, f"must be a non-empty label, got {name!r}", fix)
+    if "\0" in name or any(not c.isprintable() for c in name):
+        raise ValidationError(where, f"must be printable text, got {name!r}", fix)
+    if "/" in name or "\\" in name or name.startswith(".") or name.strip() != name or len(name) > MAX_NAME:
+        problem = ("holds a path separator" if "/" in name or "\\" in name else
+                   "starts with a dot (a hidden file or a parent folder)" if name.startswith(".") else
+                   "has leading or trailing spaces" if name.strip() != name else f"is longer than {MAX_NAME}")
+        raise ValidationError(where, f"{problem}: {name!r}", fix)
+    return name
 
 
 def _generated(g: Reader) -> list[str]:

@@ -34,10 +34,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from goodopt.outputs import OutputSet, output_set
+
 from .cache import TaskCache, task_key
 from .execute import map_tasks
 from .spec import SweepSpec, load_spec, spec_from_dict, spec_to_dict
-from .tables import add_reference_columns, frame, table_outputs, write_table
+from .tables import add_reference_columns, frame, table_outputs, write_table_into
 from .tasks import expand, named_rows, run_task
 
 log = logging.getLogger(__name__)
@@ -66,11 +68,18 @@ class SweepResult:
     n_cached: int
 
     def write(self, path, **metadata) -> Path:
-        """``path`` (CSV), ``<stem>-jobs.csv`` and their ``.meta.json`` (metadata incl. the spec), atomically."""
+        """``path`` (CSV), ``<stem>-jobs.csv`` and their ``.meta.json`` (metadata incl. the spec and one
+        run id), put in place together."""
+        with output_set() as out:
+            self.write_into(out, path, **metadata)
+        return Path(path)
+
+    def write_into(self, out: OutputSet, path, **metadata) -> Path:
+        """:meth:`write` as part of the output set ``out``."""
         path = Path(path)
         meta = {"sweep": spec_to_dict(self.spec), "n_tasks": self.n_computed + self.n_cached, **metadata}
-        write_table(self.table, path, **meta)
-        write_table(self.jobs, jobs_path(path), **meta)
+        write_table_into(out, self.table, path, **meta)
+        write_table_into(out, self.jobs, jobs_path(path), **meta)
         return path
 
 

@@ -4,12 +4,14 @@
 proven bound* of its group (the smallest upper bound any method reported on
 the same problem); it is NaN when no method proved a bound.
 
-:func:`write_table` writes ``NAME.csv`` and ``NAME.meta.json`` atomically
-(see :mod:`goodopt.outputs`); the metadata records the table's SHA-256.
+:func:`write_table` writes ``NAME.csv`` and ``NAME.meta.json`` together
+(see :mod:`goodopt.outputs`); the metadata records the table's SHA-256 and
+the run's id, so tables of one run can be told from a mix (:func:`same_run`).
 """
 
 from __future__ import annotations
 
+import json
 import platform
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from goodopt._version import __version__
-from goodopt.outputs import atomic_path, meta_path, sha256_file, write_json
+from goodopt.outputs import OutputSet, json_default, meta_path, output_set, sha256_file, table_matches_meta
 
 #: Columns of a ``compare`` table.
 COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status", "stopped_by_clock",
@@ -83,16 +85,31 @@ def table_outputs(path) -> list[Path]:
 
 
 def write_table(table: pd.DataFrame, path, **metadata) -> Path:
-    """Write ``table`` as CSV to ``path`` and its metadata to ``NAME.meta.json``, each atomically.
+    """Write ``table`` as CSV to ``path`` and its metadata to ``NAME.meta.json``, together.
 
     The metadata holds goodopt's version, Python's, the columns, the row count,
-    the table's SHA-256 and ``metadata``.
+    the table's SHA-256, the run's id and ``metadata``.
     """
+    with output_set() as out:
+        write_table_into(out, table, path, **metadata)
+    return Path(path)
+
+
+def write_table_into(out: OutputSet, table: pd.DataFrame, path, **metadata) -> Path:
+    """:func:`write_table` as part of the output set ``out`` (put in place when ``out`` is committed)."""
     path = Path(path)
-    with atomic_path(path) as tmp:
-        table.to_csv(tmp, index=False)
-        digest = sha256_file(tmp)
+    tmp = out.path(path)
+    table.to_csv(tmp, index=False)
     meta = {"goodopt_version": __version__, "python": platform.python_version(), "columns": list(table.columns),
-            "n_rows": len(table), "table": path.name, "table_sha256": digest, **metadata}
-    write_json(meta_path(path), meta)
+            "n_rows": len(table), "table": path.name, "table_sha256": sha256_file(tmp), "run_id": out.run_id,
+            **metadata}
+    out.path(meta_path(path)).write_text(json.dumps(meta, indent=2, default=json_default))
     return path
+
+
+def same_run(*tables) -> bool:
+    """Whether the tables ``tables`` (paths) each match their metadata and all come from one run."""
+    if not all(table_matches_meta(t) for t in tables):
+        return False
+    ids = {json.loads(meta_path(t).read_text()).get("run_id") for t in tables}
+    return len(ids) == 1 and None not in ids

@@ -47,6 +47,7 @@ import numpy as np
 from goodopt import goodput as gp
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError
+from goodopt.solvers.options import MAX_POPULATION
 from goodopt.validation import check_number, check_whole
 
 from .policies import goodput_problem
@@ -134,8 +135,9 @@ class PolluxAutoscaler(Autoscaler):
         lo = check_number("autoscale_options.min_utility", self.options["min_utility"], minimum=0, strict=True)
         hi = check_number("autoscale_options.max_utility", self.options["max_utility"], minimum=lo, strict=True)
         self.band = (lo, hi)
-        for key in ("pop_size", "n_gen"):
-            self.options[key] = check_whole(f"autoscale_options.{key}", self.options[key], 2)
+        self.options["pop_size"] = check_whole("autoscale_options.pop_size", self.options["pop_size"], 2,
+                                               MAX_POPULATION)
+        self.options["n_gen"] = check_whole("autoscale_options.n_gen", self.options["n_gen"], 2)
 
     def wanted(self, state: ScaleState) -> int:
         if not state.jobs:

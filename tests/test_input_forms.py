@@ -1,0 +1,131 @@
+"""Inputs as users write them every day: numbers in scientific notation, keys given twice, options of every
+shape, and published files that are damaged; each gives the right result or one clean message."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+import goodopt
+from goodopt.cli import main
+from goodopt.errors import TraceError, ValidationError
+from goodopt.reproduce import reproduce
+from goodopt.reproduce.experiments import POLLUX_PUBLISHED, SIA_PUBLISHED, read_published
+from goodopt.validation import read_yaml
+from goodopt.yaml12 import load_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------ YAML 1.2 numbers, keys given once
+@pytest.mark.parametrize("text, value", [("1e-6", 1e-6), ("1.5e3", 1500.0), ("-2E9", -2e9), (".5e-3", 5e-4),
+                                         ("1e9", 1e9), ("12", 12), ("0.25", 0.25), ("1e", "1e"), ("e5", "e5")])
+def test_numbers_are_read_as_yaml_1_2_reads_them(text, value):
+    assert load_yaml(text) == value and type(load_yaml(text)) is type(value)
+
+
+def test_scientific_notation_is_accepted_by_every_reader(tmp_path, capsys):
+    assert main(["solve", "small-2node", "--method", "milp", "--option", "mip_rel_gap=1e-6", "--json"]) == 0
+    assert main(["solve", "small-2node", "--method", "ga", "--option", "pop_size=2e1", "--option", "n_gen=1e1",
+                 "--json"]) == 0
+    sc = yaml.safe_load((ROOT / "scenarios" / "small-2node.yaml").read_text())
+    text = yaml.safe_dump(sc).replace("eps: 0.001", "eps: 1e-3")
+    assert "eps: 1e-3" in text
+    (tmp_path / "s.yaml").write_text(text)
+    shutil.copytree(ROOT / "scenarios" / "profiles", tmp_path / "profiles")
+    assert goodopt.load_scenario(tmp_path / "s.yaml").objective.eps == 1e-3
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: s\nkind: simulate\ngenerated: {loads: [0.1], hours: 0.5}\npolicies: [fifo]\n"
+                    "config: {agent_optimism: 1e-2}\n")
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "--dry-run"]) == 0
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text("name: x\njobs: []\ncluster: {}\njobs:\n- {name: a}\n")
+    with pytest.raises(ValidationError, match=r"s\.yaml:4:1.*'jobs' is given twice \(first at line 2\)"):
+        read_yaml(f, "scenario")
+
+
+def test_yaml_merge_keys_may_still_be_overridden():
+    assert load_yaml("base: &b {x: 1, y: 2}\nrun: {<<: *b, x: 3}")["run"] == {"x": 3, "y": 2}
+
+
+# ------------------------------------------------------------------ options of every shape
+@pytest.mark.parametrize("method, option, field", [
+    ("gavel", "policy_options=nan", "options.policy_options"),
+    ("gavel", "policy_options=[1, 2]", "options.policy_options"),
+    ("gavel", "policy_options={second_stage: 3}", "options.policy_options.second_stage"),
+    ("gavel", "policy_options={tolerance: -1}", "options.policy_options.tolerance"),
+    ("gavel", "policy_options={max_lps: 2.5}", "options.policy_options.max_lps"),
+    ("gavel", "entities=[1]", "options.entities"),
+    ("gavel", "entities={a: 3}", "options.entities.a"),
+    ("gavel", "entities=nan", "options.entities"),
+    ("milp", "highs_options=nan", "options.highs_options"),
+    ("milp", "highs_options={presolve: [1]}", "options.highs_options.presolve"),
+    ("milp", "highs_options={no_such_option: 1}", "options.highs_options.no_such_option"),
+    ("ga", "pop_size=1e9", "options.pop_size"),
+])
+def test_mapping_valued_options_are_checked_by_type(method, option, field, capsys):
+    assert main(["solve", "sia-default" if method == "gavel" else "small-2node", "--method", method,
+                 "--option", option]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {field}:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option", ["pop_size=1e9", "every_s={a: 1}", "min_utility=nan", "n_gen=2.5"])
+def test_auto_scaler_options_are_checked(option, capsys):
+    assert main(["simulate", "generated:0.1:0", "--autoscale", "pollux", "--autoscale-option", option,
+                 "--dry-run"]) == 2
+    assert "autoscale_options." in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ published files, checked before any task
+def _corruptions():
+    good = "experiment,setting,policy,n_workloads,mean_avg_jct_s\njobload,load=0.5,pollux,8,1534.0\n" \
+           "jobload,load=0.5,optimus,8,2000.0\n"
+    return {
+        "non-numeric value": good.replace("1534.0", "fast"),
+        "renamed column": good.replace("mean_avg_jct_s", "avg_jct"),
+        "missing column": good.replace(",mean_avg_jct_s", "").replace(",1534.0", "").replace(",2000.0", ""),
+        "duplicate key row": good + "jobload,load=0.5,pollux,8,1600.0\n",
+        "empty file": "",
+        "ragged row": good + "jobload,load=1.0,pollux\n",
+        "non-UTF-8": good.replace("pollux", "poll\udcffux"),
+        "empty cell": good.replace("1534.0", ""),
+        "negative": good.replace("1534.0", "-1534.0"),
+        "inf": good.replace("1534.0", "inf"),
+        "nan": good.replace("1534.0", "nan"),
+        "zero baseline": good.replace("2000.0", "0"),
+        "header only": good.splitlines()[0] + "\n",
+        "empty key": good.replace("load=0.5,pollux", ",pollux"),
+        "blank header": "\n" + good,
+    }
+
+
+@pytest.mark.parametrize("kind", list(_corruptions()))
+def test_a_damaged_published_file_is_named_with_its_line(tmp_path, kind):
+    f = tmp_path / POLLUX_PUBLISHED.path
+    f.parent.mkdir(parents=True)
+    f.write_bytes(_corruptions()[kind].encode("utf-8", "surrogateescape"))
+    with pytest.raises(TraceError, match=r"published-results\.csv"):
+        read_published(tmp_path, POLLUX_PUBLISHED)
+
+
+def test_the_published_files_as_shipped_are_accepted(traces):
+    assert len(read_published(traces, POLLUX_PUBLISHED)) > 0 and len(read_published(traces, SIA_PUBLISHED)) == 3
+
+
+def test_reproduce_checks_the_published_files_before_any_task(tmp_path, traces, monkeypatch):
+    import goodopt.reproduce as rp
+
+    monkeypatch.setattr(rp, "run_sweep", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(rp, "run_tasks", lambda *a, **k: pytest.fail("work started"))
+    copy = tmp_path / "traces"
+    (copy / "pollux").mkdir(parents=True)
+    (copy / "pollux" / "published-results.csv").write_text("experiment,setting\n")
+    with pytest.raises(TraceError, match=r"published-results\.csv:1: column .policy. is missing"):
+        reproduce(["pollux-fig8"], out=tmp_path / "out", traces=copy)
+    assert not (tmp_path / "out").exists()

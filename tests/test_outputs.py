@@ -1,0 +1,160 @@
+"""Outputs that never lose a user's file: goodopt removes only its own debris, writes a run's files together,
+and writes nothing outside the folder the user named."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from goodopt.cli import main
+from goodopt.outputs import HOST, STAGING_MARKER, output_set
+from goodopt.runs.sweep import jobs_path
+from goodopt.runs.tables import same_run
+
+SIM = ["simulate", "generated:0.1:0:0.3", "--policy", "fifo", "--truth", "model", "--nodes", "2", "--quiet"]
+GREEDY = {"name": "g", "kind": "solve", "families": {"names": ["tiny"], "seeds": [0, 1, 2]}, "methods": ["greedy"]}
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+# ------------------------------------------------------------------ only goodopt's own debris is removed
+def test_simulate_leaves_hidden_neighbours_it_did_not_create(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    dead = _dead_pid()
+    lookalikes = [".res.2024-11-25", f".res.v-{dead}-final", ".res.backup-2024-01",
+                  f".res.goodopt-partial-otherhost-{dead}-0123abcd",  # another machine's live staging folder
+                  f".res.goodopt-partial-{HOST}-{dead}-0123abce"]  # goodopt's name, but no marker inside
+    for name in lookalikes:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "data.txt").write_text("keep me")
+    ours = tmp_path / f".res.goodopt-partial-{HOST}-{dead}-0123abcf"
+    ours.mkdir()
+    (ours / STAGING_MARKER).touch()
+    assert main([*SIM, "--out", "res"]) == 0
+    for name in lookalikes:
+        assert (tmp_path / name / "data.txt").read_text() == "keep me", name
+    assert not ours.exists()  # goodopt's own staging folder of a dead run on this machine
+    assert (tmp_path / "res" / "summary.json").is_file()
+
+
+def test_removing_debris_is_said(tmp_path, caplog):
+    dead = _dead_pid()
+    debris = tmp_path / f".t.csv.goodopt-tmp-{HOST}-{dead}-0123abcd"
+    debris.write_text("")
+    with output_set() as out:
+        out.path(tmp_path / "t.csv").write_text("a\n1\n")
+    assert not debris.exists() and "left by an interrupted goodopt run" in caplog.text
+
+
+# ------------------------------------------------------------------ a run's files go in together
+_KILLED_COMMIT = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from goodopt.outputs import output_set
+    real, calls = os.replace, []
+    def dying_replace(a, b):
+        real(a, b)
+        calls.append(b)
+        if len(calls) == 1:
+            os._exit(9)  # killed between the first and the second rename
+    folder = Path(sys.argv[1])
+    with output_set() as out:
+        out.path(folder / "a.csv").write_text("new a")
+        out.path(folder / "b.csv").write_text("new b")
+        os.replace = dying_replace
+""")
+
+
+def test_a_kill_between_renames_is_finished_by_the_next_run(tmp_path):
+    (tmp_path / "a.csv").write_text("old a")
+    (tmp_path / "b.csv").write_text("old b")
+    rc = subprocess.run([sys.executable, "-c", _KILLED_COMMIT, str(tmp_path)]).returncode
+    assert rc == 9 and (tmp_path / "a.csv").read_text() == "new a"  # the kill left a mix on disk ...
+    with output_set() as out:  # ... and the next run writing there completes the interrupted one first
+        out.path(tmp_path / "c.csv").write_text("c")
+    assert (tmp_path / "b.csv").read_text() == "new b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv", "c.csv"]  # no journal, no temporaries
+
+
+def test_a_failed_run_changes_none_of_its_outputs(tmp_path):
+    (tmp_path / "a.csv").write_text("old")
+    with pytest.raises(RuntimeError), output_set() as out:
+        out.path(tmp_path / "a.csv").write_text("new")
+        out.path(tmp_path / "b.csv").write_text("new")
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"] and (tmp_path / "a.csv").read_text() == "old"
+
+
+def test_a_sweep_writes_one_run_id_in_every_metadata_file(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(GREEDY))
+    assert main(["sweep", str(spec), "--workers", "1", "--quiet", "--no-cache"]) == 0
+    out = tmp_path / "g.csv"  # the default output lies beside the spec file
+    assert same_run(out, jobs_path(out))
+    metas = [json.loads(p.read_text()) for p in tmp_path.glob("*.meta.json")]
+    assert len(metas) == 2 and len({m["run_id"] for m in metas}) == 1
+    (tmp_path / "g-jobs.meta.json").write_text(json.dumps({**metas[0], "run_id": "another"}))
+    assert not same_run(out, jobs_path(out))
+
+
+def test_killing_a_sweep_leaves_the_old_tables_or_the_new_ones(tmp_path):
+    spec = tmp_path / "s.yaml"
+    out = tmp_path / "res.csv"
+    spec.write_text(yaml.safe_dump(GREEDY))
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--no-cache"]) == 0
+    first = pd.read_csv(out)
+    spec.write_text(yaml.safe_dump({**GREEDY, "families": {"names": ["tiny"], "seeds": [0, 1, 2, 3]}}))
+    for delay in (0.3, 1.0, 2.0, 3.0, 5.0):
+        p = subprocess.Popen([sys.executable, "-m", "goodopt.cli", "sweep", str(spec), "--out", str(out), "--workers",
+                              "1", "--quiet", "--no-cache"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert same_run(out, jobs_path(out)), delay
+        assert len(pd.read_csv(out)) in (len(first), len(first) + 1)
+    main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--no-cache"])
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no debris kept
+
+
+# ------------------------------------------------------------------ a sweep's name is a label, not a path
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/goodopt-absolute-name", "", "  ", [1, 2], "a\x00b",
+                                  ".hidden", "sub/dir", "back\\slash"])
+def test_a_sweep_name_that_is_a_path_is_refused(tmp_path, name, capsys):
+    spec = tmp_path / "deep" / "er" / "s.yaml"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(yaml.safe_dump({**GREEDY, "name": name}))
+    before = set(tmp_path.rglob("*"))
+    assert main(["sweep", str(spec), "--workers", "1", "--quiet"]) == 2
+    assert "spec.name" in capsys.readouterr().err
+    assert set(tmp_path.rglob("*")) == before and not Path("/tmp/goodopt-absolute-name.csv").exists()
+
+
+# ------------------------------------------------------------------ outputs that name a file
+@pytest.mark.parametrize("command", [["reproduce", "--quick"], ["fit"]])
+def test_an_out_folder_that_is_a_file_is_refused(tmp_path, command, capsys, traces):
+    (tmp_path / "out.txt").write_text("mine")
+    assert main([*command, "--traces", str(traces), "--out", str(tmp_path / "out.txt")]) == 2
+    assert "--out" in capsys.readouterr().err and (tmp_path / "out.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into read-only folders")
+def test_a_read_only_fit_folder_is_refused(tmp_path, traces):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        assert main(["fit", "--traces", str(traces), "--out", str(ro / "profiles")]) == 2
+    finally:
+        ro.chmod(0o700)
