@@ -286,9 +286,11 @@ def _stage_gavel(files, gavel_file: Path, out: Path, dest: Path) -> str:
 def _stage_if_changed(files, profile, path: Path) -> bool:
     """Stage ``profile`` for ``path`` unless ``path`` already holds it to the stored precision (re-fits that
     differ in the last digits leave tracked files alone); returns whether it is written."""
+    from .profiles import save_profile
+
     if _same_data(path, profile.to_dict()):
         return False
-    profile.save(files.path(path))
+    save_profile(profile, files.path(path))
     return True
 
 
@@ -343,7 +345,7 @@ def cmd_simulate(args) -> int:
     """``goodopt simulate``: run workloads under policies; per-run tables and a summary table."""
     from .outputs import check_output
     from .runs.simulations import run_simulations
-    from .runs.tasks import cluster_spec, sim_task, task_cluster
+    from .runs.tasks import check_sim_tasks, cluster_spec, refuse_duplicates, sim_task, task_cluster
     from .sim.workload import check_workloads, expand_workloads
 
     out = check_output(args.out, kind="dir")
@@ -358,14 +360,16 @@ def cmd_simulate(args) -> int:
         cluster = cluster_spec(Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),)))
     config = {"interval_s": args.interval, "restart_delay_s": args.restart_delay,
               "interference_slowdown": args.interference, "gpu_type": args.gpu_type,
-              "autoscale": args.autoscale, "min_nodes": args.min_nodes, "provision_delay_s": args.provision_delay,
+              "autoscale": args.autoscale, "min_nodes": 1 if args.min_nodes is None else args.min_nodes,
+              "provision_delay_s": 180.0 if args.provision_delay is None else args.provision_delay,
               "autoscale_options": _key_values(args.autoscale_option, "--autoscale-option", "every_s=600")}
     workloads = expand_workloads(args.workloads)
-    _check_elastic(policies, per_policy, args.autoscale)
-    tasks = [sim_task(w, p, cluster, truth=truth, config=config, seed=s, options=per_policy[p])
-             for w in workloads for p in policies for s in range(args.seed, args.seed + args.seeds)]
+    _check_elastic(policies, per_policy, args)
+    tasks = refuse_duplicates([sim_task(w, p, cluster, truth=truth, config=config, seed=s, options=per_policy[p])
+                               for w in workloads for p in policies for s in range(args.seed, args.seed + args.seeds)])
     check_workloads(workloads, n_gpus=task_cluster(tasks[0].cluster).n_gpus,
                     max_time_s=tasks[0].config["max_time_s"])
+    check_sim_tasks(tasks)
     if args.dry_run:
         _print_tasks(tasks)
         return 0
@@ -382,12 +386,18 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def _check_elastic(policies, per_policy, autoscale) -> None:
+def _check_elastic(policies, per_policy, args) -> None:
     from .sim.autoscale import check_elastic
     from .sim.policies import make_policy
 
+    if args.autoscale == "none":
+        given = [flag for flag, value in (("--min-nodes", args.min_nodes), ("--provision-delay", args.provision_delay),
+                                          ("--autoscale-option", args.autoscale_option)) if value is not None]
+        if given:
+            raise ValidationError(given[0], "applies to an elastic cluster only, and --autoscale is none",
+                                  "add --autoscale pollux|throughput|exact, or drop it")
     for p in policies:
-        check_elastic(make_policy(p, **per_policy[p]), autoscale, "--autoscale")
+        check_elastic(make_policy(p, **per_policy[p]), args.autoscale, "--autoscale")
 
 
 def _simulate_one(args, task, out, truth) -> int:
@@ -443,9 +453,11 @@ def cmd_sweep(args) -> int:
 
     spec = load_spec(args.spec)
     if args.dry_run:
-        from .runs.tasks import expand
+        from .runs.tasks import check_sim_tasks, expand
 
-        _print_tasks(expand(spec))
+        tasks = expand(spec)
+        check_sim_tasks(tasks)
+        _print_tasks(tasks)
         return 0
     out = Path(args.out) if args.out else Path(args.spec).parent / f"{spec.name}.csv"
     for f in sweep_outputs(out):
@@ -643,10 +655,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an elastic cluster sized by this auto-scaler (none: a fixed cluster)")
     p.add_argument("--autoscale-option", action="append",
                    help="auto-scaler option KEY=NUMBER (repeatable), e.g. every_s=600 or gpu_worth=0.3")
-    p.add_argument("--min-nodes", type=_whole_in(0, MAX_NODES), default=1,
-                   help="fewest nodes of an elastic cluster (it starts with these)")
-    p.add_argument("--provision-delay", type=_number_in(0, 1e6, open_low=False), default=180.0,
-                   help="seconds from requesting a node to its joining an elastic cluster")
+    p.add_argument("--min-nodes", type=_whole_in(0, MAX_NODES), default=None,
+                   help="fewest nodes of an elastic cluster, which starts with these (default 1; with --autoscale)")
+    p.add_argument("--provision-delay", type=_number_in(0, 1e6, open_low=False), default=None,
+                   help="seconds from requesting a node to its joining an elastic cluster (default 180; with "
+                        "--autoscale)")
     p.add_argument("--workers", type=WORKERS, default=1, help="parallel processes for several runs")
     p.add_argument("--out", default="sim_out", help="output folder")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -255,6 +255,34 @@ def entity_fields(entities: tuple, jobs) -> dict:
             "entity_policies": tuple(spec[n]["policy"] for n in names)}
 
 
+def pairs_from_problem(problem, matrix: ThroughputMatrix) -> dict:
+    """The ``pairs`` and ``pair_throughput`` of ``matrix`` (built from ``problem``): one-GPU jobs whose
+    applications were measured sharing a GPU (:attr:`~goodopt.problem.AllocationProblem.app_pairs`), where
+    sharing beats taking turns; the measured relative speeds times each member's throughput alone.
+    Shapes: -> pairs (P, 2), pair_throughput (P, K, 2)."""
+    apps = sorted({a for pair in problem.app_pairs for a in pair})
+    if not apps:
+        raise ValidationError("pairs", "the scenario's applications have no measured pair throughputs (space "
+                              "sharing)", "use throughput-only profiles with pairs (e.g. the gavel-default "
+                              "scenario), or the policy without _packed")
+    index = {a: i for i, a in enumerate(apps)}
+    K = matrix.n_types
+    rel = np.zeros((len(apps), len(apps), K, 2))
+    for (a, b), r in problem.app_pairs.items():
+        rel[index[a], index[b]] = r
+        if not rel[index[b], index[a]].any():
+            rel[index[b], index[a]] = r[:, ::-1]
+    ones = np.flatnonzero((matrix.scale_factor == 1) & np.isin(problem.applications, apps))
+    i, j = np.triu_indices(len(ones), k=1)
+    i, j = ones[i], ones[j]
+    app = np.array([index.get(a, 0) for a in problem.applications])
+    alone = np.stack([matrix.throughput[i], matrix.throughput[j]], axis=2)  # (P, K, 2)
+    both = rel[app[i], app[j]] * alone
+    both[~useful_pairs(alone, both)] = 0.0
+    keep = both.any(axis=(1, 2))
+    return {"pairs": np.stack([i[keep], j[keep]], axis=1).astype(np.int64), "pair_throughput": both[keep]}
+
+
 def useful_pairs(throughput, pair_throughput) -> np.ndarray:
     """Which pair columns can help: sharing beats time-sharing the GPUs between the two alone, i.e.
     ``T^pair_a / T_a + T^pair_b / T_b > 1`` on the type. A column where the sum is <= 1 and neither member
@@ -333,9 +361,13 @@ class GavelThroughputs:
                 if table:
                     rates[g] = table
             m = _BATCH.match(jt)
+            pairs = {}
+            for (g, a, b), both in self.pairs.items():
+                if a == jt:
+                    pairs.setdefault(g, {})[job_type_slug(b)] = both
             out[job_type_slug(jt)] = ThroughputProfile(
                 name=job_type_slug(jt), batch_size=int(m["bs"]) if m else 1, rates=rates,
-                description=f"{jt} (Gavel's simulation_throughputs.json)")
+                description=f"{jt} (Gavel's simulation_throughputs.json)", pairs=pairs)
         return out
 
 
@@ -347,9 +379,11 @@ def read_gavel_throughputs(path) -> GavelThroughputs:
     if not p.is_file():
         raise TraceError(f"Gavel throughput file not found: {p} (set GOODOPT_TRACES or pass the file)")
     try:
-        raw = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"{p}: not valid JSON ({exc})") from None
+        raw = json.loads(p.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{p}: not valid UTF-8 JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise TraceError(f"{p}: must map GPU type -> job type -> throughputs, got {type(raw).__name__}")
     single, pairs, gpu_types, job_types = {}, {}, [], []
     for worker, jobs in raw.items():
         consolidated = not worker.endswith("_unconsolidated")
@@ -364,16 +398,24 @@ def read_gavel_throughputs(path) -> GavelThroughputs:
                 job_types.append(model)
             if not isinstance(entry, dict) or "null" not in entry:
                 raise TraceError(f"{p}: {worker} / {key} has no 'null' (isolated) throughput")
-            single[(gpu, model, scale, consolidated)] = float(entry["null"])
+            single[(gpu, model, scale, consolidated)] = _rate(p, f"{worker} / {key} / null", entry["null"])
             if consolidated and scale == 1:
                 for other, both in entry.items():
                     if other == "null":
                         continue
                     other_model, other_scale = _parse_key(p, other)
                     if other_scale == 1 and isinstance(both, list) and len(both) == 2:
-                        pairs[(gpu, model, other_model)] = (float(both[0]), float(both[1]))
+                        where = f"{worker} / {key} / {other}"
+                        pairs[(gpu, model, other_model)] = (_rate(p, where, both[0]), _rate(p, where, both[1]))
     return GavelThroughputs(single=single, pairs=pairs, gpu_types=tuple(gpu_types), job_types=tuple(job_types),
                             source=str(p))
+
+
+def _rate(path, where: str, value) -> float:
+    """A measured throughput: a finite number >= 0 (0: the job does not run there)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+        raise TraceError(f"{path}: {where}: a throughput must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 def _parse_key(path, key):

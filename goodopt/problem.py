@@ -17,6 +17,7 @@ GPU counts at which no candidate batch is valid (speedup 0).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -71,6 +72,9 @@ class AllocationProblem:
     #: Value an idle job (no GPUs) enters the power mean with; None = ``eps``
     #: (see :attr:`goodopt.scenario.Objective.idle_penalty`).
     idle_value: float | None = None
+    #: Space sharing of throughput-only applications, as measured: ``(app_a, app_b)`` -> (G, 2) each member's
+    #: steps/s together on one GPU of each type over its own steps/s alone there (0 where not measured).
+    app_pairs: Mapping = field(default_factory=dict)
 
     # ----------------------------------------------------------- properties
     @property
@@ -228,7 +232,26 @@ class AllocationProblem:
             applications=tuple(job.application for job in jobs),
             entities=tuple(job.entity for job in jobs),
             idle_value=obj.idle_value(),
+            app_pairs=_app_pairs(scenario.profiles, {job.application for job in jobs}, type_names),
         )
+
+
+def _app_pairs(profiles: Mapping, apps: set, type_names) -> dict:
+    """Measured space sharing between the throughput-only applications ``apps`` (see
+    :attr:`AllocationProblem.app_pairs`); ``{}`` when none has pair throughputs."""
+    out = {}
+    app_of = {getattr(profiles[a], "name", a): a for a in apps}  # pairs name the other profile
+    for a in sorted(apps):
+        prof = profiles[a]
+        for k, gpu in enumerate(type_names):
+            solo_a = prof.rates.get(gpu, {}).get((1, False), 0.0) if isinstance(prof, ThroughputProfile) else 0.0
+            for other, (with_a, with_b) in (prof.pairs.get(gpu, {}).items() if solo_a > 0 else ()):
+                b = app_of.get(other)
+                solo_b = profiles[b].rates.get(gpu, {}).get((1, False), 0.0) if b is not None else 0.0
+                if solo_b > 0:
+                    rel = out.setdefault((a, b), np.zeros((len(type_names), 2)))
+                    rel[k] = (with_a / solo_a, with_b / solo_b)
+    return out
 
 
 def _goodput_tables(profiles, type_names, phi, k_max, n_candidates):

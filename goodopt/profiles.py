@@ -163,6 +163,9 @@ class ThroughputProfile:
     batch_size: int
     rates: Mapping[str, Mapping[tuple[int, bool], float]]
     description: str = ""
+    #: Space sharing, as Gavel measured it at one GPU: ``pairs[gpu_type][other]`` = (this job's steps/s, the
+    #: other job type's steps/s) while the two share one GPU of ``gpu_type``.
+    pairs: Mapping[str, Mapping[str, tuple[float, float]]] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.batch_size < 1:
@@ -181,6 +184,14 @@ class ThroughputProfile:
                 clean[(int(k), bool(multi))] = float(v)
             rates[gpu] = MappingProxyType(clean)
         object.__setattr__(self, "rates", MappingProxyType(rates))
+        pairs = {}
+        for gpu, table in dict(self.pairs).items():
+            for other, both in table.items():
+                if len(both) != 2 or not all(np.isfinite(v) and v >= 0 for v in both):
+                    raise ScenarioError(f"profiles.{self.name}.pairs.{gpu}.{other}",
+                                        f"must be two finite steps/s >= 0 (this job's, the other's), got {both!r}")
+            pairs[gpu] = MappingProxyType({str(o): (float(a), float(b)) for o, (a, b) in table.items()})
+        object.__setattr__(self, "pairs", MappingProxyType(pairs))
 
     @property
     def gpu_types(self) -> Mapping[str, Mapping[tuple[int, bool], float]]:
@@ -213,6 +224,8 @@ class ThroughputProfile:
             "rates": {gpu: {"single_node": {int(k): float(f"{v:.6g}") for (k, m), v in sorted(t.items()) if not m},
                             "multi_node": {int(k): float(f"{v:.6g}") for (k, m), v in sorted(t.items()) if m}}
                       for gpu, t in sorted(self.rates.items())},
+            **({"pairs": {gpu: {o: [float(f"{a:.6g}"), float(f"{b:.6g}")] for o, (a, b) in sorted(t.items())}
+                          for gpu, t in sorted(self.pairs.items())}} if self.pairs else {}),
         }
 
     @classmethod
@@ -236,13 +249,32 @@ class ThroughputProfile:
             g.done()
             rates[gpu] = table
         prof = cls(name=r.string("name"), description=r.optional("description", ""),
-                   batch_size=r.integer("batch_size", minimum=1), rates=rates)
+                   batch_size=r.integer("batch_size", minimum=1), rates=rates, pairs=_pairs(r))
         r.done()
         return prof
 
     def save(self, path) -> Path:
         """Write the profile as YAML to ``path`` (atomically); returns the path."""
         return save_profile(self, path)
+
+
+def _pairs(r: Reader) -> dict:
+    """The optional ``pairs`` block of a throughput profile: GPU type -> other job type -> [own, other]."""
+    if not r.has("pairs"):
+        return {}
+    out = {}
+    block = r.mapping("pairs")
+    for gpu in block.keys():
+        table = block.sub(gpu)
+        out[gpu] = {}
+        for other in table.keys():
+            both = table.number_list(other)
+            if len(both) != 2 or min(both) < 0:
+                raise ScenarioError(table.path(str(other)), f"must be [own steps/s, other's steps/s] >= 0, got {both}")
+            out[gpu][str(other)] = (both[0], both[1])
+        table.done()
+    block.done()
+    return out
 
 
 def save_profile(profile, path) -> Path:

@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from goodopt.errors import ValidationError
+from goodopt.validation import suggest
 from goodopt.formulations.configs import enumerate_configs
 
 from .options import OPTIONS, MethodOptions
@@ -81,11 +82,32 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
         raise ValidationError("method", f"unknown method {method!r}", f"choose one of {', '.join(METHODS)}")
     entry = REGISTRY[method]
     opts = entry.options.build(options)
+    _check_allocations(problem, opts)
     log.debug("%s on %d jobs x %d nodes with options %s", method, problem.n_jobs, problem.n_nodes, dict(opts))
     t_start = time.perf_counter()
     ev = problem.evaluator()
     outcome = entry.run(problem, ev, _with_solver_log(opts), t_start)
     return _result(problem, ev, method, opts, outcome, t_start)
+
+
+def _check_allocations(problem, opts: MethodOptions) -> None:
+    """Options that hold allocations (``warm_start``, ``initial_population``): whole GPU counts >= 0 of the
+    problem's shape, (J, N) or a population (P, J, N) -- the shape is known only with the problem."""
+    for name in ("warm_start", "initial_population"):
+        value = opts.get(name)
+        if value is None:
+            continue
+        shape = (problem.n_jobs, problem.n_nodes)
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            arr = None
+        ok = arr is not None and arr.ndim in (2, 3) and arr.shape[-2:] == shape and (name != "warm_start"
+                                                                                     or arr.ndim == 2)
+        if not ok or not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.round(arr)):
+            raise ValidationError(f"options.{name}", f"must be whole GPU counts >= 0 of shape {shape} (jobs x "
+                                  f"nodes){' or (P, J, N)' if name == 'initial_population' else ''}",
+                                  "e.g. problem.current, or a previous result's x")
 
 
 def _with_solver_log(opts: MethodOptions) -> MethodOptions:
@@ -149,9 +171,28 @@ def _entity_groups(problem, entities) -> dict:
     return entity_fields(check_entities(spec), [SimpleNamespace(entity=e) for e in named])
 
 
+def _job_work(problem, opts) -> dict:
+    """The matrix's ``remaining_steps`` and ``elapsed_s`` from the options (job -> number), each job named."""
+    out = {}
+    for name, default in (("remaining_steps", None), ("elapsed_s", 0.0)):
+        given = dict(opts[name] or {})
+        unknown = sorted(set(given) - set(problem.job_names))
+        if unknown:
+            raise ValidationError(f"options.{name}.{unknown[0]}", "is not a job of the scenario",
+                                  f"{suggest(unknown[0], problem.job_names)}name jobs of the scenario")
+        if not given:
+            continue
+        missing = [j for j in problem.job_names if j not in given]
+        if missing and default is None:
+            raise ValidationError(f"options.{name}", f"gives no value for job {missing[0]!r}",
+                                  "give every job of the scenario its remaining work")
+        out[name] = np.array([float(given.get(j, default)) for j in problem.job_names])
+    return out
+
+
 def _solve_gavel_round(problem, opts):
     """Gavel's time fractions at fixed GPU counts, realised for one round (fresh history)."""
-    from goodopt.gavel import matrix_from_problem
+    from goodopt.gavel import PACKED, matrix_from_problem, pairs_from_problem
 
     from .gavel import solve_gavel
     from .rounds import RoundMechanism, current_types, place_round
@@ -165,6 +206,9 @@ def _solve_gavel_round(problem, opts):
     groups = _entity_groups(problem, opts.get("entities") or {})
     if groups:
         mx = dataclasses.replace(mx, **groups)
+    mx = dataclasses.replace(mx, **_job_work(problem, opts))
+    if opts["policy"] in PACKED:
+        mx = dataclasses.replace(mx, **pairs_from_problem(problem, mx))
     po = dict(opts["policy_options"] or {})
     if opts["time_limit_s"] is not None:
         po.setdefault("time_limit_s", opts["time_limit_s"])
@@ -177,6 +221,10 @@ def _solve_gavel_round(problem, opts):
     alloc, failed = place_round(problem.node_type, problem.node_capacity, assigned, mx.scale_factor, cur)
     extra = {"fractions": fr.to_dict(mx)["fractions"], "policy": fr.policy, "policy_objective": fr.fun,
              "lp_stages": fr.stages, "unplaced_jobs": [problem.job_names[j] for j in failed]}
+    if mx.pairs is not None:  # two jobs on one GPU is no allocation of this model: reported, not realised
+        extra["pair_fractions"] = {f"{mx.job_names[a]}+{mx.job_names[b]}": {
+            t: float(v) for t, v in zip(mx.type_names, row) if v > 1e-9}
+            for (a, b), row in zip(mx.pairs, fr.pair_x) if row.sum() > 1e-9}
     return MethodOutcome(alloc=alloc, status=Termination.COMPLETED if fr.success else fr.status, bound=np.nan,
                 objective=fr.fun, objective_bound=np.nan, build_s=build_s, solve_s=time.perf_counter() - t1,
                 nodes=None, solver="gavel", solver_version="", raw_status=str(fr.status), n_variables=None,

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -77,6 +79,45 @@ def _out_of_range(*arrays) -> str:
 
 
 _BANNER_SHOWN = False
+
+
+def run_highs(h):
+    """``h.run()``, interruptible: in the main thread HiGHS runs in a helper thread while this one waits, so
+    Ctrl-C asks HiGHS to stop at its next interrupt check (within a fraction of a second) and raises
+    :class:`KeyboardInterrupt` once it has stopped. Elsewhere (workers, which leave Ctrl-C to their parent)
+    a plain ``run()``."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return h.run()
+    h.HandleUserInterrupt = True
+    done, box = threading.Event(), {}
+
+    def target():
+        try:
+            box["status"] = h.run()
+        except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="goodopt-highs", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        done.wait(INTERRUPT_GRACE_S)
+        raise
+    finally:
+        if done.is_set():  # never change callbacks under a running solver
+            h.HandleUserInterrupt = False
+    if "error" in box:
+        raise box["error"]
+    return box["status"]
+
+
+#: Seconds HiGHS is given to stop after Ctrl-C before the interrupt is raised anyway.
+INTERRUPT_GRACE_S = 2.0
 
 
 def new_highs():
@@ -182,7 +223,7 @@ def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=
         h.setSolution(sol)
     compile_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    h.run()
+    run_highs(h)
     solve_s = time.perf_counter() - t1
     term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, bool(integer.any()), sense)
     if has_solution:

@@ -270,7 +270,9 @@ def _solution(model, mx):
 def _need(mx, name, policy):
     v = getattr(mx, name)
     if v is None:
-        raise ValidationError(name, f"is required by policy {policy!r}", f"give the matrix its {name}")
+        raise ValidationError(name, f"is required by policy {policy!r}",
+                              f"give the matrix its {name}; from a scenario (solve, compare): --option "
+                              f"{name}={{JOB: VALUE, ...}}" + (" for every job" if name == "remaining_steps" else ""))
     return v
 
 

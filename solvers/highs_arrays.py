@@ -15,7 +15,7 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 
-from .backend import MilpOutcome, _out_of_range, new_highs, read_highs
+from .backend import MilpOutcome, _out_of_range, new_highs, read_highs, run_highs
 from .result import Termination
 
 
@@ -104,7 +104,7 @@ class HighsSession:
                 h.setSolution(sol)
         setup = time.perf_counter() - t0
         t1 = time.perf_counter()
-        h.run()
+        run_highs(h)
         solve_s = time.perf_counter() - t1
         out, x = self._outcome(integer, solve_s, setup)
         if relax and model.integer.any():

@@ -137,6 +137,16 @@ class _MilpBase(MethodOptions):
         _check_highs_options(self.highs_options)
 
 
+def _job_numbers(name: str, value, strict: bool) -> None:
+    """A mapping job name -> finite number (> 0 when ``strict``, else >= 0)."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"options.{name}", f"must map job -> number, got {value!r}", "e.g. {job-0: 5000}")
+    for job, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (strict and v == 0):
+            raise ValidationError(f"options.{name}.{job}", f"must be a finite number {'>' if strict else '>='} 0, "
+                                  f"got {v!r}")
+
+
 def _check_highs_options(options) -> None:
     """Native HiGHS options: a mapping whose every name HiGHS knows and whose every value it accepts."""
     import highspy
@@ -223,9 +233,9 @@ class _GeneticBase(MethodOptions):
         super().__post_init__()
         _whole("pop_size", self.pop_size, 1, hi=MAX_POPULATION)
         _whole("n_gen", self.n_gen, 1)
-        r = self.mutation_rate
-        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1):
-            raise ValidationError("options.mutation_rate", f"must be in [0, 1], got {r!r}")
+        for name, r in (("mutation_rate", self.mutation_rate), ("crossover_prob", self.crossover_prob)):
+            if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1):
+                raise ValidationError(f"options.{name}", f"must be a number in [0, 1], got {r!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -282,6 +292,11 @@ class GavelOptions(MethodOptions):
     policy_options: Mapping = field(default_factory=dict)
     #: Entity -> {weight, policy: fairness | fifo} for the hierarchical policy; jobs name theirs (``entity``).
     entities: Mapping = field(default_factory=dict)
+    #: Job -> work left, in the throughput matrix's units (work / throughput = seconds): every job, for
+    #: finish_time_fairness and min_makespan (and their packed forms).
+    remaining_steps: Mapping = field(default_factory=dict)
+    #: Job -> seconds it has run so far (finish_time_fairness; a job left out: 0, it arrives now).
+    elapsed_s: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         super().__post_init__()
@@ -296,6 +311,8 @@ class GavelOptions(MethodOptions):
             field_name = exc.field if exc.field.startswith("entities") else \
                 f"policy_options{exc.field.removeprefix('options')}"
             raise ValidationError(f"options.{field_name}", exc.problem, exc.fix) from None
+        _job_numbers("remaining_steps", self.remaining_steps, strict=True)
+        _job_numbers("elapsed_s", self.elapsed_s, strict=False)
         n = self.n_gpus
         if n not in ("min_gpus", "base") and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number >= 1, got {n!r}")

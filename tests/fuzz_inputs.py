@@ -206,8 +206,92 @@ def case_argv(rng, tmp: Path):
     return argv
 
 
+#: Values an option may take besides :data:`JUNK`: mappings of every shape, nested and flat.
+MAPPING_JUNK = [{"a": {"b": 1}}, {"weight": "x"}, {"x": [1, 2]}, {"presolve": [1]}, {1: 2}, {"second_stage": 3},
+                {"tolerance": -1}, {"max_lps": 2.5}, {"e": {"weight": 0}}, {"e": 3}, {"e": {"policy": "lifo"}},
+                "1e-6", "2e3", 1e-6, 2e3, "1.5e3"]
+
+
+def _yaml_value(value) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True)
+    return text.removesuffix("\n...\n").strip()
+
+
+def _option_names(rng) -> tuple[str, str, list[str]]:
+    """A method, policy or auto-scaler, one of its option names (or a misspelt one) and its other names."""
+    from goodopt.sim.autoscale import AUTOSCALERS
+    from goodopt.sim.policies import POLICIES
+    from goodopt.solvers.api import METHOD_OPTIONS
+
+    kind = ["method", "policy", "autoscaler"][rng.integers(3)]
+    if kind == "method":
+        name = sorted(METHOD_OPTIONS)[rng.integers(len(METHOD_OPTIONS))]
+        names = list(METHOD_OPTIONS[name])
+    elif kind == "policy":
+        import inspect
+
+        name = sorted(POLICIES)[rng.integers(len(POLICIES))]
+        names = [p for k in POLICIES[name].__mro__ if "__init__" in vars(k)
+                 for p in inspect.signature(k.__init__).parameters if p not in ("self", "kw", "args", "kwargs")]
+    else:
+        name = sorted(AUTOSCALERS)[rng.integers(len(AUTOSCALERS))]
+        names = list(AUTOSCALERS[name].OPTIONS)
+    return kind, name, names + ["nosuch"]
+
+
+def case_options(rng, tmp: Path):
+    """One option of a method, policy or auto-scaler set to a drawn value (mappings included)."""
+    kind, name, names = _option_names(rng)
+    key = names[rng.integers(len(names))]
+    pool = JUNK + MAPPING_JUNK
+    value = _yaml_value(pool[rng.integers(len(pool))])
+    if kind == "method":
+        return ["solve", "sia-default" if name == "gavel" else "small-2node", "--method", name, "--option",
+                f"{key}={value}", "--time-limit", "5", "--json"]
+    if kind == "policy":
+        return ["simulate", "generated:0.1:0:0.3", "--policy", name, "--option", f"{name}.{key}={value}",
+                "--nodes", "2", "--truth", "model", "--dry-run", "--out", str(tmp / "out")]
+    return ["simulate", "generated:0.1:0:0.3", "--policy", "greedy", "--autoscale", name, "--autoscale-option",
+            f"{key}={value}", "--nodes", "2", "--truth", "model", "--dry-run", "--out", str(tmp / "out")]
+
+
+#: Sweep names a user might write, paths and odd text among them.
+NAMES = ["../../escaped", "/tmp/goodopt-fuzz-absolute", "", " ", ".hidden", "a/b", "a\\b", "ok-name", "x" * 300,
+         "a\x00b", "\u00e9t\u00e9", "..", "-", "name with spaces", "tab\tname"]
+
+
+def case_spec_name(rng, tmp: Path):
+    """A runnable sweep whose ``name`` is drawn; it must write beside the spec or be refused."""
+    pool = NAMES + JUNK
+    (tmp / "deep").mkdir()
+    spec = tmp / "deep" / "spec.yaml"
+    spec.write_bytes(_dump({"name": pool[rng.integers(len(pool))], "kind": "solve", "scenarios": ["small-2node"],
+                            "methods": ["greedy"]}))
+    return ["sweep", str(spec), "--no-cache", "--workers", "1", "--quiet"]
+
+
+PUBLISHED = ("pollux/published-results.csv", "sia/published-results.csv")
+
+
+def case_published(rng, tmp: Path):
+    """``reproduce`` on a traces folder whose published files are damaged (and whose workloads are absent)."""
+    from goodopt.traces import traces_dir
+
+    try:
+        source = traces_dir()
+    except Exception:  # noqa: BLE001 -- no traces here: a folder of made-up files
+        source = None
+    for rel in PUBLISHED:
+        data = (source / rel).read_bytes() if source is not None and (source / rel).is_file() else b"a,b\n1,2\n"
+        (tmp / "traces" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / "traces" / rel).write_bytes(mutate_bytes(data, rng) if rng.random() < 0.8 else data)
+    which = ["pollux-fig8", "sia-table3"][rng.integers(2)]
+    return ["reproduce", which, "--quick", "--traces", str(tmp / "traces"), "--out", str(tmp / "out"), "--quiet"]
+
+
 CASES = {"scenario": case_scenario, "profile": case_profile, "workload": case_workload,
-         "allocation": case_allocation, "spec": case_spec, "argv": case_argv}
+         "allocation": case_allocation, "spec": case_spec, "argv": case_argv, "options": case_options,
+         "spec_name": case_spec_name, "published": case_published}
 
 
 # ------------------------------------------------------------------ running

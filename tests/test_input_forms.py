@@ -129,3 +129,67 @@ def test_reproduce_checks_the_published_files_before_any_task(tmp_path, traces, 
     with pytest.raises(TraceError, match=r"published-results\.csv:1: column .policy. is missing"):
         reproduce(["pollux-fig8"], out=tmp_path / "out", traces=copy)
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ a dry run checks what a run checks
+@pytest.mark.parametrize("args, field", [
+    (["generated:0.1:0", "--autoscale", "pollux", "--min-nodes", "20", "--nodes", "4"], "min_nodes"),
+    (["generated:1.0:0:2", "--cluster", "sia-default", "--policy", "gavel"], "num_replicas"),
+    (["generated:0.1:0", "--min-nodes", "3"], "--min-nodes"),  # a setting that would change nothing
+    (["generated:0.1:0", "--provision-delay", "10"], "--provision-delay"),
+    (["generated:0.1:0", "generated:0.1:0"], "given twice"),
+])
+def test_a_dry_run_refuses_what_the_run_would_refuse(args, field, capsys):
+    assert main(["simulate", *args, "--dry-run"]) == 2
+    assert field in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, field", [
+    ("vary: {interval_s: []}\n", "spec.vary.interval_s"),
+    ("config: {min_nodes: 2}\n", "spec.config.min_nodes"),
+    ("seeds: [0, 0]\n", "given twice"),
+])
+def test_a_sweep_refuses_empty_or_idle_settings_and_repeated_tasks(tmp_path, extra, field, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nkind: simulate\ngenerated: {loads: [0.1], hours: 0.5}\npolicies: [fifo]\n" + extra)
+    assert main(["sweep", str(spec), "--dry-run"]) == 2
+    assert field in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["NaN", "-1.5", "Infinity", '"fast"'])
+def test_a_bad_throughput_in_a_rigid_jobs_file_is_refused(tmp_path, value, traces):
+    text = (traces / "gavel" / "simulation_throughputs.json").read_text()
+    first = text.index('"null": ') + len('"null": ')
+    end = min(text.index(",", first), text.index("}", first))
+    bad = tmp_path / "thr.json"
+    bad.write_text(text[:first] + value + text[end:])
+    from goodopt.gavel import read_gavel_throughputs
+
+    with pytest.raises(TraceError, match="throughput must be a finite number >= 0"):
+        read_gavel_throughputs(bad)
+
+
+# ------------------------------------------------------------------ every Gavel policy from solve
+def test_finish_time_policies_take_the_jobs_work_as_options():
+    sc = goodopt.load_scenario("gavel-default")
+    names = [j.name for j in sc.jobs]
+    with pytest.raises(ValidationError, match="--option remaining_steps"):
+        goodopt.solve(sc, "gavel", {"policy": "min_makespan"})
+    work = {n: 1000.0 * (1 + i % 5) for i, n in enumerate(names)}
+    for policy in ("min_makespan", "finish_time_fairness", "finish_time_fairness_packed"):
+        res = goodopt.solve(sc, "gavel", {"policy": policy, "remaining_steps": work,
+                                          "elapsed_s": {names[0]: 600.0}})
+        assert res.has_solution and res.status == "completed", policy
+    with pytest.raises(ValidationError, match="gives no value for job"):
+        goodopt.solve(sc, "gavel", {"policy": "min_makespan", "remaining_steps": {names[0]: 1.0}})
+
+
+def test_packed_policies_run_on_the_shipped_gavel_scenario():
+    sc = goodopt.load_scenario("gavel-default")
+    res = goodopt.solve(sc, "gavel", {"policy": "max_min_fairness_packed"})
+    alone = goodopt.solve(sc, "gavel", {"policy": "max_min_fairness"})
+    assert res.has_solution and res.extra["pair_fractions"]  # some jobs share GPUs
+    # sharing only adds options: the packed LP's level is at least the one without pairs
+    assert res.extra["policy_objective"] >= alone.extra["policy_objective"] - 1e-6
+    with pytest.raises(ValidationError, match="no measured pair throughputs"):
+        goodopt.solve(goodopt.load_scenario("sia-default"), "gavel", {"policy": "max_min_fairness_packed"})

@@ -229,9 +229,10 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys):
 
 # ------------------------------------------------------------------ the seeded fuzz
 def test_a_seeded_fuzz_of_every_input_kind_finds_no_traceback():
-    """A short fuzz in the quick tier: 120 cases, 20 of each input kind."""
-    rep = fuzz(120, seed=1)
-    assert rep.cases == 120 and set(rep.kinds.values()) == {20}
+    """A short fuzz in the quick tier: 20 cases of each input kind (options of every method, policy and
+    auto-scaler, sweep names and damaged published files among them)."""
+    rep = fuzz(180, seed=1)
+    assert rep.cases == 180 and set(rep.kinds.values()) == {20}
     assert rep.tracebacks == [] and rep.hangs == []
     assert rep.outcomes["exit 2"] > 0 and rep.outcomes["exit 0"] > 0  # both bad and good inputs were drawn
 
@@ -242,11 +243,11 @@ def _limit_memory():
 
 @pytest.mark.slow
 def test_a_long_seeded_fuzz_finds_no_traceback_no_hang_in_bounded_memory(tmp_path):
-    """1,200 cases in a process limited to 6 GiB of address space, 60 s per case."""
-    p = subprocess.run([sys.executable, "-m", "tests.fuzz_inputs", "--cases", "1200", "--seed", "2024",
+    """1,350 cases (150 of each kind) in a process limited to 6 GiB of address space, 60 s per case."""
+    p = subprocess.run([sys.executable, "-m", "tests.fuzz_inputs", "--cases", "1350", "--seed", "2024",
                         "--timeout", "60"], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
                        timeout=3600, preexec_fn=_limit_memory)
     rep = json.loads(p.stdout)
     print(json.dumps({k: rep[k] for k in ("cases", "kinds", "outcomes")}))
     assert rep["tracebacks"] == [] and rep["hangs"] == [], rep["tracebacks"][:3] + rep["hangs"][:3]
-    assert rep["cases"] == 1200 and p.returncode == 0
+    assert rep["cases"] == 1350 and p.returncode == 0

@@ -158,3 +158,22 @@ def test_a_read_only_fit_folder_is_refused(tmp_path, traces):
         assert main(["fit", "--traces", str(traces), "--out", str(ro / "profiles")]) == 2
     finally:
         ro.chmod(0o700)
+
+
+# ------------------------------------------------------------------ Ctrl-C inside a long solver call
+@pytest.mark.slow
+def test_ctrl_c_stops_a_long_milp_solve_at_once():
+    """five-types-2048's first configuration solve runs minutes inside HiGHS; Ctrl-C there returns within
+    seconds (HiGHS is asked to stop), not when the solve would have ended."""
+    psutil = pytest.importorskip("psutil")
+    p = subprocess.Popen([sys.executable, "-m", "goodopt.cli", "solve", "family:five-types-2048:0", "--method",
+                          "milp", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = psutil.Process(p.pid)
+    while sum(proc.cpu_times()[:2]) < 12.0:  # well into the solver, however fast the machine
+        assert p.poll() is None
+        time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    t0 = time.perf_counter()
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 130 and "Traceback" not in err
+    assert time.perf_counter() - t0 < 20  # the solve itself takes minutes

@@ -335,10 +335,10 @@ def _children(pid):
         return []
 
 
-def _wait_for_entries(cache: Path, n: int, timeout: float = 120.0):
-    t0 = time.time()
+def _wait_for_entries(cache: Path, n: int, p):
+    """Wait (however long a loaded machine takes) until the sweep ``p`` has cached ``n`` results."""
     while len(list(cache.glob("*.json"))) < n:
-        assert time.time() - t0 < timeout, "the sweep did not cache results in time"
+        assert p.poll() is None, "the sweep ended before caching results"
         time.sleep(0.1)
 
 
@@ -357,10 +357,10 @@ def _slow_sweep(tmp_path):
 
 def test_ctrl_c_keeps_finished_tasks_and_exits_130_in_one_line(tmp_path):
     p, cache = _slow_sweep(tmp_path)
-    _wait_for_entries(cache, 2)
+    _wait_for_entries(cache, 2, p)
     workers = _children(p.pid)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
+    out, err = p.communicate(timeout=600)  # a guard against a hang, not a speed limit
     assert p.returncode == 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     done = len(list(cache.glob("*.json")))
@@ -375,7 +375,7 @@ def test_ctrl_c_keeps_finished_tasks_and_exits_130_in_one_line(tmp_path):
 
 def test_workers_do_not_outlive_a_killed_parent(tmp_path):
     p, cache = _slow_sweep(tmp_path)
-    _wait_for_entries(cache, 1)
+    _wait_for_entries(cache, 1, p)
     workers = [w for w in _children(p.pid) if "python" in w.name().lower()]
     assert workers
     p.send_signal(signal.SIGKILL)

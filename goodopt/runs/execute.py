@@ -55,7 +55,7 @@ def _worker_init(parent_pid: int) -> None:
 
 #: Seconds to wait for a Dask scheduler to answer.
 DASK_CONNECT_S = 10
-_DASK_ADDRESS = re.compile(r"(?:(?:tcp|tls|ucx|ws|wss)://)?\[?[A-Za-z0-9_.:-]+\]?:[0-9]{1,5}")
+_DASK_ADDRESS = re.compile(r"(?:(?P<scheme>[a-z]+)://)?\[?[A-Za-z0-9_.:-]+\]?:[0-9]{1,5}")
 
 
 def check_dask_address(address: str) -> str:
@@ -64,6 +64,10 @@ def check_dask_address(address: str) -> str:
     if not m or not 0 < int(str(address).rsplit(":", 1)[1]) < 65536:
         raise ValidationError("--dask", f"{address!r} is not a scheduler address",
                               "write tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
+    if m["scheme"] not in (None, "tcp"):
+        raise ValidationError("--dask", f"{m['scheme']}:// schedulers are not supported (TLS and the other "
+                              "transports need a security configuration goodopt does not take)",
+                              "connect to a tcp:// scheduler you started, e.g. through an SSH tunnel")
     return str(address)
 
 
@@ -80,10 +84,11 @@ def open_executor(workers: int = 1, dask: str | None = None):
         check_dask_address(dask)
         try:
             client = Client(dask, timeout=DASK_CONNECT_S)
-        except (OSError, TimeoutError) as exc:
+        except Exception as exc:  # noqa: BLE001 -- whatever answered there, it is not a usable scheduler
             raise ValidationError("--dask", f"no Dask scheduler answered at {dask} within {DASK_CONNECT_S} s "
-                                  f"({type(exc).__name__})", "start one with `dask scheduler` or check the address") \
-                from None
+                                  f"({type(exc).__name__}: {str(exc)[:120]})",
+                                  "start one with `dask scheduler` (only on a machine you trust: Dask unpickles "
+                                  "what the scheduler sends) or check the address") from None
         with client:
             yield client.get_executor()
     elif workers > 1:

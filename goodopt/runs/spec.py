@@ -192,6 +192,7 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
         for i, v in enumerate(values):
             _checked(f"spec.vary.{key}[{i}]", lambda: SimConfig(**{**config, key: v}))
     _checked("spec.config", lambda: SimConfig(**config))
+    _refuse_idle_settings(config, vary)
     scaled = [a for a in vary.get("autoscale", [config.get("autoscale", "none")]) if a != "none"]
     for v in variants if scaled else ():
         check_elastic(make_policy(v.name, **dict(v.options)), scaled[0], f"spec.policies.{v.label}")
@@ -270,6 +271,25 @@ def check_name(where: str, name) -> str:
                    "has leading or trailing spaces" if name.strip() != name else f"is longer than {MAX_NAME}")
         raise ValidationError(where, f"{problem}: {name!r}", fix)
     return name
+
+
+#: Engine settings of elastic clusters only.
+ELASTIC_FIELDS = ("min_nodes", "provision_delay_s", "autoscale_options")
+
+
+def _refuse_idle_settings(config: Mapping, vary: Mapping) -> None:
+    """Refuse settings that would change nothing: an empty ``vary`` list (a table of no rows) and elastic
+    settings without an auto-scaler."""
+    for key, values in vary.items():
+        if not values:
+            raise ValidationError(f"spec.vary.{key}", "is empty, so the sweep would have no rows",
+                                  "list at least one value, or drop the key")
+    if set(vary.get("autoscale", [config.get("autoscale", "none")])) == {"none"}:
+        for key in ELASTIC_FIELDS:
+            if key in config or key in vary:
+                raise ValidationError(f"spec.{'config' if key in config else 'vary'}.{key}",
+                                      "applies to an elastic cluster only, and no auto-scaler is set",
+                                      "set config.autoscale (or vary it), or drop the setting")
 
 
 def _generated(g: Reader) -> list[str]:

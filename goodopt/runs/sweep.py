@@ -40,7 +40,7 @@ from .cache import TaskCache, task_key
 from .execute import map_tasks
 from .spec import SweepSpec, load_spec, spec_from_dict, spec_to_dict
 from .tables import add_reference_columns, frame, table_outputs, write_table_into
-from .tasks import expand, named_rows, run_task
+from .tasks import check_sim_tasks, expand, named_rows, run_task
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,9 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
     cached); Ctrl-C raises :class:`~goodopt.errors.Interrupted`.
     """
     spec = as_spec(spec)
-    table, jobs, n_computed = run_tasks(expand(spec), spec.name, cache_dir=cache_dir, workers=workers, dask=dask,
+    tasks = expand(spec)
+    check_sim_tasks(tasks)
+    table, jobs, n_computed = run_tasks(tasks, spec.name, cache_dir=cache_dir, workers=workers, dask=dask,
                                         progress=progress)
     if spec.kind == "solve":
         table = add_reference_columns(table, by=["scenario", "p"])

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from goodopt.errors import ValidationError
 from goodopt.outputs import json_default
 
 from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec, p_to_json
@@ -193,14 +194,26 @@ def _config_dict(cfg) -> dict:
 
 
 def expand(spec: SweepSpec) -> list[Task]:
-    """Every task of ``spec``, in grid order."""
+    """Every task of ``spec``, in grid order; a task given twice (the same row twice) is refused."""
     if spec.kind == "solve":
-        return _expand_solve(spec)
+        return refuse_duplicates(_expand_solve(spec))
     if spec.kind == "rigid":
-        return [rigid_task(spec.throughputs, spec.capacity, rate, spec.n_jobs, seed=s, label=v.label,
-                           window=spec.window, policy=v.name, **dict(v.options))
-                for rate in spec.rates for v in spec.variants for s in spec.seeds]
-    return _expand_simulate(spec)
+        return refuse_duplicates([rigid_task(spec.throughputs, spec.capacity, rate, spec.n_jobs, seed=s,
+                                             label=v.label, window=spec.window, policy=v.name, **dict(v.options))
+                                  for rate in spec.rates for v in spec.variants for s in spec.seeds])
+    return refuse_duplicates(_expand_simulate(spec))
+
+
+def refuse_duplicates(tasks: list) -> list:
+    """``tasks``, or a :class:`ValidationError` naming the first task given twice (it would give two equal rows)."""
+    seen: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        first = seen.setdefault(repr(task), i)
+        if first != i:
+            raise ValidationError("tasks", f"{task.describe()!r} is given twice (tasks {first + 1} and {i + 1}): a "
+                                  "scenario, workload, seed, p or varied value is listed twice",
+                                  "list each value once")
+    return tasks
 
 
 def _expand_solve(spec: SweepSpec) -> list[SolveTask]:
@@ -323,6 +336,27 @@ def run_simulation(task: SimTask, progress: bool = False):
     row = {**head, **{k: res.summary.get(k) for k in SUMMARY_COLUMNS}}
     jobs = [{**head, **r} for r in res.jobs.to_dict(orient="records")]
     return res, row, jobs
+
+
+def check_sim_tasks(tasks) -> None:
+    """Every check a simulation makes before its first round (:func:`goodopt.sim.engine.check_setup`), for
+    each distinct workload, cluster, policy and settings among ``tasks`` (simulation tasks; others skipped)."""
+    from goodopt.sim.engine import check_setup
+    from goodopt.sim.policies import make_policy
+    from goodopt.sim.workload import resolve_workload
+
+    seen = set()
+    for t in tasks:
+        ident = (t.workload, repr(t.cluster), repr(t.config), t.policy, repr(t.options)) \
+            if isinstance(t, SimTask) else None
+        if ident is None or ident in seen:
+            continue
+        seen.add(ident)
+        try:
+            check_setup(resolve_workload(t.workload), task_cluster(t.cluster),
+                        make_policy(t.policy, **dict(t.options)), _sim_config(t.config))
+        except ValidationError as exc:
+            raise ValidationError(f"task {t.describe()}: {exc.field}", exc.problem, exc.fix) from None
 
 
 def _sim_config(config: Mapping):

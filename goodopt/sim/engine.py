@@ -200,6 +200,28 @@ class SimJob:
         return tuple(int(x) for x in self.row[self.row > 0])
 
 
+def check_setup(workload, cluster: Cluster, policy, config: SimConfig) -> None:
+    """Every check a run makes before its first round, without running it (dry runs call this too)."""
+    check_elastic_setup(policy, config, cluster)
+    policy.check_workload(workload, cluster)
+
+
+def check_elastic_setup(policy, config: SimConfig, cluster: Cluster) -> None:
+    """An elastic cluster needs one node group, ``min_nodes`` within it and a policy that plans on whatever
+    is provisioned; a fixed cluster takes no ``min_nodes`` other than the default."""
+    if config.autoscale == "none":
+        return
+    from .autoscale import check_elastic, check_one_group
+
+    check_one_group(cluster)
+    fewest = min(g.n_nodes for g in cluster.groups)
+    if config.min_nodes > fewest:
+        raise ValidationError("min_nodes", f"{config.min_nodes} is more than the cluster's {fewest} nodes "
+                              f"({cluster.describe()}), the most an elastic cluster may grow to",
+                              f"use at most {fewest}, or a larger cluster")
+    check_elastic(policy, config.autoscale)
+
+
 class Engine:
     """Runs one workload under one policy (use :func:`goodopt.sim.simulate`)."""
 
@@ -235,6 +257,7 @@ class Engine:
         #: USD per GPU-second of each node.
         self.node_price_s = np.array([config.price_of(t) for t in cluster.node_gpu_types]) / 3600.0
         self.scaler = self._autoscaler(policy, config, cluster)
+        policy.check_workload(workload, cluster)
         self.pool = NodePool(cluster, self.node_price_s, elastic=self.scaler is not None,
                              min_nodes=config.min_nodes, provision_delay_s=config.provision_delay_s)
         self._next_scale_s = 0.0
@@ -245,15 +268,9 @@ class Engine:
     def _autoscaler(policy, config: SimConfig, cluster: Cluster):
         if config.autoscale == "none":
             return None
-        from .autoscale import check_elastic, check_one_group, make_autoscaler
+        from .autoscale import make_autoscaler
 
-        check_one_group(cluster)
-        fewest = min(g.n_nodes for g in cluster.groups)
-        if config.min_nodes > fewest:
-            raise ValidationError("min_nodes", f"{config.min_nodes} is more than the cluster's {fewest} nodes "
-                                  f"({cluster.describe()}), the most an elastic cluster may grow to",
-                                  f"use at most {fewest}, or a larger cluster")
-        check_elastic(policy, config.autoscale)
+        check_elastic_setup(policy, config, cluster)
         return make_autoscaler(config.autoscale, **dict(config.autoscale_options))
 
     # ----------------------------------------------------------------- loop

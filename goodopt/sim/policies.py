@@ -88,6 +88,10 @@ class Policy:
         """The provisioned nodes of an elastic cluster changed: plan on ``cluster`` from this round on."""
         self.cluster = cluster
 
+    def check_workload(self, workload, cluster) -> None:
+        """Refuse (:class:`ValidationError`) a job of ``workload`` this policy can never run on ``cluster``;
+        called before the first round, and by dry runs."""
+
     def describe(self) -> dict:
         """The policy's name and options, for run metadata."""
         return {"name": self.name}
@@ -594,9 +598,22 @@ class GavelPolicy(Policy):
             raise ValidationError("policy", f"{policy!r} shares GPUs between job pairs, whose throughputs together "
                                   "only Gavel's job types have", f"simulate Gavel's jobs with a rigid sweep (kind: "
                                   f"rigid), or use {PACKED[policy]!r} here")
-        if not round_s > 0:
-            raise ValidationError("round_s", f"must be > 0 seconds, got {round_s}")
+        if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not 0 < round_s <= 1e6:
+            raise ValidationError("round_s", f"must be a number of seconds in (0, 1e6], got {round_s!r}")
+        from goodopt.solvers.gavel import check_policy_options
+
+        check_policy_options(policy, options)
         self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
+
+    def check_workload(self, workload, cluster) -> None:
+        """Gavel runs a job on one GPU type: a job asking for more GPUs than any type has never runs."""
+        largest = max(cluster.gpus_of_type(t) for t in cluster.gpu_type_names)
+        for job in workload.jobs:
+            if job.num_replicas > largest:
+                raise ValidationError(f"{job.where}.num_replicas",
+                                      f"requests {job.num_replicas} GPUs but no GPU type of the cluster has more "
+                                      f"than {largest} (Gavel runs a job on one type)",
+                                      "use a larger cluster, another policy, or edit the workload")
 
     def describe(self) -> dict:
         """The policy's name and options, for run metadata."""
@@ -693,7 +710,20 @@ def make_policy(name: str, **options) -> Policy:
         return name
     if name not in POLICIES:
         raise ValidationError("policy", f"unknown policy {name!r}", f"choose one of {', '.join(POLICIES)}")
+    if "options" in options and options["options"] is not None and not isinstance(options["options"], dict):
+        raise ValidationError(f"{name}.options", f"must map option -> value, got {options['options']!r}",
+                              "see docs/options.md")
     try:
-        return POLICIES[name](**options)
+        policy = POLICIES[name](**options)
     except TypeError as exc:
         raise ValidationError("policy options", f"{name}: {exc}", "see the policy's docstring") from None
+    method = getattr(policy, "method", None)
+    if method is not None:  # a goodput policy: its solver options, checked as the solve will check them
+        from goodopt.solvers.options import OPTIONS
+
+        cls = OPTIONS[method]
+        try:
+            cls.build({**({"seed": 0} if cls.randomised else {}), **policy.options})
+        except ValidationError as exc:
+            raise ValidationError(f"{name}.{exc.field}", exc.problem, exc.fix) from None
+    return policy
