@@ -142,7 +142,17 @@ def _remove_stale(path: Path) -> None:
     """Remove goodopt's own temporaries of output ``path`` left by interrupted runs on this host (logged)."""
     path = Path(path)
     _recover(path.parent)
-    for p in _debris(path.parent, path.name):
+    _remove(_debris(path.parent, path.name))
+
+
+def remove_debris(folder) -> None:
+    """Remove goodopt's own temporaries of any output in ``folder`` (a folder only goodopt writes, such as a
+    cache) left by interrupted runs on this host (logged)."""
+    _remove(_debris(Path(folder)))
+
+
+def _remove(paths) -> None:
+    for p in paths:
         log.warning("removing %s, left by an interrupted goodopt run", p)
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)

@@ -177,3 +177,16 @@ def test_ctrl_c_stops_a_long_milp_solve_at_once():
     _, err = p.communicate(timeout=600)
     assert p.returncode == 130 and "Traceback" not in err
     assert time.perf_counter() - t0 < 20  # the solve itself takes minutes
+
+
+def test_a_cache_entry_cut_short_by_a_kill_is_cleared_by_the_next_run(tmp_path):
+    from goodopt.runs.cache import TaskCache
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cut = cache / f".abc.json.goodopt-tmp-{HOST}-{_dead_pid()}-0123abcd"
+    cut.write_text('{"row": ')
+    mine = cache / "notes.txt"  # not goodopt's name: kept
+    mine.write_text("keep")
+    TaskCache(cache)
+    assert not cut.exists() and mine.read_text() == "keep"

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from goodopt._version import __version__
-from goodopt.outputs import atomic_path, json_default, sha256_file
+from goodopt.outputs import atomic_path, json_default, remove_debris, sha256_file
 
 from .tasks import RigidTask, SimTask, SolveTask, Task
 
@@ -122,6 +122,7 @@ class TaskCache:
     def __init__(self, folder):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        remove_debris(self.folder)  # entries cut short by a kill
 
     def path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
