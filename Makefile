@@ -13,17 +13,33 @@ export GOODOPT_TRACES
 FIGURE_ARGS := $(if $(FULL),--scale full,)
 FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8
 
-.PHONY: venv test test-slow test-all figures $(FIGS) bench fit reproduce clean
+.PHONY: venv test test-slow test-all test-latest lock figures $(FIGS) bench fit reproduce clean
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# the exact versions the suite passed with (requirements.lock), then goodopt itself without resolving again
+LOCK   := requirements.lock
+
+$(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r $(LOCK)
 	@# the filter hides setuptools' notice that an editable install maps goodopt.solvers etc. through an
 	@# import finder (the top-level folders are not named like their packages); nothing else is hidden
-	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e ".[test]"
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
+
+# The suite on the newest versions of everything (a separate venv); 'make lock' then records them.
+LATEST := .venv-latest
+test-latest:
+	@test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	PYTHONWARNINGS="ignore:Editable installation" $(LATEST)/bin/python -m pip install --quiet --upgrade -e ".[test]"
+	$(LATEST)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+lock: test-latest
+	{ sed -n '1,3p' $(LOCK); $(LATEST)/bin/python -m pip freeze --exclude-editable | grep -iv '^goodopt'; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
@@ -54,4 +70,4 @@ fit: $(STAMP)
 	$(BIN)/goodopt fit --traces $(GOODOPT_TRACES) --out scenarios/profiles
 
 clean:
-	rm -rf $(VENV) build *.egg-info paper_figures/out paper_figures/out-tiny paper_figures/out-full .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LATEST) build *.egg-info paper_figures/out paper_figures/out-tiny paper_figures/out-full .pytest_cache .hypothesis

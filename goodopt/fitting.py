@@ -201,16 +201,26 @@ def fit_all(traces, apps=POLLUX_APPS) -> dict[str, AppProfile]:
 OPTIMISM = 1e-2
 
 
-def _optimistic(x, free, residuals, sizes, lower, upper, weight, typical):
-    """``x`` refined on Pollux's objective: RMS log errors (per kind) + ``weight`` x retrogression ratios^2.
+#: Smoothing of the RMS terms of the optimistic objective (log-time units): ``sqrt(mean(r^2) + delta^2)`` has no
+#: kink where a kind's residuals all vanish (an exact fit), so the minimum is a smooth one that an optimiser finds
+#: from any start, not a point on a ridge that depends on floating-point detail.
+RMS_SMOOTHING = 1e-3
 
-    L-BFGS-B works on the parameters divided by ``typical`` magnitudes (so an offset at 0 can still move)."""
+
+def _optimistic(x, free, residuals, sizes, lower, upper, weight, typical):
+    """``x`` refined on Pollux's objective: RMS log errors (per kind, smoothed by :data:`RMS_SMOOTHING`) +
+    ``weight`` x retrogression ratios^2.
+
+    L-BFGS-B with central-difference gradients works on the parameters divided by ``typical`` magnitudes
+    (so an offset at 0 can still move), from ``x`` and from ``x`` with the free sync slopes at 0 (the
+    problem is not convex); the better end point is kept, and ``x`` itself unless it is beaten."""
     scale = np.maximum(np.abs(x[free]), typical[free])
     cuts = np.cumsum(sizes)[:-1]
 
     def objective(u):
         xf = u * scale
-        err = sum(float(np.sqrt(np.mean(r ** 2))) for r in np.split(residuals(xf), cuts) if len(r))
+        err = sum(float(np.sqrt(np.mean(r ** 2) + RMS_SMOOTHING ** 2)) for r in np.split(residuals(xf), cuts)
+                  if len(r))
         xx = x.copy()
         xx[free] = xf
         pen = 0.0
@@ -220,11 +230,17 @@ def _optimistic(x, free, residuals, sizes, lower, upper, weight, typical):
             pen += ((xx[3] + xx[5]) / max(xx[2] + xx[4], 1e-9)) ** 2
         return err + weight * pen
 
-    res = minimize(objective, x[free] / scale, method="L-BFGS-B",
-                   bounds=list(zip(lower[free] / scale, upper[free] / scale)), options={"maxiter": 200})
+    flat = x.copy()
+    flat[[3, 5]] = np.where(free[[3, 5]], 0.0, flat[[3, 5]])
+    bounds = list(zip(lower[free] / scale, upper[free] / scale))
+    best_u, best_f = x[free] / scale, objective(x[free] / scale)
+    for start in (x, flat):
+        res = minimize(objective, start[free] / scale, method="L-BFGS-B", jac="3-point", bounds=bounds,
+                       options={"maxiter": 1000, "ftol": 1e-14, "gtol": 1e-10})
+        if np.isfinite(res.fun) and res.fun < best_f:
+            best_u, best_f = res.x, res.fun
     out = x.copy()
-    if np.isfinite(res.fun) and res.fun <= objective(x[free] / scale):
-        out[free] = res.x * scale
+    out[free] = best_u * scale
     return out
 
 

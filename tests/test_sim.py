@@ -348,6 +348,24 @@ def test_the_optimism_regulariser_keeps_an_unidentified_slope_small():
     assert np.max(np.abs(np.log(pred / vals[:, 0]))) < 0.1
 
 
+def test_the_optimistic_fit_is_the_same_from_every_starting_point():
+    """The regularised objective has one smooth minimum: starts on either side of the unidentified ridge
+    (the previous fit's slope large or small, gamma low or high) end at the same parameters."""
+    obs = {(1, 1, 12): (0.92152, 0.01370), (1, 2, 12): (0.91904, 0.05467), (1, 4, 12): (0.95712, 0.09287),
+           (2, 8, 12): (2.53895, 1.66284)}
+    keys, vals = np.array(list(obs)), np.array(list(obs.values()))
+    starts = [None] + [ThroughputParams(alpha_c=ac, beta_c=bc, alpha_r=ar, beta_r=br, alpha_n=an, beta_n=bn, gamma=g)
+                       for ac, bc, ar, br, an, bn, g in [(0.44, 0.037, 0.055, 0.019, 0.15, 0.25, 1.0),
+                                                         (0.3, 0.05, 0.1, 0.001, 1.0, 0.01, 2.0),
+                                                         (0.5, 0.03, 0.01, 0.05, 0.05, 0.5, 1.2),
+                                                         (0.44, 0.037, 0.055, 0.019, 0.15, 0.25, 3.0)]]
+    fits = [fit_observed(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0], vals[:, 1], s, optimism=1e-2).as_array()
+            for s in starts]
+    for f in fits[1:]:
+        np.testing.assert_allclose(f, fits[0], rtol=2e-3, atol=1e-6)
+    assert fits[0][5] / fits[0][4] < 0.02  # beta_n / alpha_n: the cost sits in the constant
+
+
 def test_fit_observed_keeps_unidentified_slopes_at_their_prior():
     # a 2-GPU multi-node observation says nothing about the per-GPU inter-node slope
     obs = {(1, 1, 200): (0.9235, 0.0012), (2, 2, 198): (0.9502, 0.0049), (1, 4, 195): (0.9815, 0.0089),
