@@ -314,8 +314,10 @@ class GavelOptions(MethodOptions):
         _job_numbers("remaining_steps", self.remaining_steps, strict=True)
         _job_numbers("elapsed_s", self.elapsed_s, strict=False)
         n = self.n_gpus
-        if n not in ("min_gpus", "base") and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number >= 1, got {n!r}")
+        if n not in ("min_gpus", "base") and (isinstance(n, bool) or not isinstance(n, int)
+                                              or not 1 <= n <= MAX_WHOLE):
+            raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number in "
+                                  f"[1, {MAX_WHOLE}], got {n!r}")
 
 
 #: The options class of every method, in the order methods are listed.
