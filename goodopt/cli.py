@@ -47,7 +47,7 @@ def cmd_info(args) -> int:
     t = Table(title=f"{pr.n_jobs} jobs")
     for col in ("job", "application", "age_s", "reallocs", "GPUs now", "speedup now", "realloc factor",
                 "base", "phi"):
-        t.add_column(col, justify="left" if col in ("job", "application", "base") else "right")
+        t.add_column(col, justify="left" if col in ("job", "application", "base") else "right", overflow="fold")
     for j, job in enumerate(sc.jobs):
         phi = job.phi if job.phi is not None else float(sc.profiles[job.application].phi_at(job.epoch))
         t.add_row(job.name, job.application, f"{job.age_s:g}", str(job.n_reallocs), str(int(pr.current[j].sum())),
@@ -101,9 +101,9 @@ def cmd_evaluate(args) -> int:
         return 0
     con = _console()
     t = Table(title=f"{sc.name}: allocation {args.allocation}")
-    t.add_column("job")
-    t.add_column("GPUs", justify="right")
-    t.add_column("speedup", justify="right")
+    t.add_column("job", overflow="fold")
+    t.add_column("GPUs", justify="right", overflow="fold")
+    t.add_column("speedup", justify="right", overflow="fold")
     for j, name in enumerate(pr.job_names):
         t.add_row(name, str(int(alloc[j].sum())), _fmt(speed[j]))
     con.print(t)
@@ -185,7 +185,7 @@ def cmd_solve(args) -> int:
     if res.has_solution:
         t = Table(title="allocation")
         for col in ("job", "GPUs", "nodes", "speedup"):
-            t.add_column(col, justify="left" if col in ("job", "nodes") else "right")
+            t.add_column(col, justify="left" if col in ("job", "nodes") else "right", overflow="fold")
         for j, name in enumerate(pr.job_names):
             row = out["allocation"][name]
             t.add_row(name, str(int(res.x[j].sum())), ", ".join(f"{n}:{g}" for n, g in row.items()),
@@ -212,7 +212,7 @@ def cmd_compare(args) -> int:
     t = Table(title="comparison (fitness per method; gap to the best proven bound, nan = no bound)")
     summ = summary(table)
     for col in summ.columns:
-        t.add_column(str(col), justify="left" if col in ("scenario", "method", "status") else "right")
+        t.add_column(str(col), justify="left" if col in ("scenario", "method", "status") else "right", overflow="fold")
     for row in summ.itertuples(index=False):
         t.add_row(*[v if isinstance(v, str) else _fmt(v, 4) for v in row])
     con.print(t)
@@ -255,7 +255,7 @@ def cmd_fit(args) -> int:
 def _print_fits(profiles: dict, root) -> None:
     t = Table(title=f"fitted profiles from {root}")
     for col in ("application", "GPU type", "points", "RMS log step", "RMS log compute", "multi-node data"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for app, prof in profiles.items():
         for gpu, g in sorted(prof.gpu_types.items()):
             t.add_row(app, gpu, str(g.fit["n_points"]), f"{g.fit['rms_log_step_time']:.3f}",
@@ -410,8 +410,8 @@ def _simulate_one(args, task, out, truth) -> int:
         return 0
     tab = Table(title=f"{res.metadata['workload']} / {task.policy} "
                       f"({truth if truth == 'model' else 'trace'} ground truth)")
-    tab.add_column("metric")
-    tab.add_column("value", justify="right")
+    tab.add_column("metric", overflow="fold")
+    tab.add_column("value", justify="right", overflow="fold")
     for key in ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
                 "avg_ftf_rho", "cost", "gpu_hours", "avg_gpus", "n_rounds", "policy_s_per_round",
                 "engine_s_per_round", "wall_s"):
@@ -439,7 +439,7 @@ def _print_policy_summary(table, n_workloads: int) -> None:
     summ = policy_summary(table)
     tab = Table(title=f"{n_workloads} workload(s): mean over workloads and seeds")
     for col in summ.columns:
-        tab.add_column(str(col), justify="left" if col == "policy" else "right")
+        tab.add_column(str(col), justify="left" if col == "policy" else "right", overflow="fold")
     for row in summ.itertuples(index=False):
         tab.add_row(*[v if isinstance(v, str) else _fmt(float(v), 3) for v in row])
     _console().print(tab)
@@ -490,7 +490,7 @@ def cmd_reproduce(args) -> int:
     con = _console()
     t = Table(title="published vs reproduced" + (" (quick: indicative only)" if args.quick else ""))
     for col in ("experiment", "metric", "setting", "policy", "published", "reproduced", "band", "verdict"):
-        t.add_column(col, justify="right" if col in ("published", "reproduced") else "left")
+        t.add_column(col, justify="right" if col in ("published", "reproduced") else "left", overflow="fold")
     for r in rep.results.itertuples(index=False):
         t.add_row(r.experiment, r.metric, r.setting, r.policy, _fmt(r.published, 3), _fmt(r.reproduced, 3),
                   r.band or "-", r.verdict or "-")

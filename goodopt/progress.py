@@ -39,12 +39,24 @@ def status_line(title: str, enabled: bool = True):
     from rich.console import Console
 
     with Console(stderr=True).status(title) as status:
-        handler = _StatusHandler(status, title)
-        level = PROGRESS.level
-        PROGRESS.addHandler(handler)
-        PROGRESS.setLevel(logging.DEBUG)
+        handlers = [_StatusHandler(status, title), _Forward(PROGRESS.getEffectiveLevel())]
+        level, propagate = PROGRESS.level, PROGRESS.propagate
+        for h in handlers:
+            PROGRESS.addHandler(h)
+        PROGRESS.setLevel(logging.DEBUG)  # every record reaches the status line ...
+        PROGRESS.propagate = False  # ... and the log only those its level lets through (-v), as before
         try:
             yield
         finally:
-            PROGRESS.removeHandler(handler)
+            for h in handlers:
+                PROGRESS.removeHandler(h)
             PROGRESS.setLevel(level)
+            PROGRESS.propagate = propagate
+
+
+class _Forward(logging.Handler):
+    """Hands records at or above the level the log had to the parent loggers' handlers."""
+
+    def emit(self, record):
+        if PROGRESS.parent is not None:
+            PROGRESS.parent.handle(record)

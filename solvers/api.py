@@ -92,22 +92,23 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
 
 def _check_allocations(problem, opts: MethodOptions) -> None:
     """Options that hold allocations (``warm_start``, ``initial_population``): whole GPU counts >= 0 of the
-    problem's shape, (J, N) or a population (P, J, N) -- the shape is known only with the problem."""
+    problem's shape, one (J, N) or several (P, J, N) -- the shape is known only with the problem. Method
+    names among warm starts are checked by the method."""
+    shape = (problem.n_jobs, problem.n_nodes)
     for name in ("warm_start", "initial_population"):
         value = opts.get(name)
-        if value is None:
-            continue
-        shape = (problem.n_jobs, problem.n_nodes)
-        try:
-            arr = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            arr = None
-        ok = arr is not None and arr.ndim in (2, 3) and arr.shape[-2:] == shape and (name != "warm_start"
-                                                                                     or arr.ndim == 2)
-        if not ok or not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.round(arr)):
-            raise ValidationError(f"options.{name}", f"must be whole GPU counts >= 0 of shape {shape} (jobs x "
-                                  f"nodes){' or (P, J, N)' if name == 'initial_population' else ''}",
-                                  "e.g. problem.current, or a previous result's x")
+        items = value if isinstance(value, list) and name == "warm_start" else [value]
+        for item in items:
+            if item is None or (name == "warm_start" and isinstance(item, str)):
+                continue
+            try:
+                arr = np.asarray(item, dtype=float)
+            except (TypeError, ValueError):
+                arr = np.zeros(0)
+            if arr.ndim not in (2, 3) or arr.shape[-2:] != shape or not np.all(np.isfinite(arr)) \
+                    or np.any(arr < 0) or np.any(arr != np.round(arr)):
+                raise ValidationError(f"options.{name}", f"must be whole GPU counts >= 0 of shape {shape} (jobs x "
+                                      "nodes), or several of them", "e.g. problem.current, or a previous result's x")
 
 
 def _with_solver_log(opts: MethodOptions) -> MethodOptions:

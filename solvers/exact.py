@@ -178,6 +178,10 @@ class MilpRun:
         return {"mip_rel_gap": target, "mip_abs_gap": 0.0}
 
     def stage(self, name, out):
+        """Record a stage's outcome; ``out`` may be a function that solves it, called after saying so."""
+        if callable(out):
+            report("stage %s: solving ...", name)
+            out = out()
         rec = _stage(name, out, self.objective)
         self.info["stages"].append(rec)
         report("stage %s: %s, incumbent %.6g, bound %.6g (%.2f s)", name, rec["status"], rec["fitness"],
@@ -349,7 +353,7 @@ def _solve_config_model(run):
         model = _config_model(run)
         kw = run.solve_kwargs()
         if run.opts.get("lp_rounding") and attempt == 0 and (_route(run.opts) == "arrays" or run.opts["solver"] == "highs"):
-            lp = run.stage("config-lp", model.solve(relax=True, **kw))
+            lp = run.stage("config-lp", lambda: model.solve(relax=True, **kw))
             if lp.termination == Termination.OPTIMAL:
                 run.tighten(lp)  # the LP relaxation bounds the configuration level, hence the problem
             if lp.has_solution:
@@ -357,7 +361,7 @@ def _solve_config_model(run):
                 run.add_candidate(greedy(pr, cs, start=alloc)[0], "lp-rounding")
         kw["time_limit_s"] = _remaining(run.deadline)
         out = run.stage("config" if attempt == 0 else f"config rescaled x{attempt}",
-                        model.solve(warm_start=run.best()[0], **kw))
+                        lambda: model.solve(warm_start=run.best()[0], **kw))
         if run.pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = _certify_epigraph(run, model, out)
         reference = _unresolved(run, out)
@@ -408,7 +412,7 @@ def _placement_level(run):
         info["stages"].append({"model": "placement", "status": "skipped: time limit reached before solving",
                                "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
         return _finish(run, start_alloc, _as_time_limit(None), proven=False)
-    pout = run.stage("placement", model.solve(warm_start=start_alloc, **run.solve_kwargs()))
+    pout = run.stage("placement", lambda: model.solve(warm_start=start_alloc, **run.solve_kwargs()))
     if run.pr.p in (np.inf, -np.inf) and pout.termination == Termination.OPTIMAL:
         pout = _certify_epigraph(run, model, pout)
     run.tighten(pout)
@@ -442,7 +446,7 @@ def _certify_epigraph(run, model, out, max_rounds: int = 5):
         # infeasible (HiGHS 1.15 did so on a two-type max-min model, seed 319 of hetero-tiny)
         best_alloc, _, best_fit = run.best()
         start = best_alloc if best_fit > claimed * (1 + 1e-9) else None
-        chk = run.stage("epigraph-certify", model.solve(warm_start=start, **run.solve_kwargs()))
+        chk = run.stage("epigraph-certify", lambda: model.solve(warm_start=start, **run.solve_kwargs()))
         model.set_floor(None)
         if chk.has_solution and model.epigraph_value() > claimed * (1 + 1e-9) + 1e-12:
             log.warning("the MILP solver's optimum %.9g was improved to %.9g by re-solving",
@@ -507,7 +511,7 @@ def _place_type(run, sub, g):
             return None, "undecided"
         return node_patterns.decode_patterns(pm, x), "placed"
     check = _placement_model(run, fixed_choice=sub)
-    chk = run.stage(name, check.solve(**run.solve_kwargs(check=True)))
+    chk = run.stage(name, lambda: check.solve(**run.solve_kwargs(check=True)))
     if chk.termination == Termination.INFEASIBLE:
         return None, "infeasible"
     if not chk.has_solution:
@@ -553,7 +557,7 @@ def _placement_rows_loop(run, model, out):
             info["pattern_rows_skipped"] = sorted(pr.type_names[g] for g in missing)
             return _placement_cut_loop(run, model, model.solve(warm_start=start, **run.solve_kwargs()))
         out = run.stage(f"config + pattern rows ({', '.join(pr.type_names[g] for g in sorted(with_rows))})",
-                        model.solve(warm_start=start, **run.solve_kwargs()))
+                        lambda: model.solve(warm_start=start, **run.solve_kwargs()))
         if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = _certify_epigraph(run, model, out)
     return out, None
@@ -584,7 +588,7 @@ def _placement_cut_loop(run, model, out):
             n_cuts += 1
         heuristic = place_configs(pr, run.cs, chosen)[0]
         start = heuristic if run.ev.violation(heuristic) == 0 else None
-        out = run.stage(f"config + {n_cuts} cut(s)", model.solve(warm_start=start, **run.solve_kwargs()))
+        out = run.stage(f"config + {n_cuts} cut(s)", lambda: model.solve(warm_start=start, **run.solve_kwargs()))
         if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = _certify_epigraph(run, model, out)
     info["placement_cuts"] = n_cuts
@@ -710,8 +714,8 @@ def solve_pwl(problem, evaluator, opts, t_start):
     native = dict(opts["highs_options"])
     if kw.pop("node_limit") is not None and opts["solver"] == "highs":
         native.setdefault("mip_max_nodes", int(opts["node_limit"]))
-    out = run.stage("pwl", solve_model(model, solver=opts["solver"], threads=opts["threads"],
-                                       highs_options=native, **kw))
+    out = run.stage("pwl", lambda: solve_model(model, solver=opts["solver"], threads=opts["threads"],
+                                               highs_options=native, **kw))
     if not out.has_solution:
         return _finish(run, None, out, proven=False)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error

@@ -203,7 +203,12 @@ class SimJob:
 def check_setup(workload, cluster: Cluster, policy, config: SimConfig) -> None:
     """Every check a run makes before its first round, without running it (dry runs call this too)."""
     check_elastic_setup(policy, config, cluster)
-    policy.check_workload(workload, cluster)
+    policy.check_workload(workload, cluster, fixed_gpus(config))
+
+
+def fixed_gpus(config: SimConfig) -> dict:
+    """Application -> the GPU count the engine fixes its jobs to (only applications that fix one)."""
+    return {app: gpus for app, (_, gpus) in dict(config.fixed_apps).items() if gpus}
 
 
 def check_elastic_setup(policy, config: SimConfig, cluster: Cluster) -> None:
@@ -257,7 +262,7 @@ class Engine:
         #: USD per GPU-second of each node.
         self.node_price_s = np.array([config.price_of(t) for t in cluster.node_gpu_types]) / 3600.0
         self.scaler = self._autoscaler(policy, config, cluster)
-        policy.check_workload(workload, cluster)
+        policy.check_workload(workload, cluster, fixed_gpus(config))
         self.pool = NodePool(cluster, self.node_price_s, elastic=self.scaler is not None,
                              min_nodes=config.min_nodes, provision_delay_s=config.provision_delay_s)
         self._next_scale_s = 0.0

@@ -88,9 +88,10 @@ class Policy:
         """The provisioned nodes of an elastic cluster changed: plan on ``cluster`` from this round on."""
         self.cluster = cluster
 
-    def check_workload(self, workload, cluster) -> None:
-        """Refuse (:class:`ValidationError`) a job of ``workload`` this policy can never run on ``cluster``;
-        called before the first round, and by dry runs."""
+    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
+        """Refuse (:class:`ValidationError`) a job of ``workload`` this policy can never run on ``cluster``
+        (``fixed_gpus``: application -> the GPUs the engine fixes it to); called before the first round, and
+        by dry runs."""
 
     def describe(self) -> dict:
         """The policy's name and options, for run metadata."""
@@ -372,6 +373,16 @@ class FixedSizePolicy(Policy):
         types = cluster.gpu_type_names
         self._node_type = np.array([types.index(t) for t in cluster.node_gpu_types], dtype=np.int64)
 
+    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
+        """A fixed-size policy never runs a job asking for more GPUs than the cluster has."""
+        fixed = fixed_gpus or {}
+        for job in workload.jobs:
+            k = fixed.get(job.application) or job.num_replicas
+            if k > cluster.n_gpus:
+                raise ValidationError(f"{job.where}.num_replicas", f"requests {k} GPUs but the cluster has "
+                                      f"{cluster.n_gpus}", "use a larger cluster, a goodput policy, or edit the "
+                                      "workload")
+
     def _requested(self, job) -> int:
         k = job.fixed_gpus or job.num_replicas
         if k > self.cluster.n_gpus:
@@ -605,11 +616,11 @@ class GavelPolicy(Policy):
         check_policy_options(policy, options)
         self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
 
-    def check_workload(self, workload, cluster) -> None:
+    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
         """Gavel runs a job on one GPU type: a job asking for more GPUs than any type has never runs."""
         largest = max(cluster.gpus_of_type(t) for t in cluster.gpu_type_names)
         for job in workload.jobs:
-            if job.num_replicas > largest:
+            if (fixed_gpus or {}).get(job.application, job.num_replicas) > largest:
                 raise ValidationError(f"{job.where}.num_replicas",
                                       f"requests {job.num_replicas} GPUs but no GPU type of the cluster has more "
                                       f"than {largest} (Gavel runs a job on one type)",
