@@ -1,7 +1,9 @@
 """Progress of long work (solver stages, GA generations, fits), as records on one logger.
 
 Long-running code calls :func:`report`; nothing is printed unless someone
-listens. ``goodopt -v`` prints the records as log lines; the command line's
+listens. Solvers also record their incumbent and bound over time with
+:func:`record_point`, which :func:`tracing` collects (a solve's
+``stats.trace``). ``goodopt -v`` prints the records as log lines; the command line's
 :func:`status_line` shows the latest one on a transient status line while a
 command runs (on a terminal, unless ``--quiet``).
 """
@@ -10,10 +12,37 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import sys
+import time
+from contextvars import ContextVar
 
 #: The logger progress is reported on.
 PROGRESS = logging.getLogger("goodopt.progress")
+
+
+#: The points of the solve being traced in this context: (start time, list of points), or None.
+_TRACE: ContextVar = ContextVar("goodopt_trace", default=None)
+
+
+@contextlib.contextmanager
+def tracing():
+    """Collect the ``(seconds, incumbent, bound)`` points :func:`record_point` records while the block runs
+    (in this thread or context); yields the list they go to."""
+    points: list = []
+    token = _TRACE.set((time.perf_counter(), points))
+    try:
+        yield points
+    finally:
+        _TRACE.reset(token)
+
+
+def record_point(incumbent: float, bound: float = math.nan) -> None:
+    """A point of the incumbent and bound over time (fitness units), kept when a solve is traced."""
+    current = _TRACE.get()
+    if current is not None:
+        t0, points = current
+        points.append((time.perf_counter() - t0, float(incumbent), float(bound)))
 
 
 def report(message: str, *args, detail: bool = False) -> None:

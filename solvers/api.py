@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from goodopt.errors import ValidationError
+from goodopt.progress import tracing
 from goodopt.validation import suggest
 from goodopt.formulations.configs import enumerate_configs
 
@@ -86,8 +87,9 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
     log.debug("%s on %d jobs x %d nodes with options %s", method, problem.n_jobs, problem.n_nodes, dict(opts))
     t_start = time.perf_counter()
     ev = problem.evaluator()
-    outcome = entry.run(problem, ev, _with_solver_log(opts), t_start)
-    return _result(problem, ev, method, opts, outcome, t_start)
+    with tracing() as points:
+        outcome = entry.run(problem, ev, _with_solver_log(opts), t_start)
+    return _result(problem, ev, method, opts, outcome, t_start, tuple(points))
 
 
 def _check_allocations(problem, opts: MethodOptions) -> None:
@@ -265,7 +267,7 @@ def _solve_simple(problem, ev, method, opts):
                 n_configs=None if cs is None else cs.n_configs, extra=extra, message="")
 
 
-def _result(problem, ev, method, opts, f, t_start) -> SolveResult:
+def _result(problem, ev, method, opts, f, t_start, trace=()) -> SolveResult:
     alloc = f.alloc
     has = alloc is not None
     x = np.asarray(alloc, dtype=np.int64) if has else np.zeros((problem.n_jobs, problem.n_nodes), np.int64)
@@ -277,7 +279,7 @@ def _result(problem, ev, method, opts, f, t_start) -> SolveResult:
         build_s=f.build_s, solve_s=f.solve_s, total_s=time.perf_counter() - t_start,
         n_evaluations=n_before, nodes=f.nodes, solver=f.solver, solver_version=f.solver_version,
         raw_status=f.raw_status, n_variables=f.n_variables, n_constraints=f.n_constraints,
-        n_configs=f.n_configs,
+        n_configs=f.n_configs, trace=trace,
     )
     bound = f.bound
     if has and np.isfinite(bound) and fitness > bound * (1 + 1e-6) + 1e-9:

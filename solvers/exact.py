@@ -40,7 +40,7 @@ from goodopt.formulations import node_patterns
 from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
 from goodopt.formulations.objective import fitness_of_value, reference_fitness, scaled_objective
 from goodopt.formulations.placement import place_configs
-from goodopt.progress import report
+from goodopt.progress import record_point, report
 
 from .backend import MilpOutcome, solve_model
 from .config_model import ArrayModel, PyomoModel
@@ -184,6 +184,8 @@ class MilpRun:
             out = out()
         rec = _stage(name, out, self.objective)
         self.info["stages"].append(rec)
+        if not name.startswith("placement-check"):  # those are sub-problems of one GPU type
+            record_point(rec["fitness"], rec["fitness_bound"])
         report("stage %s: %s, incumbent %.6g, bound %.6g (%.2f s)", name, rec["status"], rec["fitness"],
                rec["fitness_bound"], rec["solve_s"])
         return out

@@ -35,7 +35,7 @@ from pymoo.termination.max_gen import MaximumGenerationTermination
 from pymoo.termination.max_time import TimeBasedTermination
 
 from goodopt.formulations.ga import AllocationGAProblem
-from goodopt.progress import report
+from goodopt.progress import record_point, report
 from goodopt.formulations.ga_operators import (AllocationMutation, AllocationRepair, AllocationSampling,
                                                RepairData, RowCrossover, initial_population, mutate, repair,
                                                row_crossover)
@@ -102,7 +102,8 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
 
 
 def _report_generation(gen: int, n_gen: int, best: float) -> None:
-    """A progress record per generation (a milestone every tenth of the run)."""
+    """A progress record per generation (a milestone every tenth of the run), and a trace point."""
+    record_point(best)
     report("generation %d/%d, best fitness %s", gen, n_gen, f"{best:.6g}" if np.isfinite(best) else "none feasible",
            detail=gen % max(1, n_gen // 10) != 0)
 

@@ -8,6 +8,8 @@ returned allocation, whatever the method believed.
 
 from __future__ import annotations
 
+import html
+
 import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -79,6 +81,9 @@ class SolverStats:
     n_variables: int | None = None
     n_constraints: int | None = None
     n_configs: int | None = None
+    #: The incumbent and bound over time, ``(seconds, incumbent, bound)`` in fitness units, as the method saw
+    #: them: one point per MILP stage (the model's values), per GA generation (best fitness, no bound).
+    trace: tuple = ()
 
 
 @dataclass
@@ -112,6 +117,16 @@ class SolveResult:
     @property
     def fun(self) -> float:
         return self.fitness
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: why it stopped and what came back."""
+        cells = [("method", self.method), ("status", str(self.status)), ("fitness", f"{self.fitness:.6g}"),
+                 ("bound", f"{self.bound:.6g}"), ("gap", f"{self.gap:.3g}"),
+                 ("seconds", f"{self.stats.total_s:.3g}"), ("feasible", str(self.feasible)),
+                 ("message", html.escape(self.message))]
+        head = "".join(f"<th>{k}</th>" for k, _ in cells)
+        body = "".join(f"<td>{html.escape(v) if k != 'message' else v}</td>" for k, v in cells)
+        return f"<table><tr>{head}</tr><tr>{body}</tr></table>"
 
     @property
     def allocation(self) -> np.ndarray:

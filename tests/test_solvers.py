@@ -401,3 +401,17 @@ def test_vectorised_row_check_agrees_with_the_evaluator(seed):
         alone[j] = cur[j]
         expected.append(bool(cur[j].sum() > 0 and ev.violation(alone) == 0))
     assert rows_feasible_alone(pr).tolist() == expected
+
+
+def test_a_solve_keeps_its_incumbent_and_bound_over_time(testbed):
+    exact = goodopt.solve(testbed, "milp")
+    ga = goodopt.solve(testbed, "ga", {"seed": 0, "n_gen": 8, "pop_size": 20})
+    for res in (exact, ga):
+        t = [p[0] for p in res.stats.trace]
+        assert len(t) >= 1 and t == sorted(t) and t[-1] <= res.stats.total_s
+    assert len(ga.stats.trace) == 8 and all(np.isnan(p[2]) for p in ga.stats.trace)  # a GA proves no bound
+    best = [p[1] for p in ga.stats.trace]
+    assert best == sorted(best) and best[-1] == pytest.approx(ga.fitness)  # elitist: never worse
+    assert exact.stats.trace[-1][2] >= exact.fitness * (1 - 1e-9)  # the last bound bounds the answer
+    html = exact._repr_html_()
+    assert "<table>" in html and "optimal" in html and f"{exact.fitness:.6g}" in html
