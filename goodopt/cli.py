@@ -500,6 +500,33 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+def cmd_options(args) -> int:
+    """``goodopt options [NAME]``: the registries' methods and policies, or one's options and defaults."""
+    from .sim.policies import POLICIES, policy_options
+    from .solvers.api import METHOD_OPTIONS
+    from .validation import suggest
+
+    con = _console()
+    if args.name is None:
+        con.print("methods: " + ", ".join(METHOD_OPTIONS))
+        con.print("policies: " + ", ".join(POLICIES))
+        return 0
+    found = [(f"method {args.name}", METHOD_OPTIONS.get(args.name)), (f"policy {args.name}",
+             policy_options(args.name) if args.name in POLICIES else None)]
+    found = [(what, opts) for what, opts in found if opts is not None]
+    if not found:
+        raise ValidationError("name", f"no method or policy is called {args.name!r}",
+                              f"{suggest(args.name, [*METHOD_OPTIONS, *POLICIES])}run goodopt options to list them")
+    for what, opts in found:
+        t = Table(title=f"{what}: options and defaults (docs/options.md says what each means)")
+        t.add_column("option", overflow="fold")
+        t.add_column("default", overflow="fold")
+        for key, value in opts.items():
+            t.add_row(key, repr(value))
+        con.print(t)
+    return 0
+
+
 # ------------------------------------------------------------------ plumbing
 def _method_names():
     from .solvers.api import METHODS
@@ -529,6 +556,22 @@ class _Names(argparse.Action):
         if self.single and len(names) != 1:
             parser.error(f"argument {option_string}: give one name, got {values!r}")
         setattr(namespace, self.dest, names[0] if self.single else ",".join(names))
+
+
+class _LazyHelp(str):
+    """A help text computed when help is shown (from the registries, plug-ins included), not when the parser is
+    built: the policy registry loads the simulator, which a ``solve`` does not need."""
+
+    def __new__(cls, text, suffix: str = ""):
+        obj = super().__new__(cls, "..." + suffix)
+        obj.text, obj.suffix = text, suffix
+        return obj
+
+    def __add__(self, other):  # argparse appends " (default: ...)"
+        return _LazyHelp(self.text, self.suffix + other)
+
+    def __mod__(self, params):
+        return (self.text() + self.suffix) % params
 
 
 def _whole_in(lo: int, hi: int):
@@ -598,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("solve", help="solve a scenario's allocation problem with one method")
     p.add_argument("scenario", help="scenario file, shipped name, or family:NAME:SEED")
     p.add_argument("--method", default="milp", action=_Names, known=_method_names, single=True,
-                   help="milp, milp-pwl, ga, nsga2, greedy, equal-share, brute-force, gavel")
+                   help=_LazyHelp(lambda: ", ".join(_method_names()) + " (goodopt options METHOD lists its options)"))
     p.add_argument("--time-limit", type=SECONDS, default=None, help="time limit in seconds")
     p.add_argument("--seed", type=SEED, default=None, help="seed of randomised methods (0 when not given)")
     p.add_argument("--option", action="append", help="method option KEY=VALUE (repeatable; see docs/options.md)")
@@ -611,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("compare", help="compare methods on scenarios; writes a tidy CSV")
     p.add_argument("scenarios", nargs="+", help="scenario files, shipped names, or family:NAME:SEED")
     p.add_argument("--methods", default="milp,milp-pwl,ga,greedy", action=_Names, known=_method_names,
-                   help="comma-separated, from: milp, milp-pwl, ga, nsga2, greedy, equal-share, brute-force, gavel")
+                   help=_LazyHelp(lambda: "comma-separated, from: " + ", ".join(_method_names())))
     p.add_argument("--seeds", type=SEEDS, default=1, help="seeds per randomised method")
     p.add_argument("--time-limit", type=SECONDS, default=None, help="time limit per solve in seconds")
     p.add_argument("--out", default="compare.csv", help="output CSV (NAME.meta.json with metadata is written beside it)")
@@ -630,8 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("simulate", help="simulate workloads under scheduling policies")
     p.add_argument("workloads", nargs="+", help="workload CSVs, folders of them, or generated:LOAD:SEED")
     p.add_argument("--policy", default="pollux", action=_Names, known=_policy_names,
-                   help="policy or comma-separated policies: pollux, milp, greedy, equal-share, optimus, "
-                        "tiresias, fifo, sia, gavel")
+                   help=_LazyHelp(lambda: "policy or comma-separated policies: " + ", ".join(_policy_names())))
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
     p.add_argument("--truth", choices=("auto", "traces", "model"), default="auto",
                    help="ground truth: the traces (auto: when found) or the shipped profiles' model")
@@ -681,6 +723,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "then stop")
     p.set_defaults(func=cmd_sweep)
 
+    p = add("options", help="every option of a method or simulation policy, with its default (plug-ins included)")
+    p.add_argument("name", nargs="?", default=None, help="a method or policy (default: list them)")
+    p.set_defaults(func=cmd_options)
+
     p = add("reproduce", help="re-run the papers' headline experiments on the published traces; one report")
     p.add_argument("experiments", nargs="*", default=None,
                    help="experiments to run: pollux-fig8, sia-table3, gavel-hetero (default: all)")
@@ -704,6 +750,7 @@ def _configure_logging(verbose: int) -> None:
 
 def main(argv=None) -> int:
     """Entry point: parse, configure logging, run; returns the exit status (2 on bad input)."""
+    _configure_logging(0)  # warnings while the arguments are read (a plug-in that fails to load) are shown too
     args = build_parser().parse_args(argv)
     _configure_logging(args.verbose)
     try:

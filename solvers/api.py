@@ -14,11 +14,13 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Callable
 
 import numpy as np
 
 from goodopt.errors import ValidationError
+from goodopt.plugins import METHOD_GROUP, PluginRegistry
 from goodopt.progress import tracing
 from goodopt.validation import suggest
 from goodopt.formulations.configs import enumerate_configs
@@ -309,8 +311,8 @@ class Method:
     run: Callable
 
 
-#: Every method by name.
-REGISTRY: dict[str, Method] = {
+#: Every method by name (plug-ins of the ``goodopt.methods`` entry points are added when it is first read).
+REGISTRY: dict[str, Method] = PluginRegistry(METHOD_GROUP, lambda name, method: register_method(name, method), {
     "milp": Method(OPTIONS["milp"], _run_milp),
     "milp-pwl": Method(OPTIONS["milp-pwl"], _run_pwl),
     "ga": Method(OPTIONS["ga"], _run_genetic(False)),
@@ -319,12 +321,72 @@ REGISTRY: dict[str, Method] = {
     "equal-share": Method(OPTIONS["equal-share"], _run_simple("equal-share")),
     "brute-force": Method(OPTIONS["brute-force"], _run_simple("brute-force")),
     "gavel": Method(OPTIONS["gavel"], _run_gavel),
-}
-METHODS = tuple(REGISTRY)
+})
+
+
+class _LiveNames(Sequence):
+    """The names in :data:`REGISTRY` (those passing ``keep``), in registration order, as they are now."""
+
+    def __init__(self, keep=lambda method: True):
+        self._keep = keep
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(name for name, m in REGISTRY.items() if self._keep(m))
+
+    def __getitem__(self, i):
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name) -> bool:
+        return name in REGISTRY and self._keep(REGISTRY[name])
+
+    def __repr__(self) -> str:
+        return repr(self._names())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and self._names() == tuple(other)
+
+    __hash__ = None
+
+
+#: Every method's name (plug-ins included, as they are registered).
+METHODS = _LiveNames()
 #: Methods that need a seed.
-RANDOMISED = tuple(name for name, m in REGISTRY.items() if m.options.randomised)
+RANDOMISED = _LiveNames(lambda m: m.options.randomised)
+
+
+class _Defaults(Mapping):
+    """Each registered method's options with their defaults, as the registry is now."""
+
+    def __getitem__(self, name) -> dict:
+        return REGISTRY[name].options.defaults()
+
+    def __iter__(self):
+        return iter(REGISTRY)
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
 #: Options each method accepts, with their defaults.
-METHOD_OPTIONS: dict[str, dict] = {name: m.options.defaults() for name, m in REGISTRY.items()}
+METHOD_OPTIONS: Mapping[str, dict] = _Defaults()
+
+
+def register_method(name: str, method) -> None:
+    """Add an allocation method under ``name`` (a :class:`Method`, or a function returning one): from then on
+    :func:`solve`, ``compare``, ``sweep`` and the command line take it. Its options class checks its options
+    as goodopt's own do."""
+    if callable(method) and not isinstance(method, Method):
+        method = method()
+    if not isinstance(method, Method) or not (isinstance(method.options, type)
+                                              and issubclass(method.options, MethodOptions)):
+        raise ValidationError(f"method {name!r}", "a plug-in must be a Method(options class, runner)",
+                              "see docs/extending.md")
+    if not isinstance(name, str) or not name or name in REGISTRY:
+        raise ValidationError(f"method {name!r}", "the name is empty or taken", "choose another name")
+    REGISTRY[name] = method
 
 
 def _check_options(method: str, options) -> MethodOptions:

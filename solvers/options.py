@@ -37,11 +37,34 @@ def _whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
 
 def _whole_if_int(cls, name: str, value):
     """A whole float given for a whole-number option (``1e3`` in YAML 1.2) as the int it stands for."""
-    types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+             for f in dataclasses.fields(cls)}
     if types.get(name, "").startswith("int") and isinstance(value, float) and value.is_integer() \
             and abs(value) <= MAX_WHOLE:
         return int(value)
     return value
+
+
+#: What a declared option type accepts (the class's own ``__post_init__`` checks ranges and choices).
+_DECLARED = {"int": (int, np.integer), "float": (int, float, np.integer, np.floating), "bool": (bool, np.bool_),
+             "str": (str,)}
+
+
+def _check_declared_type(cls, name: str, value) -> None:
+    """A value of the plain type its field declares (``int``, ``float``, ``bool``, ``str``, or ``... | None``), so
+    a method's options -- a plug-in's too -- never reach it with a value of the wrong type."""
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    t = types.get(name, "")
+    declared = t if isinstance(t, str) else getattr(t, "__name__", str(t))  # with or without postponed annotations
+    base, _, none = declared.partition(" | ")
+    if base not in _DECLARED or (value is None and none == "None"):
+        return
+    ok = isinstance(value, _DECLARED[base]) and (base == "bool" or not isinstance(value, (bool, np.bool_)))
+    if base == "float" and ok and not np.isfinite(value):
+        ok = False
+    if not ok:
+        what = {"int": "a whole number", "float": "a finite number", "bool": "true or false", "str": "text"}[base]
+        raise ValidationError(f"options.{name}", f"must be {what}{' or omitted' if none else ''}, got {value!r}")
 
 
 def _seconds(name, v, fix=None):
@@ -93,7 +116,10 @@ class MethodOptions(Mapping):
         if unknown:
             raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
                                   f"{suggest(unknown[0], names)}valid options: {', '.join(sorted(names))}")
-        return cls(**{k: _whole_if_int(cls, k, v) for k, v in options.items()})
+        options = {k: _whole_if_int(cls, k, v) for k, v in options.items()}
+        for key, value in options.items():
+            _check_declared_type(cls, key, value)
+        return cls(**options)
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

@@ -40,8 +40,14 @@ def _commands() -> list[str]:
 
 
 def test_every_method_and_policy_option_is_documented():
-    names = {o for opts in METHOD_OPTIONS.values() for o in opts}
+    """goodopt's own methods and policies (an installed plug-in documents itself: goodopt options NAME)."""
+    from goodopt.solvers.api import REGISTRY
+
+    names = {o for m, opts in METHOD_OPTIONS.items() for o in opts
+             if REGISTRY[m].options.__module__.startswith("goodopt.")}
     for cls in policies.POLICIES.values():
+        if not cls.__module__.startswith("goodopt."):
+            continue
         for klass in cls.__mro__:
             if "__init__" in vars(klass):
                 names |= {p for p in inspect.signature(klass.__init__).parameters if p not in ("self", "kw", "args", "kwargs")}

@@ -45,6 +45,7 @@ import numpy as np
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.formulations.placement import place_packed
+from goodopt.plugins import POLICY_GROUP, PluginRegistry
 from goodopt.scenario import PRESETS, Job, Objective, Scenario
 from goodopt.solvers import solve
 from goodopt.solvers.rounds import RoundMechanism, current_types, place_round
@@ -702,7 +703,8 @@ class GavelPolicy(Policy):
 
 
 #: Policy name -> class.
-POLICIES = {
+#: Every policy by name (plug-ins of the ``goodopt.policies`` entry points are added when it is first read).
+POLICIES = PluginRegistry(POLICY_GROUP, lambda name, cls: register_policy(name, cls), {
     "pollux": PolluxPolicy,
     "milp": MilpPolicy,
     "sia": SiaPolicy,
@@ -712,7 +714,30 @@ POLICIES = {
     "tiresias": TiresiasPolicy,
     "fifo": FifoPolicy,
     "gavel": GavelPolicy,
-}
+})
+
+
+def register_policy(name: str, cls) -> None:
+    """Add a simulation policy class under ``name``: from then on ``simulate``, sweeps and the command line
+    take it."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise ValidationError(f"policy {name!r}", "a plug-in policy must be a Policy subclass", "see docs/extending.md")
+    if not isinstance(name, str) or not name or name in POLICIES:
+        raise ValidationError(f"policy {name!r}", "the name is empty or taken", "choose another name")
+    POLICIES[name] = cls
+
+
+def policy_options(name: str) -> dict:
+    """The keyword options of policy ``name`` and their defaults (its class and its bases)."""
+    import inspect
+
+    out = {}
+    for klass in reversed(POLICIES[name].__mro__):
+        if "__init__" in vars(klass):
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.name != "self" and p.kind == p.KEYWORD_ONLY:
+                    out[p.name] = None if p.default is p.empty else p.default
+    return out
 
 
 def make_policy(name: str, **options) -> Policy:
