@@ -117,9 +117,18 @@ class MethodOptions(Mapping):
             raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
                                   f"{suggest(unknown[0], names)}valid options: {', '.join(sorted(names))}")
         options = {k: _whole_if_int(cls, k, v) for k, v in options.items()}
-        for key, value in options.items():
+        try:  # the class's own checks speak first: they name the range or the choices
+            built = cls(**options)
+        except ValidationError:
+            raise
+        except (TypeError, ValueError, ArithmeticError) as exc:  # a check that met a value of the wrong type
+            built = exc
+        for key, value in options.items():  # what a class checks not at all (a plug-in's, say) is typed here
             _check_declared_type(cls, key, value)
-        return cls(**options)
+        if isinstance(built, Exception):
+            raise ValidationError("options", f"not accepted by method {cls.method!r}: {built}",
+                                  f"see goodopt options {cls.method}") from None
+        return built
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)

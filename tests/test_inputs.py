@@ -159,7 +159,7 @@ def test_yaml_syntax_errors_name_line_and_column(tmp_path, capsys):
 # ------------------------------------------------------------------ sweep specs
 GOOD_SOLVE = {"kind": "solve", "scenarios": ["small-2node"], "methods": ["greedy"]}
 GOOD_SIM = {"kind": "simulate", "generated": {"loads": [0.5], "hours": 1}, "policies": ["fifo"],
-            "cluster": "small-2node"}
+            "cluster": "pollux-testbed"}  # 64 GPUs: FIFO runs every job of the drawn workload
 
 
 @pytest.mark.parametrize("spec, expected", [
@@ -219,6 +219,7 @@ def test_bad_arguments_are_one_line_each(argv, expected, tmp_path, capsys, monke
     assert expected in _run(argv + (["--dry-run"] if argv[0] == "simulate" else []), capsys)
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys):
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump(GOOD_SOLVE))

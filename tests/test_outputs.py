@@ -109,6 +109,7 @@ def test_a_sweep_writes_one_run_id_in_every_metadata_file(tmp_path):
     assert not same_run(out, jobs_path(out))
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_killing_a_sweep_leaves_the_old_tables_or_the_new_ones(tmp_path):
     spec = tmp_path / "s.yaml"
     out = tmp_path / "res.csv"

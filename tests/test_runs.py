@@ -225,6 +225,7 @@ def test_an_entry_recording_another_task_is_not_used(tmp_path):
     assert TaskCache(tmp_path).get(task, task_key(task))["row"]["fitness"] != 999.0
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_concurrent_sweeps_share_one_cache(tmp_path):
     spec = tmp_path / "g.yaml"
     spec.write_text(yaml.safe_dump({**GREEDY, "families": {"names": ["tiny"], "seeds": list(range(12))},
@@ -310,6 +311,7 @@ def _consistent(folder: Path) -> str:
     return "A" if summary["metadata"]["workload"] == "generated-0.2-1" else "B"
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_killing_simulate_leaves_the_old_or_the_new_folder(tmp_path):
     out = tmp_path / "sim"
     assert main(["simulate", "generated:0.2:1", "--policy", "greedy", "--truth", "model", "--nodes", "4",
@@ -355,6 +357,7 @@ def _slow_sweep(tmp_path):
                 "--quiet"), cache
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_ctrl_c_keeps_finished_tasks_and_exits_130_in_one_line(tmp_path):
     p, cache = _slow_sweep(tmp_path)
     _wait_for_entries(cache, 2, p)
@@ -373,6 +376,7 @@ def test_ctrl_c_keeps_finished_tasks_and_exits_130_in_one_line(tmp_path):
     assert p.returncode == 0 and f"{8 - done} task(s) computed, {done} from the cache" in out
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_workers_do_not_outlive_a_killed_parent(tmp_path):
     p, cache = _slow_sweep(tmp_path)
     _wait_for_entries(cache, 1, p)

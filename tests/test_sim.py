@@ -283,6 +283,7 @@ def test_cli_simulate_json_and_files(tmp_path, capsys):
     assert pd.read_csv(tmp_path / "jobs.csv")["jct_s"].mean() == pytest.approx(out["avg_jct"])
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_sweep_pool_matches_serial(tmp_path):
     mix = {"cifar10": 1, "ncf": 1}
     wls = [str(generate_workload(s, hours=0.5, load=0.5, mix=mix).save(tmp_path / f"w{s}.csv")) for s in (1, 2)]

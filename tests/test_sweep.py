@@ -101,6 +101,7 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(_untimed(res.table), _untimed(fresh.table))
 
 
+@pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_dask_local_cluster_gives_the_local_pool_table():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:

@@ -72,7 +72,8 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
         results = pd.DataFrame(rows)
         write_table_into(files, results, out / "results.csv", experiments=names, quick=quick, seconds=seconds)
         for name in names:
-            write_figure(results[results.experiment == name], EXPERIMENTS[name], files.path(out / f"{name}.png"))
+            write_figure(results[results.experiment == name], EXPERIMENTS[name], files.path(out / f"{name}.png"),
+                         quick=quick)
         write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"))
     return Reproduction(results, seconds, quick, out)
 

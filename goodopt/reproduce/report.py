@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from goodopt._version import __version__
@@ -40,14 +41,34 @@ def write_report(results: pd.DataFrame, experiments, seconds: dict, quick: bool,
     return path
 
 
-def write_figure(rows: pd.DataFrame, exp, path: Path) -> Path:
+def _band_edges(data: pd.DataFrame):
+    """The lowest and highest reproduced value each row's band accepts (NaN where no band is judged)."""
+    lo, hi = [], []
+    for r in data.itertuples(index=False):
+        band = r.band or ""
+        p = float(r.published)
+        if band.startswith("±") and band.endswith("%"):
+            tol = float(band[1:-1]) / 100
+            lo.append(p * (1 - tol)), hi.append(p * (1 + tol))
+        elif band.startswith("±") and "points" in band:
+            tol = float(band[1:].split()[0])
+            lo.append(p - tol), hi.append(p + tol)
+        elif band.startswith("within ") and band.endswith("x"):
+            f = float(band[7:-1])
+            lo.append(p / f), hi.append(p * f)
+        else:
+            lo.append(math.nan), hi.append(math.nan)
+    return np.array(lo), np.array(hi)
+
+
+def write_figure(rows: pd.DataFrame, exp, path: Path, quick: bool = False) -> Path:
     """The experiment's ``curve`` metric against the setting, a line per policy; else published vs reproduced for
-    its first metric, per setting and policy (grouped bars)."""
+    its first metric, per setting and policy (grouped bars), each published bar with the band the reproduced
+    one must fall in. A quick run is marked as indicative on the figure itself."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     if exp.curve is not None:
         fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -66,9 +87,18 @@ def write_figure(rows: pd.DataFrame, exp, path: Path) -> Path:
         fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(data) + 2), 4))
         ax.bar(x - 0.2, data.published, 0.4, label="published", color="#999999")
         ax.bar(x + 0.2, data.reproduced, 0.4, label="goodopt", color="#1f77b4")
+        lo, hi = _band_edges(data)
+        judged = np.isfinite(lo)
+        if judged.any():
+            ax.errorbar(x[judged] + 0.2, ((lo + hi) / 2)[judged], yerr=((hi - lo) / 2)[judged], fmt="none",
+                        ecolor="black", capsize=4, lw=1, label="band it must fall in")
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_ylabel(metric)
-    ax.set_title(exp.title, fontsize=10)
+    ax.set_title(exp.title + ("\nquick run: one workload per setting, indicative only (bands not judged)"
+                              if quick else ""), fontsize=10)
+    if quick:
+        ax.text(0.5, 0.5, "QUICK\nindicative", transform=ax.transAxes, ha="center", va="center", fontsize=40,
+                color="red", alpha=0.12, rotation=20)
     ax.legend()
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
