@@ -753,6 +753,8 @@ def main(argv=None) -> int:
     _configure_logging(0)  # warnings while the arguments are read (a plug-in that fails to load) are shown too
     args = build_parser().parse_args(argv)
     _configure_logging(args.verbose)
+    if not sys.stderr.isatty() and not getattr(args, "quiet", False) and not getattr(args, "json", False):
+        logging.getLogger("goodopt.progress").setLevel(logging.INFO)  # no bar to show: plain progress lines
     try:
         return args.func(args)
     except Interrupted as exc:

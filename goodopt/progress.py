@@ -45,6 +45,34 @@ def record_point(incumbent: float, bound: float = math.nan) -> None:
         points.append((time.perf_counter() - t0, float(incumbent), float(bound)))
 
 
+#: Where a task's own progress goes in this process (a worker's queue to its parent, or the parent's display).
+_SINK = None
+#: Seconds between two progress messages of one task (the last one is always sent).
+SINK_EVERY_S = 1.0
+_last_sent: dict = {}
+
+
+def set_task_sink(sink) -> None:
+    """Send :func:`task_progress` messages to ``sink(label, time_s, n_done, n_jobs)`` (None: nowhere)."""
+    global _SINK
+    _SINK = sink
+    _last_sent.clear()
+
+
+def task_progress(label: str, time_s: float, n_done: int, n_jobs: int) -> None:
+    """A running task's progress (a simulation: simulated seconds, jobs done of all), at most once a second."""
+    if _SINK is None:
+        return
+    now = time.monotonic()
+    if n_done < n_jobs and now - _last_sent.get(label, -math.inf) < SINK_EVERY_S:
+        return
+    _last_sent[label] = now
+    try:
+        _SINK(label, float(time_s), int(n_done), int(n_jobs))
+    except Exception:  # noqa: BLE001 -- progress must never stop the work (a parent that went away, say)
+        pass
+
+
 def report(message: str, *args, detail: bool = False) -> None:
     """Report progress: ``detail`` records (every GA generation) are debug-level, milestones info-level."""
     PROGRESS.log(logging.DEBUG if detail else logging.INFO, message, *args)

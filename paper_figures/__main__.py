@@ -14,6 +14,7 @@ import argparse
 import datetime
 import json
 import logging
+import sys
 import os
 import time
 from pathlib import Path
@@ -61,6 +62,8 @@ def main(argv=None) -> int:
     """Run the experiments, then the plots, then the index; returns the exit status (130 on Ctrl-C)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not sys.stderr.isatty():  # no bar to show (nohup, CI): plain progress lines instead of silence
+        logging.getLogger("goodopt.progress").setLevel(logging.INFO)
     con = Console(highlight=False)
     out = args.out or default_out(args.scale)
     try:

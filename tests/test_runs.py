@@ -444,3 +444,19 @@ def test_name_lists_are_checked_with_a_suggestion(argv, message, tmp_path, capsy
         main([*argv, "--out", str(tmp_path / "o")])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ progress while tasks run
+@pytest.mark.parametrize("workers", [1, 2])
+def test_running_simulations_report_their_progress(workers, caplog, monkeypatch):
+    """Without a terminal, a plain line says how far each running simulation is (here one every report)."""
+    import goodopt.runs.watch as watch
+    from goodopt.runs.tasks import run_task, sim_task
+
+    monkeypatch.setattr(watch, "PLAIN_EVERY_S", 0.0)
+    tasks = [sim_task(f"generated:0.3:{s}:0.5", "greedy", "small-2node", seed=0) for s in range(2)]
+    with caplog.at_level(logging.INFO, logger="goodopt.progress"):
+        map_tasks(run_task, tasks, workers=workers, progress=True, label="simulations")
+    lines = [r.getMessage() for r in caplog.records if r.name == "goodopt.progress"]
+    assert any("jobs" in m and "h simulated" in m and "simulations:" in m for m in lines), lines[:5]
+    assert any(m.startswith("simulations: 2 of 2 done") for m in lines)

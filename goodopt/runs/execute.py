@@ -33,6 +33,9 @@ from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 
 from goodopt.errors import GoodoptError, Interrupted, TaskError, ValidationError
+from goodopt.progress import set_task_sink
+
+from .watch import TaskWatch, watching
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +43,12 @@ log = logging.getLogger(__name__)
 PARENT_POLL_S = 0.5
 
 
-def _worker_init(parent_pid: int) -> None:
-    """Set up a local worker: Ctrl-C is the parent's to handle; exit when the parent is gone."""
+def _worker_init(parent_pid: int, progress_queue=None) -> None:
+    """Set up a local worker: Ctrl-C is the parent's to handle; exit when the parent is gone; tasks' progress
+    reports go to the parent through ``progress_queue``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if progress_queue is not None:
+        set_task_sink(lambda *message: progress_queue.put_nowait(message))
 
     def watch():
         while True:
@@ -72,7 +78,7 @@ def check_dask_address(address: str) -> str:
 
 
 @contextlib.contextmanager
-def open_executor(workers: int = 1, dask: str | None = None):
+def open_executor(workers: int = 1, dask: str | None = None, progress_queue=None):
     """A ``concurrent.futures`` executor: a Dask cluster's (``dask`` address), a process pool, or None (inline)."""
     log.debug("executor: %s", f"Dask at {dask}" if dask else f"{workers} local process(es)" if workers > 1
               else "inline")
@@ -95,7 +101,7 @@ def open_executor(workers: int = 1, dask: str | None = None):
         # fresh interpreters, not forks: HiGHS's thread pool does not survive fork (a forked worker's
         # MILP spun forever once the parent had solved one), and nothing else needs the parent's state
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                      initializer=_worker_init, initargs=(os.getpid(),))
+                                      initializer=_worker_init, initargs=(os.getpid(), progress_queue))
         try:
             yield pool
         finally:
@@ -158,6 +164,8 @@ def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None =
     with (contextlib.nullcontext(progress) if shared else progress_bar(bool(progress))) as bar:
         row = bar.add_task(label, total=len(items))
 
+        watch = TaskWatch(bar, row, label, tally)
+
         def arrived(i, fut_or_value, is_future):
             try:
                 value = fut_or_value.result() if is_future else fut_or_value()
@@ -174,9 +182,11 @@ def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None =
                 if on_result is not None:
                     on_result(i, value)
             bar.advance(row)
+            watch.show()
 
         try:
-            _run_all(fn, items, workers, dask, bar, row, describe, arrived)
+            with watching(watch, local_workers=workers > 1 and not dask) as queue:
+                _run_all(fn, items, workers, dask, watch, describe, arrived, queue)
         except KeyboardInterrupt:
             raise Interrupted(tally.done, tally.total, tally.cached) from None
         finally:
@@ -188,11 +198,12 @@ def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None =
     return [results[i] for i in range(len(items))]
 
 
-def _run_all(fn, items, workers, dask, bar, row, describe, arrived) -> None:
-    with open_executor(workers, dask) as ex:
+def _run_all(fn, items, workers, dask, watch, describe, arrived, queue) -> None:
+    with open_executor(workers, dask, queue) as ex:
         if ex is None:
             for i, item in enumerate(items):
-                bar.update(row, description=describe(item))
+                watch.current = describe(item)
+                watch.show()
                 arrived(i, lambda item=item: fn(item), False)
             return
         futures: dict = {}

@@ -19,6 +19,8 @@ import pandas as pd
 from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
 
+from goodopt.progress import task_progress
+
 from .engine import FIXED_APPS, Engine, SimConfig
 from .policies import POLICIES, Policy, make_policy
 from .result import ALLOCATION_COLUMNS, JOB_COLUMNS, SimulationResult, summarise
@@ -56,8 +58,14 @@ def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, 
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     engine = Engine(workload, cluster, pol, truth, config, rng)
     t0 = time.perf_counter()
+    label = f"{workload.name} / {pol.name}"
     with _bar(progress, workload, pol.name) as update:
-        engine.run(progress=update)
+        def on_round(t, done, total):
+            task_progress(label, t, done, total)
+            if update is not None:
+                update(t, done, total)
+
+        engine.run(progress=on_round)
     wall = time.perf_counter() - t0
     result = _collect(engine, workload, cluster, truth, config)
     result.summary["wall_s"] = wall

@@ -1,0 +1,99 @@
+"""What running tasks report of themselves, shown while a run goes on.
+
+A simulation reports its simulated time and jobs done every second or so
+(:func:`goodopt.progress.task_progress`), in this process or in a local
+worker, whose reports reach the parent through a queue. :class:`TaskWatch`
+puts them on the run's progress bar (``simulations 0/2 (generated-1.0-0 /
+pollux: 40/120 jobs, 3.2 h simulated, about 5 min left)``) and, where no
+terminal shows a bar (``nohup``, CI, a notebook's log), writes a plain progress
+record every :data:`PLAIN_EVERY_S` seconds to the ``goodopt.progress`` logger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import queue as queue_module
+import sys
+import threading
+import time
+
+from goodopt.progress import report, set_task_sink
+
+#: Seconds between two plain progress lines when standard error is not a terminal.
+PLAIN_EVERY_S = 30.0
+
+
+class TaskWatch:
+    """The running tasks' last reports, shown on ``bar``'s row ``row`` under ``label``."""
+
+    def __init__(self, bar, row, label: str, tally):
+        self.bar, self.row, self.label, self.tally = bar, row, label, tally
+        self.current = label
+        self.plain = not sys.stderr.isatty()
+        self.running: dict[str, tuple] = {}
+        self._lock = threading.Lock()
+        self._last_plain = time.monotonic()
+
+    def update(self, label: str, time_s: float, n_done: int, n_jobs: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            first = self.running.get(label, (0.0, 0, 0, now))[3]
+            if n_done >= n_jobs:
+                self.running.pop(label, None)
+            else:
+                self.running[label] = (time_s, n_done, n_jobs, first)
+        self.show()
+
+    def show(self) -> None:
+        """Refresh the bar's line, and write a plain line when one is due."""
+        with self._lock:
+            parts = [_describe(label, *state) for label, state in self.running.items()]
+        text = "; ".join(parts)
+        self.bar.update(self.row, description=f"{self.current} ({text})" if text else self.current)
+        now = time.monotonic()
+        if self.plain and now - self._last_plain >= PLAIN_EVERY_S:
+            self._last_plain = now
+            report("%s: %d of %d done%s", self.label, self.tally.done, self.tally.total,
+                   f"; running {text}" if text else "")
+
+
+def _describe(label: str, time_s: float, n_done: int, n_jobs: int, first: float) -> str:
+    elapsed = time.monotonic() - first
+    left = f", about {elapsed * (n_jobs - n_done) / n_done / 60:.0f} min left" if n_done and elapsed > 5 else ""
+    return f"{label}: {n_done}/{n_jobs} jobs, {time_s / 3600:.1f} h simulated{left}"
+
+
+@contextlib.contextmanager
+def watching(watch: TaskWatch, local_workers: bool):
+    """Route task reports to ``watch`` while the block runs: directly in this process, and for local workers
+    through a queue (yielded, for the workers' initializer; None without workers)."""
+    set_task_sink(watch.update)
+    if not local_workers:
+        try:
+            yield None
+        finally:
+            set_task_sink(None)
+        return
+    manager = multiprocessing.get_context("spawn").Manager()
+    q = manager.Queue()
+    stop = threading.Event()
+
+    def drain():
+        while not stop.is_set():
+            try:
+                watch.update(*q.get(timeout=0.25))
+            except queue_module.Empty:
+                continue
+            except (EOFError, OSError, TypeError):  # the manager went away
+                return
+
+    thread = threading.Thread(target=drain, name="goodopt-progress", daemon=True)
+    thread.start()
+    try:
+        yield q
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        set_task_sink(None)
+        manager.shutdown()
