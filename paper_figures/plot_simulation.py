@@ -72,9 +72,13 @@ def plot_policies(tables: Path, out: Path):
         a = both[both.label == lab].groupby("load")["avg_jct"].agg(["mean", "min", "max"]) / H
         axes[1].errorbar(a.index, a["mean"], yerr=[a["mean"] - a["min"], a["max"] - a["mean"]], marker=mk[lab],
                          color=col[lab], label=lab, capsize=2)
+    runs = both.groupby("load").workload.nunique()
+    for load, n in runs.items():  # how many workloads stand behind each load's points
+        axes[1].annotate(f"n={n}", (load, 0), xycoords=("data", "axes fraction"), xytext=(0, 3),
+                         textcoords="offset points", ha="center", fontsize=7, color="dimgrey")
     axes[1].set_xlabel("relative job load (jobs per hour / 20)")
     axes[1].set_ylabel("average JCT (h)")
-    axes[1].set_title("vs job load (mean, range over workloads)")
+    axes[1].set_title("vs job load (mean, range over workloads; n = workloads per load)")
     axes[1].set_xticks(sorted(both.load.unique()))
     axes[1].grid(alpha=0.3)
     fig.tight_layout()
