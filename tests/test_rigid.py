@@ -5,7 +5,7 @@ import pytest
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import GAVEL_REFERENCE_TYPE, GavelThroughputs, RigidJob, gavel_trace
-from goodopt.sim.rigid import RigidConfig, simulate_rigid, spread
+from goodopt.sim.rigid import RigidConfig, simulate_rigid, simulate_rigid_steady, spread
 
 # Two types, two job types: "fast-on-v100" runs 4 steps/s on a V100 and 1 on a K80; "indifferent" 1 on both.
 RATES = {("v100", "fast-on-v100", 1, True): 4.0, ("k80", "fast-on-v100", 1, True): 1.0,
@@ -182,3 +182,25 @@ def test_a_hierarchical_rigid_sweep_gives_the_heavier_entity_more(tmp_path):
     by = window.groupby("entity").jct.mean()
     assert set(by.index) == {"heavy", "light"}
     assert by["heavy"] < by["light"]  # four times the weight: served sooner
+
+
+def test_jobs_keep_arriving_until_the_measured_window_has_finished():
+    """At a load the cluster carries, a 40-job trace stops arriving before jobs 10-20 finish; as in
+    Gavel's simulator, more of the same endless trace arrive until the window is done, and the window's
+    numbers do not depend on how many jobs were asked for up front."""
+    thr = GavelThroughputs(single={**RATES, ("v100", "indifferent", 4, True): 3.0},
+                           pairs={}, gpu_types=("v100", "k80"), job_types=("fast-on-v100", "indifferent"))
+    cfg = RigidConfig(round_s=ROUND, window=(10, 20), max_time_s=1e7)
+
+    def trace(n):  # 40 jobs at 1.2 an hour stop arriving at 35 h; the window then finishes at 56 h
+        return gavel_trace(thr, 1.2, n, np.random.default_rng(5))
+
+    capacity = {"v100": 8, "k80": 8}
+    drained = simulate_rigid(trace(40), thr, capacity, cfg)
+    steady = simulate_rigid_steady(trace, 40, thr, capacity, cfg)
+    longer = simulate_rigid_steady(trace, 80, thr, capacity, cfg)
+    assert steady.summary["n_jobs"] > 40  # the trace was extended ...
+    assert max(j.arrival_s for j in trace(steady.summary["n_jobs"])) >= steady.summary["end_s"]  # ... far enough
+    assert steady.summary["avg_jct"] > 1.2 * drained.summary["avg_jct"]  # a draining cluster flatters the window
+    window = steady.jobs[steady.jobs.in_window].jct.to_numpy()
+    np.testing.assert_allclose(longer.jobs[longer.jobs.in_window].jct.to_numpy(), window)

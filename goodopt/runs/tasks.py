@@ -306,16 +306,24 @@ def _run_rigid(task: RigidTask) -> dict:
     import numpy as np
 
     from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
-    from goodopt.sim.rigid import RigidConfig, simulate_rigid
+    from goodopt.sim.rigid import RigidConfig, simulate_rigid, simulate_rigid_steady
 
     thr = read_gavel_throughputs(task.throughputs)
     cfg = dict(task.config)
     cfg["window"] = None if cfg.get("window") is None else tuple(cfg["window"])
-    rng = np.random.default_rng(task.seed)
-    jobs = gavel_trace(thr, task.rate_per_h, task.n_jobs, rng)
-    if cfg["entities"]:
-        jobs = assign_entities(jobs, {name: s["share"] for name, s in cfg["entities"].items()}, rng)
-    res = simulate_rigid(jobs, thr, dict(task.capacity), RigidConfig(**cfg))
+
+    def trace(n):  # one endless trace per seed: jobs from one stream, their entities from another
+        jobs = gavel_trace(thr, task.rate_per_h, n, np.random.default_rng(task.seed))
+        if cfg["entities"]:
+            shares = {name: s["share"] for name, s in cfg["entities"].items()}
+            jobs = assign_entities(jobs, shares, np.random.default_rng([task.seed, 1]))
+        return jobs
+
+    config = RigidConfig(**cfg)
+    if config.arrivals == "until_window":
+        res = simulate_rigid_steady(trace, task.n_jobs, thr, dict(task.capacity), config)
+    else:
+        res = simulate_rigid(trace(task.n_jobs), thr, dict(task.capacity), config)
     head = {"rate_per_h": task.rate_per_h, "policy": cfg["policy"], "agnostic": cfg["agnostic"],
             "seed": task.seed}
     return {"row": {**head, **res.summary}, "jobs": [{**head, **r} for r in res.jobs.to_dict(orient="records")]}

@@ -76,8 +76,14 @@ class RigidConfig:
     #: Hierarchical policies: entity -> {"weight": w, "policy": "fairness" | "fifo", "share": s}; jobs carry their
     #: entity (``RigidJob.entity``; a rigid sweep draws it with probability ``share``).
     entities: tuple = ()
+    #: ``trace``: the drawn jobs and no more; ``until_window``: as in Gavel's simulator, jobs of the same endless
+    #: trace keep arriving until the window has finished (:func:`simulate_rigid_steady`; at an overload that
+    #: never ends, the run stops at ``max_time_s``).
+    arrivals: str = "trace"
 
     def __post_init__(self):
+        if self.arrivals not in ("trace", "until_window"):
+            raise ValidationError("arrivals", f"must be trace or until_window, got {self.arrivals!r}")
         if self.policy not in POLICY_NAMES or self.policy == "max_min_fairness_agnostic":
             raise ValidationError("policy", f"unknown rigid-job policy {self.policy!r}",
                                   f"choose one of {[p for p in POLICY_NAMES if p != 'max_min_fairness_agnostic']} "
@@ -118,6 +124,28 @@ def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: 
     t0 = time.perf_counter()
     run.until_window_done(set(range(*window)))
     return RigidResult(run.job_table(window), run.summary(window, time.perf_counter() - t0))
+
+
+def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, capacity: dict,
+                          config: RigidConfig, max_jobs: int = 1_000_000) -> RigidResult:
+    """:func:`simulate_rigid` with jobs arriving until every job of the window has finished, as Gavel's
+    simulator keeps generating them: a window measured while the cluster drains would understate the load.
+
+    ``trace(n)`` gives the first ``n`` jobs of one endless trace (the same first jobs for every ``n``, as a
+    seeded generator drawing job after job does). From ``n_jobs`` on, the trace is doubled until its last
+    arrival comes after the round in which the window finished (or the run stopped at ``max_time_s``);
+    jobs arriving later cannot change the window. Without a window every job is measured and the trace is
+    run as it is.
+    """
+    n = int(n_jobs)
+    while True:
+        jobs = trace(n)
+        res = simulate_rigid(jobs, throughputs, capacity, config)
+        if config.window is None or res.summary["saturated"] or n >= max_jobs \
+                or max(j.arrival_s for j in jobs) >= res.summary["end_s"]:
+            return res
+        log.debug("rigid run: arrivals ended before the window finished; %d -> %d jobs", n, min(2 * n, max_jobs))
+        n = min(2 * n, max_jobs)
 
 
 def _check_inputs(jobs, throughputs, types, capacity):
