@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import queue as queue_module
 import sys
 import threading
@@ -64,6 +65,16 @@ def _describe(label: str, time_s: float, n_done: int, n_jobs: int, first: float)
     return f"{label}: {n_done}/{n_jobs} jobs, {time_s / 3600:.1f} h simulated{left}"
 
 
+def _exit_with_parent(parent_pid: int) -> None:
+    """In the queue's server process: exit when the parent process is gone (even after its SIGKILL)."""
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="goodopt-parent-watch", daemon=True).start()
+
+
 @contextlib.contextmanager
 def watching(watch: TaskWatch, local_workers: bool):
     """Route task reports to ``watch`` while the block runs: directly in this process, and for local workers
@@ -75,7 +86,10 @@ def watching(watch: TaskWatch, local_workers: bool):
         finally:
             set_task_sink(None)
         return
-    manager = multiprocessing.get_context("spawn").Manager()
+    from multiprocessing.managers import SyncManager
+
+    manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
+    manager.start(initializer=_exit_with_parent, initargs=(os.getpid(),))  # gone with a killed parent, too
     q = manager.Queue()
     stop = threading.Event()
 
