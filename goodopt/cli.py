@@ -198,16 +198,27 @@ def cmd_compare(args) -> int:
     """``goodopt compare``: methods x scenarios x seeds into one tidy CSV."""
     from .outputs import check_output
     from .runs.compare import compare
-    from .runs.tables import summary, table_outputs, write_table
+    from .outputs import output_set
+    from .runs.performance import method_summary
+    from .runs.plots import plot_convergence, plot_profiles
+    from .runs.tables import summary, table_outputs, write_table_into
 
     methods = args.methods.split(",")  # checked as it was parsed (_Names)
     path = Path(args.out)
+    figures = {opt: Path(f) for opt, f in (("--profile", args.profile), ("--convergence", args.convergence)) if f}
     for f in table_outputs(path):
         check_output(f, inputs=args.scenarios)
+    for opt, f in figures.items():
+        _check_figure_path(f, opt, [*args.scenarios, path, *(g for o, g in figures.items() if o != opt)])
     table = compare(args.scenarios, methods, n_seeds=args.seeds, time_limit_s=args.time_limit,
-                    progress=not args.quiet)
-    write_table(table, path, scenarios=args.scenarios, methods=methods, n_seeds=args.seeds,
-                time_limit_s=args.time_limit)
+                    progress=not args.quiet, traces="--convergence" in figures)
+    with output_set() as out:
+        write_table_into(out, table.drop(columns="trace", errors="ignore"), path, scenarios=args.scenarios,
+                         methods=methods, n_seeds=args.seeds, time_limit_s=args.time_limit)
+        if "--profile" in figures:
+            plot_profiles(table, out.path(figures["--profile"]), fmt=figures["--profile"].suffix[1:])
+        if "--convergence" in figures:
+            plot_convergence(table, out.path(figures["--convergence"]), fmt=figures["--convergence"].suffix[1:])
     con = _console()
     t = Table(title="comparison (fitness per method; gap to the best proven bound, nan = no bound)")
     summ = summary(table)
@@ -216,8 +227,24 @@ def cmd_compare(args) -> int:
     for row in summ.itertuples(index=False):
         t.add_row(*[v if isinstance(v, str) else _fmt(v, 4) for v in row])
     con.print(t)
-    con.print(f"wrote {path} and {table_outputs(path)[1]}")
+    if "--profile" in figures:
+        t = Table(title="per method over all instances (solved: feasible and within 1e-4 of the best answer)")
+        msum = method_summary(table)
+        for col in msum.columns:
+            t.add_column(str(col), justify="left" if col == "method" else "right", overflow="fold")
+        for row in msum.itertuples(index=False):
+            t.add_row(*[str(v) if isinstance(v, (str, int, np.integer)) else _fmt(v, 4) for v in row])
+        con.print(t)
+    con.print(f"wrote {', '.join(str(f) for f in [path, table_outputs(path)[1], *figures.values()])}")
     return 0
+
+
+def _check_figure_path(path: Path, option: str, inputs) -> None:
+    from .outputs import check_output
+
+    if path.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ValidationError(option, f"{str(path)!r} has no figure suffix", "end the path in .png, .pdf or .svg")
+    check_output(path, option=option, inputs=inputs)
 
 
 def cmd_fit(args) -> int:
@@ -658,6 +685,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=SEEDS, default=1, help="seeds per randomised method")
     p.add_argument("--time-limit", type=SECONDS, default=None, help="time limit per solve in seconds")
     p.add_argument("--out", default="compare.csv", help="output CSV (NAME.meta.json with metadata is written beside it)")
+    p.add_argument("--profile", default=None, metavar="PATH",
+                   help="also draw Dolan-More performance profiles (time and fitness) to PATH (.png, .pdf, .svg)")
+    p.add_argument("--convergence", default=None, metavar="PATH",
+                   help="also draw each solve's incumbent and bound over time to PATH (.png, .pdf, .svg)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_compare)
 

@@ -139,3 +139,58 @@ def _traces(request, required=False):
     if required:
         pytest.skip(f"published traces not found at {path}")
     return None
+
+
+def _doc_blocks(name: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", (REPO / "docs" / name).read_text(), flags=re.S)
+
+
+def test_the_formats_page_examples_load_as_written(tmp_path):
+    """docs/formats.md: the scenario example, with the page's throughput-profile example as its own
+    ``profiles/myapp.yaml``, loads and builds its problem; the application-profile block is a schema sketch
+    (``[1, 2, ...]``) and is only parsed."""
+    from goodopt.scenario import scenario_from_file
+
+    scenario, app_profile, throughput = _doc_blocks("formats.md", "yaml")
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "myapp.yaml").write_text(throughput)
+    (tmp_path / "my-2node.yaml").write_text(scenario)
+    sc = scenario_from_file(tmp_path / "my-2node.yaml")
+    problem = sc.problem()
+    assert (problem.n_jobs, problem.n_nodes) == (2, 2)
+    assert "myapp" in sc.profiles
+    assert yaml.safe_load(app_profile)["gpu_types"]["t4"]["throughput"]["gamma"] == 1.93
+
+
+def test_the_extending_recipe_makes_a_method_every_command_takes():
+    """docs/extending.md, "From a script": a registered method is solved, compared and swept by name."""
+    import numpy as np
+
+    from goodopt.runs import compare
+    from goodopt.solvers import solve
+    from goodopt.sources import load_scenario
+    from goodopt.solvers.api import REGISTRY, Method, register_method
+    from goodopt.solvers.options import MethodOptions
+    from goodopt.solvers.result import MethodOutcome, Termination
+
+    recipe = _doc_blocks("extending.md", "python")[0]
+    assert "MethodOutcome(alloc=alloc, status=Termination.COMPLETED" in recipe
+
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, kw_only=True)
+    class IdleOptions(MethodOptions):
+        method = "idle-doc"
+
+    def solve_idle(problem, ev, opts, t_start) -> MethodOutcome:
+        alloc = np.zeros((problem.n_jobs, problem.n_nodes), dtype=np.int64)
+        return MethodOutcome(alloc=alloc, status=Termination.COMPLETED, solve_s=0.0, solver="idle-doc",
+                             raw_status="completed")
+
+    register_method("idle-doc", Method(IdleOptions, solve_idle))
+    try:
+        assert solve(load_scenario("small-2node"), "idle-doc").feasible
+        table = compare(["family:tiny:1"], ["idle-doc", "greedy"], progress=False)
+        assert table["method"].tolist() == ["idle-doc", "greedy"]
+    finally:
+        REGISTRY.pop("idle-doc")

@@ -17,12 +17,15 @@ from .tasks import run_task, solve_task
 
 
 def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=None, progress=True,
-            workers: int = 1) -> pd.DataFrame:
+            workers: int = 1, traces: bool = False) -> pd.DataFrame:
     """Solve every scenario with every method (randomised ones with ``n_seeds`` seeds).
 
     ``scenarios`` are files, shipped names, ``family:NAME:SEED`` or
     :class:`~goodopt.scenario.Scenario` objects (objects run in this process
-    only); ``options`` maps method -> extra options. Returns the tidy table.
+    only); ``options`` maps method -> extra options. Returns the tidy table;
+    with ``traces`` it has a last column ``trace``: each solve's
+    ``(seconds, incumbent, bound)`` points (:attr:`SolverStats.trace`), for
+    :func:`~goodopt.runs.plots.plot_convergence`.
     """
     from goodopt.scenario import Scenario
     from goodopt.solvers.api import METHODS, RANDOMISED
@@ -51,4 +54,7 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
                         describe=lambda t: t.describe())
     df = frame(r["row"] for r in results)
     df = add_reference_columns(df, by=["scenario"])
-    return df[list(COLUMNS)]
+    df = df[list(COLUMNS)]
+    if traces:
+        df["trace"] = [[tuple(p) for p in r.get("trace", [])] for r in results]
+    return df

@@ -285,7 +285,7 @@ def _run_solve(task: SolveTask) -> dict:
             jobs.append({"scenario": sc.name, "p": sc.objective.p, "seed": task.seed, "job": name,
                          "application": sc.jobs[j].application, "n_gpus": int(gpus[j]),
                          "n_nodes": int(nodes[j]), "speedup": float(res.speedups[j])})
-    return {"row": row, "jobs": jobs}
+    return {"row": row, "jobs": jobs, "trace": [list(point) for point in res.stats.trace]}
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,113 @@
+"""Figures of a comparison: performance profiles and the incumbent and bound over time.
+
+matplotlib is imported when a figure is drawn; every figure is written
+atomically (a reader never sees half a file), in the format of the path's
+suffix (png, pdf, svg) unless ``fmt`` names one.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from goodopt.outputs import atomic_path
+
+from .performance import method_summary, performance_profile
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path, fmt: str | None) -> Path:
+    plt = _pyplot()
+    fmt = fmt or path.suffix.lstrip(".").lower() or "png"
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=130, bbox_inches="tight", metadata={"Software": None} if fmt == "png" else None)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _step(ax, prof: pd.DataFrame, tau_max: float) -> None:
+    for method in prof.columns:
+        taus = np.append(prof.index.to_numpy(), tau_max)
+        rho = np.append(prof[method].to_numpy(), prof[method].iloc[-1])
+        ax.step(taus, rho, where="post", label=method)
+    ax.set_xscale("log")
+    ax.set_xlim(1.0, tau_max)
+    ax.set_ylim(-0.02, 1.02)
+
+
+def plot_profiles(table: pd.DataFrame, path, shift: float = 1.0, fmt: str | None = None) -> Path:
+    """Dolan-Moré performance profiles of ``table`` (a compare table): time to the best answer (left) and
+    fitness relative to the best (right); the legend gives each method's shifted geometric mean seconds."""
+    plt = _pyplot()
+    summ = method_summary(table, shift=shift).set_index("method")
+    n = int(summ["instances"].max()) if len(summ) else 0
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, measure, label in ((axes[0], "seconds", "time / best time, tau"),
+                               (axes[1], "fitness", "best fitness / fitness, tau")):
+        prof = performance_profile(table, measure)
+        finite = prof.index.to_numpy()
+        floor = 2.0 if measure == "seconds" else 1.05
+        tau_max = max(floor, 1 + (float(finite.max()) - 1) * 1.2) if finite.size else floor
+        _step(ax, prof, tau_max)
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel(f"fraction of the {n} instances")
+    axes[0].set_title("time to the best answer (within 1e-4)")
+    axes[1].set_title("fitness")
+    fig.suptitle(f"performance profiles over {n} instances: fraction within a factor tau of the best method",
+                 fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    sgm = f"sgm_seconds_shift_{shift:g}"
+    labels = [f"{m}: {summ.loc[m, 'solved']}/{summ.loc[m, 'instances']} solved, {summ.loc[m, sgm]:.3g} s"
+              for m in labels]
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(labels)),
+               title=f"solved instances and shifted geometric mean seconds (shift {shift:g} s)")
+    return _save(fig, Path(path), fmt)
+
+
+def plot_convergence(table: pd.DataFrame, path, fmt: str | None = None) -> Path:
+    """The incumbent (solid) and bound (dashed) over time of every solve in ``table`` (a compare table with a
+    ``trace`` column: ``compare(..., traces=True)``), one panel per scenario, in fitness units."""
+    plt = _pyplot()
+    scenarios = list(dict.fromkeys(table["scenario"]))
+    cols = min(3, len(scenarios))
+    rows = math.ceil(len(scenarios) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    colours = {m: f"C{i}" for i, m in enumerate(dict.fromkeys(table["method"]))}
+    for ax, sc in zip(axes.flat, scenarios):
+        labelled = set()
+        for _, r in table[table["scenario"] == sc].iterrows():
+            pts = np.asarray(r["trace"] or [], dtype=float).reshape(-1, 3)
+            pts = pts[np.isfinite(pts[:, 1])]
+            if not len(pts):
+                continue
+            t = np.maximum(pts[:, 0], 1e-4)  # a log time axis: points recorded at 0 s are drawn at 0.1 ms
+            label = None if r["method"] in labelled else r["method"]
+            labelled.add(r["method"])
+            colour = colours[r["method"]]
+            ax.step(t, pts[:, 1], where="post", color=colour, marker="o", ms=3, label=label)
+            if np.isfinite(pts[:, 2]).any():
+                ax.step(t, pts[:, 2], where="post", color=colour, marker="v", ms=3, ls="--")
+        ax.set_xscale("log")
+        ax.set_title(sc, fontsize=9)
+        ax.set_xlabel("seconds since the solve started")
+        ax.set_ylabel("fitness")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("incumbent (solid, one line per seed) and proven bound (dashed) over time", fontsize=10)
+    for ax in list(axes.flat)[len(scenarios):]:
+        ax.set_visible(False)
+    return _save(fig, Path(path), fmt)

@@ -1,0 +1,99 @@
+"""Performance profiles and shifted geometric means, worked by hand on small tables."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from goodopt.errors import ValidationError
+from goodopt.runs.performance import (method_summary, performance_profile, performance_ratios,
+                                      shifted_geometric_mean)
+
+
+def _table(rows):
+    return pd.DataFrame(rows, columns=["scenario", "method", "seed", "seconds", "fitness", "feasible"])
+
+
+# Two instances. On "a" the exact method is slower than the heuristic but the heuristic's answer is worse,
+# so only the exact method solves "a"; on "b" both find the best answer and the heuristic is 4x faster.
+TABLE = _table([
+    ("a", "exact", None, 2.0, 1.00, True), ("a", "heur", None, 0.5, 0.80, True),
+    ("b", "exact", None, 4.0, 2.00, True), ("b", "heur", None, 1.0, 2.00, True),
+])
+
+
+def test_time_ratios_count_only_solves_that_reach_the_best_answer():
+    r = performance_ratios(TABLE, "seconds")
+    assert r.loc["a", "exact"] == 1.0 and r.loc["a", "heur"] == math.inf
+    assert r.loc["b", "heur"] == 1.0 and r.loc["b", "exact"] == 4.0
+
+
+def test_the_time_profile_steps_at_each_ratio():
+    prof = performance_profile(TABLE, "seconds", taus=[1.0, 3.9, 4.0, 100.0])
+    assert prof["exact"].tolist() == [0.5, 0.5, 1.0, 1.0]
+    assert prof["heur"].tolist() == [0.5, 0.5, 0.5, 0.5]  # never solves "a"
+
+
+def test_the_fitness_profile_is_best_over_own():
+    prof = performance_profile(TABLE, "fitness", taus=[1.0, 1.2, 1.25])
+    assert prof["exact"].tolist() == [1.0, 1.0, 1.0]
+    assert prof["heur"].tolist() == [0.5, 0.5, 1.0]  # 1.0 / 0.8 = 1.25 on "a"
+
+
+def test_an_infeasible_or_missing_answer_never_counts():
+    t = pd.concat([TABLE, _table([("c", "exact", None, 1.0, 3.0, True), ("c", "heur", None, 0.1, 5.0, False)])])
+    r = performance_ratios(t, "fitness")
+    assert r.loc["c", "heur"] == math.inf and r.loc["c", "exact"] == 1.0
+
+
+def test_seeds_are_summarised_by_their_median():
+    t = _table([("a", "ga", 0, 1.0, 0.9, True), ("a", "ga", 1, 3.0, 1.0, True), ("a", "ga", 2, 5.0, 1.0, True),
+                ("a", "milp", None, 2.0, 1.0, True)])
+    summ = method_summary(t).set_index("method")
+    assert summ.loc["ga", "solved"] == 1  # the median seed (3 s, fitness 1.0) solved it
+    assert performance_ratios(t, "seconds").loc["a", "ga"] == pytest.approx(1.5)
+
+
+def test_shifted_geometric_mean_by_hand():
+    assert shifted_geometric_mean([0.0, 3.0], shift=1.0) == pytest.approx(1.0)  # sqrt(1 * 4) - 1
+    assert shifted_geometric_mean([5.0, 5.0, 5.0], shift=10.0) == pytest.approx(5.0)
+    assert math.isnan(shifted_geometric_mean([]))
+    with pytest.raises(ValidationError, match="shift"):
+        shifted_geometric_mean([1.0], shift=0.0)
+    with pytest.raises(ValidationError, match="values"):
+        shifted_geometric_mean([-1.0])
+
+
+def test_a_table_without_the_needed_columns_is_refused():
+    with pytest.raises(ValidationError, match="table"):
+        performance_profile(pd.DataFrame({"scenario": ["a"]}))
+    with pytest.raises(ValidationError, match="measure"):
+        performance_ratios(TABLE, "memory")
+
+
+def test_compare_draws_profiles_and_convergence(tmp_path, monkeypatch):
+    """goodopt compare --profile/--convergence: the figures are written with the table, the traces recorded."""
+    from goodopt.cli import main
+    from goodopt.runs.compare import compare
+
+    table = compare(["family:tiny:1"], ["milp", "greedy"], progress=False, traces=True)
+    milp = table[table["method"] == "milp"].iloc[0]
+    last = milp["trace"][-1]
+    assert last[1] == pytest.approx(milp["fitness"], rel=1e-6) and np.isfinite(last[2])
+    monkeypatch.chdir(tmp_path)
+    rc = main(["compare", "family:tiny:1", "family:tiny:2", "--methods", "milp,greedy", "--quiet",
+               "--profile", "p.svg", "--convergence", "c.pdf", "--out", "t.csv"])
+    assert rc == 0
+    assert (tmp_path / "p.svg").read_text().startswith("<?xml")
+    assert (tmp_path / "c.pdf").read_bytes().startswith(b"%PDF")
+    assert "trace" not in pd.read_csv(tmp_path / "t.csv").columns
+
+
+def test_compare_refuses_a_figure_path_without_a_figure_suffix(tmp_path, monkeypatch, capsys):
+    from goodopt.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "family:tiny:1", "--methods", "greedy", "--profile", "p.csv"]) == 2
+    assert "--profile" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
