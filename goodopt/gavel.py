@@ -460,15 +460,18 @@ GAVEL_SCALE_FACTORS = {1: 0.70, 2: 0.10, 4: 0.15, 8: 0.05}
 GAVEL_CLUSTER = (("v100", 4, 9), ("p100", 4, 9), ("k80", 4, 9))
 
 
-def draw_job_type(throughputs: GavelThroughputs, rng: np.random.Generator) -> tuple[str, int]:
-    """A job type drawn uniformly and its scale factor, as Gavel's generator draws them.
+def draw_job_type(throughputs: GavelThroughputs, rng: np.random.Generator,
+                  scale_factors=None) -> tuple[str, int]:
+    """A job type drawn uniformly and its scale factor (numpy's draws; Gavel's own sequence is
+    :mod:`goodopt.gavel_generator`).
 
-    Scale factors follow :data:`GAVEL_SCALE_FACTORS`, restricted to those the job
+    Scale factors follow ``scale_factors`` (default :data:`GAVEL_SCALE_FACTORS`), restricted to those the job
     type was measured at (a type measured at one GPU only always gets 1).
     """
     jt = throughputs.job_types[int(rng.integers(len(throughputs.job_types)))]
-    sizes = np.array(list(GAVEL_SCALE_FACTORS))
-    probs = np.array(list(GAVEL_SCALE_FACTORS.values()))
+    dist = dict(scale_factors or GAVEL_SCALE_FACTORS)
+    sizes = np.array(list(dist))
+    probs = np.array(list(dist.values()), dtype=float)
     ok = np.isin(sizes, throughputs.scale_factors(jt))
     return jt, int(rng.choice(sizes[ok], p=probs[ok] / probs[ok].sum()))
 
@@ -524,7 +527,7 @@ def assign_entities(jobs, shares: dict, rng: np.random.Generator) -> tuple[Rigid
 
 
 def gavel_trace(throughputs: GavelThroughputs, rate_per_h: float, n_jobs: int,
-                rng: np.random.Generator) -> tuple[RigidJob, ...]:
+                rng: np.random.Generator, scale_factors=None) -> tuple[RigidJob, ...]:
     """``n_jobs`` jobs as Gavel's generator draws them, arriving as a Poisson process of ``rate_per_h``.
 
     Each job: a type and scale factor (:func:`draw_job_type`), a duration of
@@ -539,7 +542,7 @@ def gavel_trace(throughputs: GavelThroughputs, rate_per_h: float, n_jobs: int,
     (p_short, short), (_, long) = GAVEL_DURATIONS
     jobs, t = [], 0.0
     for i in range(int(n_jobs)):
-        jt, s = draw_job_type(throughputs, rng)
+        jt, s = draw_job_type(throughputs, rng, scale_factors)
         lo, hi = short if rng.random() < p_short else long
         duration = 60.0 * 10.0 ** rng.uniform(lo, hi)
         rate = throughputs.rate(GAVEL_REFERENCE_TYPE, jt, s)

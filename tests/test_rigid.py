@@ -146,7 +146,7 @@ def test_a_rigid_sweep_compares_packed_and_singleton_policies(tmp_path):
 
     spec = {"name": "pack", "kind": "rigid", "rates": [20], "n_jobs": 30, "window": [5, 25],
             "capacity": {"v100": 2}, "throughputs": str(write_throughputs(tmp_path / "t.json")),
-            "policies": ["max_total_throughput", "max_total_throughput_packed"]}
+            "generator": "numpy", "policies": ["max_total_throughput", "max_total_throughput_packed"]}
     res = run_sweep(spec, cache_dir=tmp_path / "cache", progress=False)
     jct = res.table.set_index("label").avg_jct
     assert jct["max_total_throughput_packed"] < jct["max_total_throughput"]  # overloaded: sharing pays
@@ -159,12 +159,16 @@ def test_a_rigid_sweep_compares_packed_and_singleton_policies(tmp_path):
     ({"policies": ["max_min_fairnes"]}, "policies"), ({"window": [5, 500]}, "window"),
     ({"capacity": {"h100": 4}}, "capacity.h100"), ({"capacity": {"v100": 0}}, "capacity.v100"),
     ({"rates": [0]}, "rates"), ({"policies": [{"policy": "max_min_fairness_packed",
-                                               "options": {"agnostic": True}}]}, "agnostic")])
+                                               "options": {"agnostic": True}}]}, "agnostic"),
+    ({"generator": "gavel"}, "spec.generator"), ({"generator": "python"}, "generator"),
+    ({"scale_factors": {1: 0.5, 3: 0.5}}, "scale_factors"), ({"scale_factors": {1: 0.5, 2: 0.4}}, "scale_factors"),
+    ({"scale_factors": {1: 1.5}}, "scale_factors.1")])
 def test_a_rigid_sweep_spec_names_the_bad_field(tmp_path, change, field):
     from goodopt.runs.spec import spec_from_dict
 
     spec = {"name": "pack", "kind": "rigid", "rates": [2], "n_jobs": 30, "capacity": {"v100": 2},
-            "throughputs": str(write_throughputs(tmp_path / "t.json")), "policies": ["max_min_fairness"], **change}
+            "throughputs": str(write_throughputs(tmp_path / "t.json")), "policies": ["max_min_fairness"],
+            "generator": "numpy", **change}
     with pytest.raises(ValidationError, match=field):
         spec_from_dict(spec)
 
@@ -173,7 +177,7 @@ def test_a_hierarchical_rigid_sweep_gives_the_heavier_entity_more(tmp_path):
     from goodopt.runs.sweep import run_sweep
 
     spec = {"name": "ent", "kind": "rigid", "rates": [30], "n_jobs": 40, "window": [5, 35],
-            "capacity": {"v100": 2}, "throughputs": str(write_throughputs(tmp_path / "t.json")),
+            "capacity": {"v100": 2}, "throughputs": str(write_throughputs(tmp_path / "t.json")), "generator": "numpy",
             "policies": [{"label": "wf", "policy": "max_min_fairness_water_filling",
                           "options": {"entities": {"heavy": {"weight": 4, "share": 1},
                                                    "light": {"weight": 1, "share": 1, "policy": "fifo"}}}}]}
@@ -204,3 +208,34 @@ def test_jobs_keep_arriving_until_the_measured_window_has_finished():
     assert steady.summary["avg_jct"] > 1.2 * drained.summary["avg_jct"]  # a draining cluster flatters the window
     window = steady.jobs[steady.jobs.in_window].jct.to_numpy()
     np.testing.assert_allclose(longer.jobs[longer.jobs.in_window].jct.to_numpy(), window)
+
+
+# The first jobs Gavel's own generator (scheduler/utils.py generate_job, random.Random(seed + 2) for jobs,
+# random.Random(seed + 3) for inter-arrival times at lam = 3600 / rate) gives for seed 0 at 5 jobs per hour,
+# as Gavel's code printed them: (job type, scale factor, arrival s, steps).
+GAVEL_SEED0_RATE5 = [("ResNet-18 (batch size 64)", 8, 0.0, 17484476.26110642),
+                     ("Transformer (batch size 16)", 1, 195.6688583282412, 343170.46864225325)]
+
+
+def test_gavels_generator_gives_gavels_jobs_for_a_seed(request):
+    from goodopt.gavel import read_gavel_throughputs
+    from goodopt.gavel_generator import gavel_trace_exact
+
+    from .conftest import _traces_path
+
+    path = _traces_path()
+    if not (path / "gavel").is_dir():
+        pytest.skip(f"Gavel's throughputs not found at {path}")
+    thr = read_gavel_throughputs(path)
+    jobs = gavel_trace_exact(thr, 5.0, 2000, 0)
+    for job, (jt, s, t, steps) in zip(jobs, GAVEL_SEED0_RATE5):
+        assert (job.job_type, job.scale_factor) == (jt, s)
+        assert job.arrival_s == pytest.approx(t, rel=1e-12) and job.total_steps == pytest.approx(steps, rel=1e-12)
+    sizes = np.array([j.scale_factor for j in jobs])
+    assert 1.75 < sizes.mean() < 2.0  # Gavel's sizes: 1.9 GPUs a job in expectation (types redrawn for sizes > 1)
+    single = gavel_trace_exact(thr, 5.0, 50, 0, {1: 1.0})
+    assert all(j.scale_factor == 1 for j in single)
+    # continuous-single draws the same durations and arrivals as continuous-multiple: only sizes (and so
+    # the types a size > 1 would have redrawn) differ
+    assert [j.arrival_s for j in single] == [j.arrival_s for j in jobs[:50]]
+    assert single[0].duration_s == jobs[0].duration_s

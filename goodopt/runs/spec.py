@@ -22,7 +22,7 @@ MAX_SEEDS, MAX_TASKS, MAX_LOAD, MAX_HOURS = 10_000, 1_000_000, 100.0, 24 * 365.0
 #: The fields of a sweep spec (see :func:`spec_from_dict`).
 SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
                "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary",
-               "rates", "n_jobs", "window", "capacity", "throughputs")
+               "rates", "n_jobs", "window", "capacity", "throughputs", "generator", "scale_factors", "arrivals")
 #: The most jobs a rigid-job trace may hold.
 MAX_RIGID_JOBS = 100_000
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
@@ -33,7 +33,7 @@ MAPPING_FIELDS = ("restart_delays_s", "slowdowns", "prices_per_gpu_h", "autoscal
 #: Engine switches (true / false) a simulation sweep may set or vary.
 SWITCH_FIELDS = ("single_gpu_accumulation",)
 #: Engine settings naming a choice (a string) that a simulation sweep may set or vary.
-CHOICE_FIELDS = ("autoscale",)
+CHOICE_FIELDS = ("autoscale", "agent_fit")
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,9 @@ class SweepSpec:
     window: tuple[int, int] | None = None
     capacity: Mapping = field(default_factory=dict)
     throughputs: str = ""
+    #: RigidConfig settings of every policy (``generator``, ``scale_factors``, ``arrivals``), under each
+    #: policy's own options.
+    rigid_config: Mapping = field(default_factory=dict)
 
 
 def load_spec(path) -> SweepSpec:
@@ -248,10 +251,25 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
                                   f"{suggest(str(t), thr.gpu_types)}use types of {list(thr.gpu_types)}")
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
             raise ValidationError(f"spec.capacity.{t}", f"must be a whole number of GPUs >= 1, got {n!r}")
+    common = {k: r.raw(k) for k in RIGID_COMMON if r.raw(k, None) is not None}
+    if "scale_factors" in common and isinstance(common["scale_factors"], Mapping):
+        common["scale_factors"] = tuple(common["scale_factors"].items())
+    _checked("spec", lambda: RigidConfig(**common))
     for v in variants:
-        _checked(f"spec.policies.{v.label}.options", lambda v=v: RigidConfig(policy=v.name, **dict(v.options)))
+        if {**common, **dict(v.options)}.get("generator", RigidConfig.generator) == "gavel":
+            from goodopt.gavel_generator import check_job_table
+
+            check_job_table(thr, "spec.generator")
+    for v in variants:
+        _checked(f"spec.policies.{v.label}.options",
+                 lambda v=v: RigidConfig(policy=v.name, **{**common, **dict(v.options)}))
     return SweepSpec(name, "rigid", variants, seeds, rates=rates, n_jobs=n_jobs,
-                     window=None if window is None else tuple(window), capacity=dict(capacity), throughputs=src)
+                     window=None if window is None else tuple(window), capacity=dict(capacity), throughputs=src,
+                     rigid_config=common)
+
+
+#: RigidConfig settings a rigid spec may give once for every policy.
+RIGID_COMMON = ("generator", "scale_factors", "arrivals")
 
 
 #: The longest sweep name (it names the default output files).

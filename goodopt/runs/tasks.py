@@ -199,7 +199,8 @@ def expand(spec: SweepSpec) -> list[Task]:
         return refuse_duplicates(_expand_solve(spec))
     if spec.kind == "rigid":
         return refuse_duplicates([rigid_task(spec.throughputs, spec.capacity, rate, spec.n_jobs, seed=s,
-                                             label=v.label, window=spec.window, policy=v.name, **dict(v.options))
+                                             label=v.label, window=spec.window, policy=v.name,
+                                             **{**dict(spec.rigid_config), **dict(v.options)})
                                   for rate in spec.rates for v in spec.variants for s in spec.seeds])
     return refuse_duplicates(_expand_simulate(spec))
 
@@ -306,6 +307,7 @@ def _run_rigid(task: RigidTask) -> dict:
     import numpy as np
 
     from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
+    from goodopt.gavel_generator import gavel_trace_exact
     from goodopt.sim.rigid import RigidConfig, simulate_rigid, simulate_rigid_steady
 
     thr = read_gavel_throughputs(task.throughputs)
@@ -313,7 +315,11 @@ def _run_rigid(task: RigidTask) -> dict:
     cfg["window"] = None if cfg.get("window") is None else tuple(cfg["window"])
 
     def trace(n):  # one endless trace per seed: jobs from one stream, their entities from another
-        jobs = gavel_trace(thr, task.rate_per_h, n, np.random.default_rng(task.seed))
+        sizes = dict(cfg.get("scale_factors") or ())
+        if cfg.get("generator", "gavel") == "gavel":
+            jobs = gavel_trace_exact(thr, task.rate_per_h, n, task.seed, sizes)
+        else:
+            jobs = gavel_trace(thr, task.rate_per_h, n, np.random.default_rng(task.seed), sizes or None)
         if cfg["entities"]:
             shares = {name: s["share"] for name, s in cfg["entities"].items()}
             jobs = assign_entities(jobs, shares, np.random.default_rng([task.seed, 1]))

@@ -2,7 +2,9 @@
 
 Each job records every configuration it has run, ``(nodes, GPUs, per-GPU
 batch) -> (step_s, sync_s)`` as observed, refits its throughput parameters
-(:func:`goodopt.fitting.fit_observed`) when a new configuration appears, and
+when a new configuration appears (by Pollux's agent semantics,
+:func:`goodopt.agent_fit.fit_agent`; ``fit="goodopt"`` uses
+:func:`goodopt.fitting.fit_observed`), and
 tracks its gradient noise scale ``phi`` from the gradient statistics it
 observes. Under the allocation it gets it chooses the (per-GPU batch,
 accumulation steps) of largest estimated goodput among Pollux's candidates.
@@ -34,10 +36,13 @@ import math
 import numpy as np
 
 from goodopt import goodput as gp
+from goodopt.agent_fit import fit_agent
 from goodopt.fitting import OPTIMISM, fit_observed
 from goodopt.goodput import ThroughputParams
 from goodopt.profiles import AppProfile, GpuProfile
 
+#: How an agent may fit its model (see :class:`goodopt.sim.engine.SimConfig`).
+AGENT_FITS = ("pollux", "goodopt")
 #: Largest GPU count a job explores to, as in the Pollux simulator.
 EXPLORATION_CAP = 64
 #: Parameters reported before the first observation: zero sync cost (linear speedup).
@@ -48,7 +53,7 @@ class JobAgent:
     """Observations, fitted model and batch choice of one job."""
 
     def __init__(self, app, gpu_type: str = "t4", *, fixed_batch: int | None = None, max_gpus: int | None = None,
-                 n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM,
+                 n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM, fit: str = "pollux",
                  single_gpu_accumulation: bool = False):
         self.app = app  # an AppTruth: only its static limits (M0, M_max, m_min, m_max) are read
         self.gpu_type = gpu_type
@@ -57,6 +62,7 @@ class JobAgent:
         self.max_gpus = max_gpus
         self.n_candidates = n_candidates
         self.optimism = optimism
+        self.fit = fit
         self._obs: dict[tuple[int, int, int], tuple[float, float]] = {}
         self._stale = False
         self._params = _LINEAR
@@ -87,9 +93,13 @@ class JobAgent:
         if self._stale:
             keys = np.array(list(self._obs), dtype=float)
             vals = np.array(list(self._obs.values()), dtype=float)
-            start = None if self._params is _LINEAR else self._params
-            self._params = fit_observed(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0], vals[:, 1], start,
-                                        optimism=self.optimism)
+            if self.fit == "pollux":  # from Pollux's fixed start values every time
+                self._params = fit_agent(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0], vals[:, 1],
+                                         optimism=self.optimism)
+            else:
+                start = None if self._params is _LINEAR else self._params
+                self._params = fit_observed(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0], vals[:, 1], start,
+                                            optimism=self.optimism)
             self._stale = False
             self.n_fits += 1
         return self._params
@@ -150,7 +160,7 @@ class HeteroAgent:
 
     def __init__(self, apps: dict, *, pooled: bool = False, fixed_batch: int | None = None,
                  max_gpus: int | None = None, n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM,
-                 single_gpu_accumulation: bool = False):
+                 fit: str = "pollux", single_gpu_accumulation: bool = False):
         self.apps = dict(apps)
         self.gpu_types = tuple(self.apps)
         self.pooled = pooled
@@ -159,11 +169,12 @@ class HeteroAgent:
         first = self.gpu_types[0]
         if pooled:
             one = JobAgent(self.apps[first], first, fixed_batch=fixed_batch, max_gpus=max_gpus,
-                           n_candidates=n_candidates, optimism=optimism, single_gpu_accumulation=single_gpu_accumulation)
+                           n_candidates=n_candidates, optimism=optimism, fit=fit,
+                           single_gpu_accumulation=single_gpu_accumulation)
             self.models = {t: one for t in self.gpu_types}
         else:
             self.models = {t: JobAgent(a, t, fixed_batch=fixed_batch, max_gpus=max_gpus, n_candidates=n_candidates,
-                                       optimism=optimism, single_gpu_accumulation=single_gpu_accumulation)
+                                       optimism=optimism, fit=fit, single_gpu_accumulation=single_gpu_accumulation)
                            for t, a in self.apps.items()}
         self.app = self.apps[first]
 

@@ -56,7 +56,7 @@ from goodopt.errors import SimulationError, ValidationError
 from goodopt.fitting import OPTIMISM
 from goodopt.validation import check_number, check_whole
 
-from .agent import HeteroAgent, JobAgent
+from .agent import AGENT_FITS, HeteroAgent, JobAgent
 from .elastic import NodePool
 from .state import RoundState
 
@@ -101,6 +101,10 @@ class SimConfig:
     log_allocations: bool = True
     #: Weight of the job agents' optimism regulariser (Pollux's 1e-2; 0 = plain least squares).
     agent_optimism: float = OPTIMISM
+    #: How job agents fit their throughput model: "pollux" (Pollux's agent: all parameters jointly from fixed
+    #: starts, :func:`goodopt.agent_fit.fit_agent`) or "goodopt" (constrained least squares on log times, then
+    #: the optimism refinement, :func:`goodopt.fitting.fit_observed`).
+    agent_fit: str = "pollux"
     #: Per-application restart seconds overriding ``restart_delay_s`` (e.g. :data:`SIA_SIM_RESTART_DELAYS_S`).
     restart_delays_s: tuple = ()
     #: Per-application calibration slowdowns >= 1 dividing the true goodput (e.g. :data:`SIA_SIM_SLOWDOWNS`).
@@ -144,6 +148,8 @@ class SimConfig:
         check_number("restart_delay_s", self.restart_delay_s, minimum=0)
         check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
         check_number("agent_optimism", self.agent_optimism, minimum=0)
+        if self.agent_fit not in AGENT_FITS:
+            raise ValidationError("agent_fit", f"unknown fit {self.agent_fit!r}", f"choose {' or '.join(AGENT_FITS)}")
         check_number("provision_delay_s", self.provision_delay_s, minimum=0)
         object.__setattr__(self, "min_nodes", check_whole("min_nodes", self.min_nodes, 0))
         options = dict(self.autoscale_options.items() if isinstance(self.autoscale_options, Mapping)
@@ -249,10 +255,10 @@ class Engine:
             if self.hetero:
                 agent = HeteroAgent({t: truth.on(wj.application, t) for t in self.types}, pooled=not self.aware,
                                     fixed_batch=batch, max_gpus=gpus, optimism=config.agent_optimism,
-                                    single_gpu_accumulation=config.single_gpu_accumulation)
+                                    fit=config.agent_fit, single_gpu_accumulation=config.single_gpu_accumulation)
             else:
                 agent = JobAgent(app, config.gpu_type, fixed_batch=batch, max_gpus=gpus,
-                                 optimism=config.agent_optimism,
+                                 optimism=config.agent_optimism, fit=config.agent_fit,
                                  single_gpu_accumulation=config.single_gpu_accumulation)
             self.jobs.append(SimJob(i, wj.name, wj.application, float(wj.arrival_s), wj.num_replicas,
                                     batch or wj.batch_size, agent, fixed_gpus=gpus,

@@ -52,8 +52,9 @@ import numpy as np
 import pandas as pd
 
 from goodopt.errors import SimulationError, ValidationError
-from goodopt.gavel import (PACKED, POLICY_NAMES, GavelThroughputs, ThroughputMatrix, check_entities,
+from goodopt.gavel import (GAVEL_SCALE_FACTORS, PACKED, POLICY_NAMES, GavelThroughputs, ThroughputMatrix, check_entities,
                            entity_fields, spread, useful_pairs)
+from goodopt.gavel_generator import check_scale_factors
 from goodopt.validation import check_number
 
 log = logging.getLogger(__name__)
@@ -80,10 +81,21 @@ class RigidConfig:
     #: trace keep arriving until the window has finished (:func:`simulate_rigid_steady`; at an overload that
     #: never ends, the run stops at ``max_time_s``).
     arrivals: str = "trace"
+    #: How a sweep draws the jobs: ``gavel`` (Gavel's own generator, draw for draw: a seed gives the jobs Gavel's
+    #: simulator runs, :mod:`goodopt.gavel_generator`) or ``numpy`` (the same distributions from numpy's
+    #: Generator, :func:`goodopt.gavel.gavel_trace`).
+    generator: str = "gavel"
+    #: Job sizes (GPUs -> probability); empty: Gavel's 1: 0.7, 2: 0.1, 4: 0.15, 8: 0.05 (continuous-multiple);
+    #: ``{1: 1.0}``: Gavel's continuous-single setup.
+    scale_factors: tuple = ()
 
     def __post_init__(self):
         if self.arrivals not in ("trace", "until_window"):
             raise ValidationError("arrivals", f"must be trace or until_window, got {self.arrivals!r}")
+        if self.generator not in ("gavel", "numpy"):
+            raise ValidationError("generator", f"must be gavel or numpy, got {self.generator!r}")
+        sizes = check_scale_factors(self.scale_factors)
+        object.__setattr__(self, "scale_factors", () if sizes == GAVEL_SCALE_FACTORS else tuple(sizes.items()))
         if self.policy not in POLICY_NAMES or self.policy == "max_min_fairness_agnostic":
             raise ValidationError("policy", f"unknown rigid-job policy {self.policy!r}",
                                   f"choose one of {[p for p in POLICY_NAMES if p != 'max_min_fairness_agnostic']} "

@@ -1,0 +1,180 @@
+"""A running job's fit of its own throughput model, as Pollux's job agent makes it.
+
+The agent fits all seven parameters ``(alpha_c, beta_c, alpha_n, beta_n,
+alpha_r, beta_r, gamma)`` jointly to the configurations it has run (one
+observation per (nodes, GPUs, per-GPU batch), the first one seen), from fixed
+start values, with these semantics (Pollux, OSDI'21, §4.1 and its artifact's
+job agent):
+
+* start ``alpha = 0.1``, ``beta = 0.01`` (seconds, seconds per example or per
+  GPU beyond two), ``gamma = 1.001``; bounds ``[1e-8, inf)`` and ``gamma`` in
+  ``[1, 10]``;
+* parameters the observations cannot identify are fixed:
+
+  - one distinct per-GPU batch: ``alpha_c`` = half the mean observed compute
+    time (``beta_c`` stays free, so it takes the other half);
+  - no multi-node observation: ``alpha_n = beta_n = 1e-8``;
+  - no single-node observation with more than one GPU: ``alpha_r = beta_r = 1e-8``;
+  - no observation with more than two GPUs: ``beta_n = beta_r = 1e-8``;
+
+* the objective is the RMS error of log compute time plus the RMS error of
+  log step time (the step time predicted as ``(T_c^g + T_s^g)^(1/g)``), plus
+  ``1e-3 (gamma - 1)^2`` and ``optimism * ((beta_n/alpha_n)^2 + (beta_r/alpha_r)^2)``
+  (``optimism`` = 1e-2): a model that stays optimistic about more GPUs until
+  observations contradict it;
+* after the fit, without a multi-node observation, inter-node sync is made at
+  least 10% dearer than intra-node: ``alpha_n = max(alpha_n, 1.1 alpha_r)``,
+  ``beta_n = max(beta_n, 1.1 beta_r)``.
+
+The sync term is the slowest link's ``alpha`` plus ``beta * max(GPUs - 2, 0)``
+(:func:`goodopt.goodput.sync_time`). Where Pollux's RMS terms have a kink at an
+exact fit, goodopt smooths them (``sqrt(mean(r^2) + delta^2)``,
+:data:`RMS_SMOOTHING`), so the minimum is a smooth one, and minimises with
+L-BFGS-B on the exact (hand-derived) gradient over log(alpha), log(beta) and
+gamma, from Pollux's start values and two further fixed starts (the problem
+is not convex), keeping the lowest objective: the answer does not depend on
+floating-point detail or on where the search starts (tested from several
+starts).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .errors import FitError
+from .goodput import ThroughputParams
+
+log = logging.getLogger(__name__)
+
+#: Start values and bounds of the agent's fit, in the order alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma.
+START = np.array([1e-1, 1e-2, 1e-1, 1e-2, 1e-1, 1e-2, 1.0 + 1e-3])
+LOWER = np.array([1e-8] * 6 + [1.0])
+UPPER = np.array([np.inf] * 6 + [10.0])
+#: Further starts (the objective is not convex: from one start L-BFGS-B may end in a worse local minimum, with
+#: gamma near 2 and a retrogression slope at 0, say); the lowest objective wins, the first start on ties.
+EXTRA_STARTS = (np.array([1e-2, 1e-4, 1e-2, 1e-3, 1e-2, 1e-3, 2.0]), np.array([1.0, 1e-3, 1.0, 1e-1, 1.0, 1e-1, 5.0]))
+#: Upper end of the search for every alpha and beta (seconds): no step of a job takes longer.
+MAX_SECONDS = 1e4
+#: Weight of the pull of gamma towards 1.
+GAMMA_WEIGHT = 1e-3
+#: Smoothing of the RMS terms (log-time units).
+RMS_SMOOTHING = 1e-3
+
+
+def fixed_parameters(num_nodes, num_replicas, local_bsz, compute_time) -> dict[int, float]:
+    """The parameters the observations cannot identify, by index, with the values they are fixed to."""
+    n, k, m = (np.asarray(a, dtype=float) for a in (num_nodes, num_replicas, local_bsz))
+    fixed = {}
+    if len(np.unique(m)) == 1:
+        fixed[0] = float(np.mean(compute_time)) / 2
+    if not np.any(n > 1):
+        fixed[2] = fixed[3] = LOWER[2]
+    if not np.any((n == 1) & (k > 1)):
+        fixed[4] = fixed[5] = LOWER[4]
+    if not np.any(k > 2):
+        fixed[3] = fixed[5] = LOWER[3]
+    return fixed
+
+
+class _Objective:
+    """The agent's objective and its exact gradient in the seven parameters."""
+
+    def __init__(self, n, k, m, compute, step, optimism: float):
+        self.m = m
+        self.log_c, self.log_s = np.log(compute), np.log(step)
+        self.inter = n > 1
+        self.intra = (n == 1) & (k > 1)
+        self.extra = np.maximum(k - 2, 1e-8)
+        self.optimism = optimism
+
+    def __call__(self, p) -> tuple[float, np.ndarray]:
+        ac, bc, an, bn, ar, br, g = p
+        grad = np.zeros(7)
+        a_time = ac + bc * self.m
+        alpha = np.where(self.inter, an, np.where(self.intra, ar, 1e-8))
+        beta = np.where(self.inter, bn, np.where(self.intra, br, 1e-8))
+        net = alpha + beta * self.extra
+        la, ln = np.log(a_time), np.log(net)
+        log_step = np.logaddexp(g * la, g * ln) / g
+        w_a = np.exp(g * la - g * log_step)  # A^g / (A^g + N^g)
+        w_n = np.exp(g * ln - g * log_step)
+        e1, e2 = la - self.log_c, log_step - self.log_s
+        r1 = np.sqrt(np.mean(e1 ** 2) + RMS_SMOOTHING ** 2)
+        r2 = np.sqrt(np.mean(e2 ** 2) + RMS_SMOOTHING ** 2)
+        c1, c2 = e1 / (len(e1) * r1), e2 / (len(e2) * r2)  # d r / d e, per observation
+        d_a = c1 / a_time + c2 * w_a / a_time  # d f / d A
+        d_n = c2 * w_n / net  # d f / d N
+        grad[0], grad[1] = d_a.sum(), (d_a * self.m).sum()
+        grad[2], grad[3] = d_n[self.inter].sum(), (d_n * self.extra)[self.inter].sum()
+        grad[4], grad[5] = d_n[self.intra].sum(), (d_n * self.extra)[self.intra].sum()
+        grad[6] = (c2 * ((w_a * la + w_n * ln) - log_step) / g).sum() + 2 * GAMMA_WEIGHT * (g - 1)
+        reg = GAMMA_WEIGHT * (g - 1) ** 2 + self.optimism * ((bn / an) ** 2 + (br / ar) ** 2)
+        grad[2] -= 2 * self.optimism * bn ** 2 / an ** 3
+        grad[3] += 2 * self.optimism * bn / an ** 2
+        grad[4] -= 2 * self.optimism * br ** 2 / ar ** 3
+        grad[5] += 2 * self.optimism * br / ar ** 2
+        return float(r1 + r2 + reg), grad
+
+
+def fit_agent(num_nodes, num_replicas, local_bsz, step_time, sync_time, *, optimism: float = 1e-2,
+              start=None) -> ThroughputParams:
+    """Throughput parameters from a job's own observations, by Pollux's agent semantics (module docstring).
+
+    ``start`` (seven values in the order of :data:`START`) replaces the start values; the answer does not
+    depend on it. Shapes: five arrays (O,) -> ThroughputParams.
+    """
+    n, k, m, step, sync = (np.asarray(a, dtype=float) for a in
+                           (num_nodes, num_replicas, local_bsz, step_time, sync_time))
+    if len(step) == 0:
+        raise FitError("no observations to fit")
+    if not (np.all(np.isfinite(step)) and np.all(step > 0) and np.all(np.isfinite(sync)) and np.all(sync >= 0)):
+        raise FitError("observed step times must be finite and > 0, sync times finite and >= 0")
+    compute = np.maximum(step - np.minimum(sync, step), 1e-6 * step)
+    fixed = fixed_parameters(n, k, m, compute)
+    lower, upper = LOWER.copy(), UPPER.copy()
+    x0 = np.array(START if start is None else start, dtype=float)
+    for i, v in fixed.items():
+        lower[i] = upper[i] = x0[i] = v
+    free = lower < upper
+    x0 = np.clip(x0, lower, upper)
+    objective = _Objective(n, k, m, compute, step, optimism)
+
+    # the search runs on log(alpha), log(beta) and gamma: the times span five decades, and on a log scale
+    # one step size suits them all (the minimiser is the same; only the path to it is better conditioned)
+    logs = free & (np.arange(7) < 6)
+
+    def to_x(u):
+        x = x0.copy()
+        x[free] = u
+        x[logs] = np.exp(x[logs])
+        return x
+
+    def reduced(u):
+        x = to_x(u)
+        f, g = objective(x)
+        g[logs] *= x[logs]
+        return f, g[free]
+
+    if not free.any():
+        x = x0
+    else:
+        lo = np.where(logs, np.log(np.maximum(lower, 1e-300)), lower)[free]
+        hi = np.where(logs, np.log(MAX_SECONDS), upper)[free]
+        best = None
+        for s in (x0, *(np.where(free, np.clip(e, lower, upper), x0) for e in EXTRA_STARTS)):
+            u0 = np.clip(np.where(logs, np.log(np.maximum(s, 1e-300)), s)[free], lo, hi)
+            res = minimize(reduced, u0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+                           options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-9})
+            log.debug("agent fit: %d iterations, %d evaluations, f %.9g, %s", res.nit, res.nfev, res.fun, res.message)
+            if np.all(np.isfinite(res.x)) and np.isfinite(res.fun) and (best is None or res.fun < best.fun - 1e-9):
+                best = res
+        if best is None:
+            raise FitError("the agent's fit found no finite optimum")
+        x = to_x(best.x)
+    ac, bc, an, bn, ar, br, g = (float(v) for v in x)
+    if not np.any(n > 1):
+        an, bn = max(an, 1.1 * ar), max(bn, 1.1 * br)
+    return ThroughputParams(alpha_c=ac, beta_c=bc, alpha_r=ar, beta_r=br, alpha_n=an, beta_n=bn, gamma=g)
