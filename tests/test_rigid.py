@@ -239,3 +239,15 @@ def test_gavels_generator_gives_gavels_jobs_for_a_seed(request):
     # the types a size > 1 would have redrawn) differ
     assert [j.arrival_s for j in single] == [j.arrival_s for j in jobs[:50]]
     assert single[0].duration_s == jobs[0].duration_s
+
+
+def test_a_run_past_saturation_is_cut_and_marked(tmp_path):
+    """max_active_jobs: once the queue passes it, the run stops and the window is marked saturated."""
+    from goodopt.runs.sweep import run_sweep
+
+    spec = {"name": "cut", "kind": "rigid", "rates": [200], "n_jobs": 60, "window": [10, 50],
+            "capacity": {"v100": 2}, "throughputs": str(write_throughputs(tmp_path / "t.json")), "generator": "numpy",
+            "arrivals": "until_window",
+            "policies": [{"label": "cut", "policy": "max_min_fairness", "options": {"max_active_jobs": 20}}]}
+    row = run_sweep(spec, progress=False).table.iloc[0]
+    assert bool(row.saturated) and row.n_unfinished > 0

@@ -30,6 +30,8 @@ from goodopt.sim.engine import SIA_SIM_RESTART_DELAYS_S, SIA_SIM_SLOWDOWNS
 H = 3600.0
 POLLUX_SOURCE = ("Pollux OSDI'21 artifact, its simulator's results-jobload summaries (means over the 8 "
                  "workloads per load), pollux/published-results.csv")
+POLLUX_WORKLOAD_SOURCE = ("Pollux OSDI'21 artifact, its simulator's results-jobload summaries per workload "
+                          "(goodopt.scenarios/references/pollux-artifact-jobload.csv)")
 SIA_SOURCE = "Sia SOSP'23, Table 3 (Philly trace, 64-GPU heterogeneous cluster), sia/published-results.csv"
 GAVEL_SOURCE = ("Gavel OSDI'20, abstract: heterogeneity-aware policies improve average JCT by up to 3.5x over "
                 "heterogeneity-agnostic ones")
@@ -122,11 +124,34 @@ def _pollux_compare(tables: dict, traces: Path) -> list[Comparison]:
             band = Band("relative", 0.05) if pol == "pollux" else None
             out.append(Comparison("pollux-fig8", "avg JCT (s)", setting, pol, float(want.get(pol, math.nan)),
                                   float(got.get(pol, math.nan)), band, POLLUX_SOURCE))
+        out += _pollux_per_workload(df[df.load == load], float(load))
         for base in ("optimus", "tiresias"):
             out.append(Comparison("pollux-fig8", f"pollux's improvement over {base} (%)", setting, "pollux",
                                   100 * (1 - want.get("pollux", math.nan) / want.get(base, math.nan)),
                                   100 * (1 - got.get("pollux", math.nan) / got.get(base, math.nan)),
                                   Band("points", 3.0), POLLUX_SOURCE))
+    return out
+
+
+def pollux_artifact_jcts() -> pd.DataFrame:
+    """The Pollux artifact's average JCT per (policy, load, workload), seconds (shipped reference table)."""
+    from importlib import resources
+
+    with resources.as_file(resources.files("goodopt.scenarios") / "references" / "pollux-artifact-jobload.csv") as f:
+        return pd.read_csv(f)
+
+
+def _pollux_per_workload(df: pd.DataFrame, load: float) -> list[Comparison]:
+    ref = pollux_artifact_jcts()
+    ref = ref[ref.load == load].set_index(["policy", "workload"]).avg_jct_s
+    out = []
+    for row in df.itertuples(index=False):
+        name = str(row.workload).rsplit("/", 1)[-1].removesuffix(".csv")
+        if (row.policy, name) not in ref.index:
+            continue
+        band = Band("relative", 0.08) if row.policy == "pollux" else None
+        out.append(Comparison("pollux-fig8", "avg JCT per workload (s)", f"load={load:g} {name}", row.policy,
+                              float(ref[(row.policy, name)]), float(row.avg_jct), band, POLLUX_WORKLOAD_SOURCE))
     return out
 
 
@@ -194,11 +219,18 @@ def _sia_metrics(runs: pd.DataFrame, jobs: pd.DataFrame) -> dict:
 
 
 # ------------------------------------------------------------------ Gavel: aware vs agnostic
-#: Gavel's policies compared, each heterogeneity-aware and -agnostic: label -> policy.
-GAVEL_FAMILIES = {"las": "max_min_fairness", "max-throughput": "max_total_throughput"}
-#: Input job rates (jobs per hour) and the trace: jobs per run and the measured window of job indices.
-GAVEL_RATES = {"full": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), "quick": (2.0, 6.0)}
-GAVEL_TRACE = {"full": (1500, (500, 1000)), "quick": (300, (100, 250))}
+#: Gavel's policies compared, each heterogeneity-aware and -agnostic: label -> policy (LAS is max-min fairness).
+GAVEL_FAMILIES = {"las": "max_min_fairness", "ftf": "finish_time_fairness"}
+#: Gavel's two continuous-trace setups: one-GPU jobs (its Figure 8) and 1/2/4/8-GPU jobs (its Figure 9).
+GAVEL_SETUPS = {"single": {1: 1.0}, "multiple": {}}
+#: Input job rates (jobs per hour) per setup, up to and past saturation of the 36 + 36 + 36 GPU cluster.
+GAVEL_RATES = {"full": {"single": (1.0, 2.0, 3.0, 4.0, 4.8, 5.2, 5.6, 6.0), "multiple": (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)},
+               "quick": {"single": (2.0, 4.8), "multiple": (1.0,)}}
+#: The measured window of job indices (Gavel's sweeps measure jobs 4000 to 4999); jobs keep arriving until
+#: every job of it has finished, as in Gavel's simulator.
+GAVEL_WINDOW = {"full": (4000, 5000), "quick": (100, 200)}
+#: A run whose queue passes this many jobs is cut and marked saturated (its JCTs are then lower bounds).
+GAVEL_MAX_ACTIVE = 1000
 #: A rate is sustained while the window's average JCT stays within this factor of the lowest rate's.
 SUSTAIN_FACTOR = 2.0
 
@@ -207,28 +239,37 @@ def _gavel_specs(traces: Path, quick: bool) -> list:
     from goodopt.runs.tasks import rigid_task
 
     mode = "quick" if quick else "full"
-    n_jobs, window = GAVEL_TRACE[mode]
+    window = GAVEL_WINDOW[mode]
     capacity = {t: g * n for t, g, n in GAVEL_CLUSTER}
-    tasks = [rigid_task(traces, capacity, rate, n_jobs, seed=0, window=window, policy=policy, agnostic=agnostic,
-                        round_s=360.0, label=f"{fam}-{'agnostic' if agnostic else 'aware'}")
-             for rate in GAVEL_RATES[mode] for fam, policy in GAVEL_FAMILIES.items() for agnostic in (False, True)]
+    tasks = [rigid_task(traces, capacity, rate, window[1], seed=0, window=window, policy=policy, agnostic=agnostic,
+                        round_s=360.0, generator="gavel", scale_factors=GAVEL_SETUPS[setup], arrivals="until_window",
+                        max_active_jobs=GAVEL_MAX_ACTIVE,
+                        label=f"{setup}/{fam}-{'agnostic' if agnostic else 'aware'}")
+             for setup in GAVEL_SETUPS for rate in GAVEL_RATES[mode][setup]
+             for fam, policy in GAVEL_FAMILIES.items() for agnostic in (False, True)]
     return [TaskBatch("gavel-hetero", tuple(tasks))]
 
 
 def _gavel_compare(tables: dict, traces: Path) -> list[Comparison]:
     df = tables["gavel-hetero"]
     out = []
-    for fam in GAVEL_FAMILIES:
-        jct = {v: df[df.label == f"{fam}-{v}"].set_index("rate_per_h").avg_jct / H for v in ("aware", "agnostic")}
-        for v, series in jct.items():
-            for rate, value in series.items():
-                out.append(Comparison("gavel-hetero", "avg JCT (h)", f"rate={rate:g}/h", f"{fam}-{v}", math.nan,
-                                      float(value), None, GAVEL_SOURCE))
-            out.append(Comparison("gavel-hetero", "sustained rate (jobs/h)", "all rates", f"{fam}-{v}", math.nan,
-                                  sustained(series), None, GAVEL_SOURCE))
-        ratio = (jct["agnostic"] / jct["aware"]).dropna()
-        out.append(Comparison("gavel-hetero", "best avg JCT ratio agnostic / aware", "all rates", fam, 3.5,
-                              float(ratio.max()) if len(ratio) else math.nan, Band("factor", 3.0), GAVEL_SOURCE))
+    for setup in GAVEL_SETUPS:
+        for fam in GAVEL_FAMILIES:
+            jct = {v: df[df.label == f"{setup}/{fam}-{v}"].set_index("rate_per_h").avg_jct / H
+                   for v in ("aware", "agnostic")}
+            for v, series in jct.items():
+                for rate, value in series.items():
+                    out.append(Comparison("gavel-hetero", "avg JCT (h)", f"rate={rate:g}/h", f"{setup}/{fam}-{v}",
+                                          math.nan, float(value), None, GAVEL_SOURCE))
+                out.append(Comparison("gavel-hetero", "sustained rate (jobs/h)", "all rates", f"{setup}/{fam}-{v}",
+                                      math.nan, sustained(series), None, GAVEL_SOURCE))
+            ratio = (jct["agnostic"] / jct["aware"]).dropna()
+            for rate, value in ratio.items():
+                out.append(Comparison("gavel-hetero", "avg JCT ratio agnostic / aware", f"rate={rate:g}/h",
+                                      f"{setup}/{fam}", math.nan, float(value), None, GAVEL_SOURCE))
+            out.append(Comparison("gavel-hetero", "best avg JCT ratio agnostic / aware", "all rates",
+                                  f"{setup}/{fam}", 3.5, float(ratio.max()) if len(ratio) else math.nan,
+                                  Band("factor", 3.0), GAVEL_SOURCE))
     return out
 
 
@@ -337,13 +378,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "Gavel maximising the raw sum of throughputs (not normalised, as Sia's artifact and Gavel's code do) in "
                "6-minute rounds at the workload's batch and GPU count",
                published=(SIA_PUBLISHED,)),
-    Experiment("gavel-hetero", "Gavel: heterogeneity-aware vs agnostic policies on 36 V100 + 36 P100 + 36 K80",
-               _gavel_specs, _gavel_compare,
-               "jobs drawn by Gavel's generator (uniform job type; 1/2/4/8 GPUs with probability 0.70/0.10/0.15/0.05 "
-               "where measured; 60 * 10^U(1.5, 3) s with probability 0.8, else 60 * 10^U(3, 4) s on a V100; Poisson "
-               "arrivals), Gavel's measured throughputs, 6-minute rounds, seed 0; average JCT of a window of the "
-               f"trace (full: jobs {GAVEL_TRACE['full'][1][0]} to {GAVEL_TRACE['full'][1][1] - 1} of {GAVEL_TRACE['full'][0]}; "
-               f"quick: {GAVEL_TRACE['quick'][1][0]} to {GAVEL_TRACE['quick'][1][1] - 1} of {GAVEL_TRACE['quick'][0]}); the agnostic variants solve the "
-               "same policy with every GPU type seen as one; a rate is sustained while the average JCT stays within "
-               f"{SUSTAIN_FACTOR:g}x of the lowest rate's", curve="avg JCT (h)"),
+    Experiment("gavel-hetero", "Gavel Figs. 8-9: heterogeneity-aware vs agnostic LAS and finish-time fairness on "
+               "36 V100 + 36 P100 + 36 K80", _gavel_specs, _gavel_compare,
+               "Gavel's own jobs for seed 0 (its generator draw for draw: random.Random(seed + 2) for jobs, "
+               "random.Random(seed + 3) for Poisson arrivals), in its continuous-single (1-GPU jobs) and "
+               "continuous-multiple (1/2/4/8 GPUs with probability 0.70/0.10/0.15/0.05) setups; Gavel's measured "
+               "throughputs, 6-minute rounds; average JCT of the jobs "
+               f"{GAVEL_WINDOW['full'][0]} to {GAVEL_WINDOW['full'][1] - 1} (quick: {GAVEL_WINDOW['quick'][0]} to "
+               f"{GAVEL_WINDOW['quick'][1] - 1}) with jobs arriving until all of them have finished, as Gavel's "
+               f"simulator runs; a queue of over {GAVEL_MAX_ACTIVE} jobs marks the rate saturated; the agnostic "
+               "variants solve the same policy with every GPU type seen as one; a rate is sustained while the "
+               f"average JCT stays within {SUSTAIN_FACTOR:g}x of the lowest rate's", curve="avg JCT (h)"),
 )}

@@ -55,7 +55,7 @@ from goodopt.errors import SimulationError, ValidationError
 from goodopt.gavel import (GAVEL_SCALE_FACTORS, PACKED, POLICY_NAMES, GavelThroughputs, ThroughputMatrix, check_entities,
                            entity_fields, spread, useful_pairs)
 from goodopt.gavel_generator import check_scale_factors
-from goodopt.validation import check_number
+from goodopt.validation import check_number, check_whole
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,9 @@ class RigidConfig:
     #: Job sizes (GPUs -> probability); empty: Gavel's 1: 0.7, 2: 0.1, 4: 0.15, 8: 0.05 (continuous-multiple);
     #: ``{1: 1.0}``: Gavel's continuous-single setup.
     scale_factors: tuple = ()
+    #: A run whose queue (jobs arrived and unfinished) passes this many jobs stops there, marked saturated:
+    #: past saturation the queue only grows, and every further round costs more. None: no cut.
+    max_active_jobs: int | None = None
 
     def __post_init__(self):
         if self.arrivals not in ("trace", "until_window"):
@@ -96,6 +99,9 @@ class RigidConfig:
             raise ValidationError("generator", f"must be gavel or numpy, got {self.generator!r}")
         sizes = check_scale_factors(self.scale_factors)
         object.__setattr__(self, "scale_factors", () if sizes == GAVEL_SCALE_FACTORS else tuple(sizes.items()))
+        if self.max_active_jobs is not None:
+            object.__setattr__(self, "max_active_jobs", check_whole("max_active_jobs", self.max_active_jobs, 1,
+                                                                    error=ValidationError))
         if self.policy not in POLICY_NAMES or self.policy == "max_min_fairness_agnostic":
             raise ValidationError("policy", f"unknown rigid-job policy {self.policy!r}",
                                   f"choose one of {[p for p in POLICY_NAMES if p != 'max_min_fairness_agnostic']} "
@@ -212,6 +218,10 @@ class _Run:
             while nxt < len(self.jobs) and self.jobs[nxt].arrival_s <= self.t:
                 active.append(nxt)
                 nxt += 1
+            if cfg.max_active_jobs is not None and len(active) > cfg.max_active_jobs:
+                log.info("rigid run stopped at %g s: %d jobs queued (max_active_jobs %d)", self.t, len(active),
+                         cfg.max_active_jobs)
+                return
             if active:
                 self._round(active)
                 active = [j for j in active if np.isnan(self.completion[j])]
