@@ -170,6 +170,14 @@ def cmd_solve(args) -> int:
         opts["seed"] = 0
     if args.solver_log:
         opts["solver_log"] = True
+    if args.write_model is not None:
+        if args.method != "milp":
+            raise ValidationError("--write-model", f"writes the exact method's model; {args.method} has none",
+                                  "use --method milp")
+        from .outputs import check_output
+
+        check_output(args.write_model, option="--write-model", inputs=[args.scenario])
+        opts["write_model"] = args.write_model
     with status_line(f"{args.method} on {sc.name}", enabled=not (args.quiet or args.json or args.solver_log)):
         res = solve(pr, args.method, opts)
     out = res.to_dict(pr)
@@ -192,6 +200,36 @@ def cmd_solve(args) -> int:
                       _fmt(res.speedups[j]))
         con.print(t)
     return 0 if res.has_solution else 1
+
+
+def _family_names() -> list[str]:
+    from .families import FAMILIES
+
+    return list(FAMILIES)
+
+
+def cmd_families(args) -> int:
+    """``goodopt families``: list the shipped families, or export their instances (``--export DIR``)."""
+    from .families import FAMILIES, export_families
+
+    names = args.names.split(",") if args.names else None
+    if args.export is not None:
+        from .outputs import check_output
+
+        check_output(args.export, kind="dir", option="--export")
+        out = export_families(args.export, args.seeds, names)
+        n = len(names or FAMILIES) * args.seeds
+        _console().print(f"wrote {n} instance files, their profiles and index.csv to {out}")
+        return 0
+    t = Table(title="scenario families (family:NAME:SEED; every seed a different round)")
+    for col in ("family", "GPUs", "jobs", "GPU types", "p", "description"):
+        t.add_column(col, justify="right" if col in ("GPUs", "jobs", "p") else "left", overflow="fold")
+    for name in names or FAMILIES:
+        f = FAMILIES[name]
+        t.add_row(name, str(f.n_gpus), str(f.n_jobs), "+".join(dict.fromkeys(g for g, _, _ in f.groups)), f"{f.p:g}",
+                  f.description)
+    _console().print(t)
+    return 0
 
 
 def cmd_compare(args) -> int:
@@ -674,9 +712,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", help="method option KEY=VALUE (repeatable; see docs/options.md)")
     p.add_argument("--solver-log", action="store_true",
                    help="print the solver's own log (HiGHS's, or pymoo's table per generation)")
+    p.add_argument("--write-model", default=None, metavar="PATH",
+                   help="milp: also write the model HiGHS solved last to PATH (.mps or .lp), for other solvers")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--quiet", action="store_true", help="no status line while solving")
     p.set_defaults(func=cmd_solve)
+
+    p = add("families", help="the shipped scenario families; --export writes their instances as files")
+    p.add_argument("--export", default=None, metavar="DIR",
+                   help="write each family's scenarios (seeds 0..N-1), their profiles and index.csv into DIR")
+    p.add_argument("--seeds", type=SEEDS, default=3, help="seeds per family to export (default 3)")
+    p.add_argument("--names", default=None, action=_Names, known=_family_names,
+                   help=_LazyHelp(lambda: "comma-separated families (default all): " + ", ".join(_family_names())))
+    p.set_defaults(func=cmd_families)
 
     p = add("compare", help="compare methods on scenarios; writes a tidy CSV")
     p.add_argument("scenarios", nargs="+", help="scenario files, shipped names, or family:NAME:SEED")

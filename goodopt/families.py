@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from .cluster import Cluster, NodeGroup
 from .errors import ValidationError
@@ -116,3 +117,51 @@ def parse_family(spec: str) -> tuple[str, int]:
                               f"families: {', '.join(FAMILIES)}")
     family(parts[1])
     return parts[1], int(parts[2])
+
+
+#: Columns of the index an export writes beside the instance files.
+EXPORT_COLUMNS = ("file", "family", "seed", "n_gpus", "n_nodes", "n_jobs", "gpu_types", "p", "description")
+
+
+def export_families(out_dir, seeds: int = 3, names=None) -> Path:
+    """Write every family's scenarios for seeds ``0 .. seeds-1`` as self-contained instance files.
+
+    ``out_dir`` gets ``NAME-SEED.yaml`` per scenario (goodopt's scenario format, readable with
+    :func:`goodopt.load_scenario`), the application profiles they use under ``profiles/`` (referenced by
+    relative path, so the folder travels alone) and ``index.csv`` (:data:`EXPORT_COLUMNS`). The folder is
+    written whole or not at all. Returns ``out_dir``.
+    """
+    import csv
+
+    from .outputs import atomic_dir
+    from .profiles import save_profile
+    from .scenario import save_scenario
+
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 1000:
+        raise ValidationError("seeds", f"must be a whole number in [1, 1000], got {seeds!r}")
+    chosen = [family(n) for n in (names or FAMILIES)]
+    out_dir = Path(out_dir)
+    with atomic_dir(out_dir, {"what": "goodopt families --export", "seeds": seeds,
+                              "families": [f.name for f in chosen]}) as tmp:
+        (tmp / "profiles").mkdir()
+        rows, saved = [], set()
+        for fam in chosen:
+            for seed in range(seeds):
+                sc = fam.scenario(seed)
+                paths = {}
+                for app, prof in sorted(sc.profiles.items()):
+                    if app not in saved:
+                        save_profile(prof, tmp / "profiles" / f"{app}.yaml")
+                        saved.add(app)
+                    paths[app] = f"profiles/{app}.yaml"
+                file = f"{fam.name}-{seed}.yaml"
+                save_scenario(sc, tmp / file, profile_paths=paths)
+                rows.append({"file": file, "family": fam.name, "seed": seed, "n_gpus": fam.n_gpus,
+                             "n_nodes": sc.cluster.n_nodes, "n_jobs": len(sc.jobs),
+                             "gpu_types": "+".join(dict.fromkeys(t for t, _, _ in fam.groups)),
+                             "p": sc.objective.p, "description": fam.description})
+        with open(tmp / "index.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(EXPORT_COLUMNS))
+            w.writeheader()
+            w.writerows(rows)
+    return out_dir

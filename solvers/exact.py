@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -104,6 +105,7 @@ class MilpRun:
         self.candidates = []  # (alloc, source, fitness) of feasible allocations
         self.fit_bound = np.inf
         self.objective = None  # ScaledObjective for finite p
+        self.last_model = None  # the configuration or placement model solved last (write_model)
 
     # ---------------------------------------------------------------- incumbents
     def add_candidate(self, alloc, source):
@@ -334,6 +336,7 @@ def _config_model(run, placement=()):
         model = PyomoModel(run.pr, run.cs, run.objective, level="config", solver=o["solver"], threads=o["threads"],
                            highs_options=_config_highs_options(o))
     run.build_s += model.build_s
+    run.last_model = model
     return model
 
 
@@ -401,6 +404,7 @@ def _placement_model(run, fixed_choice=None):
                        fixed_choice=fixed_choice, solver=o["solver"], threads=o["threads"],
                        highs_options=o["highs_options"])
     run.build_s += model.build_s
+    run.last_model = model
     return model
 
 
@@ -673,6 +677,8 @@ def _finish(run, alloc, out, proven=True):
     if status == Termination.NUMERICAL and fitness > fit_bound:
         fit_bound = float("nan")  # provably wrong: report no bound
     stages = info["stages"]
+    if run.opts.get("write_model") and run.last_model is not None:
+        info["written_model"] = _write_model(run.last_model, run.opts["write_model"], stages)
     message = f"{stages[-1]['model']} model: {out.raw_status}" if stages else out.raw_status
     if why:
         message = f"{message}; {why}"
@@ -685,6 +691,27 @@ def _finish(run, alloc, out, proven=True):
         raw_status=out.raw_status, n_variables=out.n_variables, n_constraints=out.n_constraints,
         n_configs=info["n_configs"], extra=info, message=message,
     )
+
+
+def _write_model(model, path, stages) -> dict:
+    """Write the model solved last to ``path`` (.mps or .lp, for any MILP solver), whole or not at all; returns
+    what was written: the file, the stage that solved it and the objective value that stage found."""
+    import os
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.goodopt-tmp-{os.getpid()}{path.suffix}")  # the suffix names the format
+    try:
+        if hasattr(model, "session"):
+            model.session.h.writeModel(str(tmp))
+        else:
+            model.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    last = next((st for st in reversed(stages) if not st["model"].startswith("placement-check")), {})
+    log.info("milp: wrote the %s model to %s", last.get("model", ""), path)
+    return {"path": str(path), "stage": last.get("model"), "objective": last.get("objective"),
+            "sense": "maximise"}
 
 
 def solve_pwl(problem, evaluator, opts, t_start):

@@ -218,10 +218,15 @@ class MilpOptions(_MilpBase):
     lp_rounding: bool = False
     node_limit: int | None = None
     config_placement: str = "patterns"
+    write_model: str | None = None
 
     def __post_init__(self):
         super().__post_init__()
         _choice("formulation", self.formulation, ("auto", "placement", "config"))
+        if self.write_model is not None and (not isinstance(self.write_model, str)
+                                             or not self.write_model.lower().endswith((".mps", ".lp"))):
+            raise ValidationError("options.write_model", f"must be a file name ending in .mps or .lp, got "
+                                  f"{self.write_model!r}", "e.g. write_model='model.mps'")
         _choice("symmetry", self.symmetry, ("order", "none"))
         _choice("model_route", self.model_route, ("auto", "arrays", "pyomo"))
         _choice("lp_rounding", self.lp_rounding, (True, False))

@@ -95,7 +95,7 @@ def _run_command(cmd: str, tmp_path: Path, traces: Path | None):
                           capture_output=True, text=True, timeout=600)
 
 
-QUICK = ("info", "evaluate", "simulate", "sweep")
+QUICK = ("info", "evaluate", "simulate", "sweep", "families")
 
 
 @pytest.mark.parametrize("cmd", [c for c in _commands() if c.split()[1] in QUICK])
