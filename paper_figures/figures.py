@@ -74,6 +74,11 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "Solve time and fitness relative to the best proven bound of one scheduling round vs cluster "
              "size per method, on heterogeneous clusters of two to five GPU types (the families in the title); "
              "crosses mark runs stopped at a limit"),
+        Plot("performance_profiles", plot_solvers.plot_profiles,
+             "Dolan-Moré performance profiles over the shipped families of Figures 7 and 4 (each scenario an "
+             "instance): the fraction of instances each method solves (reaches the best answer found, to 1e-4) "
+             "within a factor tau of the fastest, and the fraction within a factor tau of the best fitness; the "
+             "legend gives instances solved and shifted geometric mean seconds"),
     )),
     Figure("fig8", "Elastic cloud cluster: cost vs JCT", ex.autoscaling_tables, (
         Plot("autoscaling", plot_simulation.plot_autoscaling,

@@ -206,3 +206,16 @@ def plot_runtime(tables: Path, out: Path):
     df.attrs["time_limit_s"] = _time_limit(tables, "runtime_scaling")
     return _quality_and_time(df, f"Scheduler runtime vs cluster size, one scheduling round on {_clusters(df)}",
                              "scheduler_runtime", out)
+
+
+def plot_profiles(tables: Path, out: Path):
+    """Performance profiles over every instance of Figure 7 (and Figure 4's, when its table is there)."""
+    from goodopt.runs.plots import draw_profiles
+
+    parts = [pd.read_csv(tables / "runtime_scaling.csv")]
+    if (tables / "exact_vs_heuristic.csv").is_file():
+        parts.append(pd.read_csv(tables / "exact_vs_heuristic.csv"))
+    df = pd.concat(parts, ignore_index=True)
+    if "label" in df:
+        df = df.assign(method=df["label"])
+    return save(draw_profiles(df), out, "performance_profiles")

@@ -51,6 +51,11 @@ def _step(ax, prof: pd.DataFrame, tau_max: float) -> None:
 def plot_profiles(table: pd.DataFrame, path, shift: float = 1.0, fmt: str | None = None) -> Path:
     """Dolan-Moré performance profiles of ``table`` (a compare table): time to the best answer (left) and
     fitness relative to the best (right); the legend gives each method's shifted geometric mean seconds."""
+    return _save(draw_profiles(table, shift), Path(path), fmt)
+
+
+def draw_profiles(table: pd.DataFrame, shift: float = 1.0):
+    """The figure of :func:`plot_profiles` (a matplotlib Figure, for callers that save it their own way)."""
     plt = _pyplot()
     summ = method_summary(table, shift=shift).set_index("method")
     n = int(summ["instances"].max()) if len(summ) else 0
@@ -75,7 +80,7 @@ def plot_profiles(table: pd.DataFrame, path, shift: float = 1.0, fmt: str | None
               for m in labels]
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(labels)),
                title=f"solved instances and shifted geometric mean seconds (shift {shift:g} s)")
-    return _save(fig, Path(path), fmt)
+    return fig
 
 
 def plot_convergence(table: pd.DataFrame, path, fmt: str | None = None) -> Path:
