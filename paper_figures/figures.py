@@ -76,7 +76,7 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "crosses mark runs stopped at a limit"),
         Plot("performance_profiles", plot_solvers.plot_profiles,
              "Dolan-Moré performance profiles over the shipped families of Figures 7 and 4 (each scenario an "
-             "instance): the fraction of instances each method solves (reaches the best answer found, to 1e-4) "
+             "instance; the methods run on every instance): the fraction of instances each method solves (reaches the best answer found, to 1e-4) "
              "within a factor tau of the fastest, and the fraction within a factor tau of the best fitness; the "
              "legend gives instances solved and shifted geometric mean seconds"),
     )),

@@ -218,4 +218,7 @@ def plot_profiles(tables: Path, out: Path):
     df = pd.concat(parts, ignore_index=True)
     if "label" in df:
         df = df.assign(method=df["label"])
+    # a profile compares methods on the same instances: keep the methods run on every one of them
+    runs = df.groupby("method")["scenario"].nunique()
+    df = df[df["method"].isin(runs[runs == df["scenario"].nunique()].index)]
     return save(draw_profiles(df), out, "performance_profiles")

@@ -38,12 +38,13 @@ def _save(fig, path: Path, fmt: str | None) -> Path:
     return path
 
 
-def _step(ax, prof: pd.DataFrame, tau_max: float) -> None:
+def _step(ax, prof: pd.DataFrame, tau_max: float, log_x: bool) -> None:
     for method in prof.columns:
         taus = np.append(prof.index.to_numpy(), tau_max)
         rho = np.append(prof[method].to_numpy(), prof[method].iloc[-1])
         ax.step(taus, rho, where="post", label=method)
-    ax.set_xscale("log")
+    if log_x:  # times span decades; fitness ratios stay near 1 and read better on a linear axis
+        ax.set_xscale("log")
     ax.set_xlim(1.0, tau_max)
     ax.set_ylim(-0.02, 1.02)
 
@@ -66,7 +67,7 @@ def draw_profiles(table: pd.DataFrame, shift: float = 1.0):
         finite = prof.index.to_numpy()
         floor = 2.0 if measure == "seconds" else 1.05
         tau_max = max(floor, 1 + (float(finite.max()) - 1) * 1.2) if finite.size else floor
-        _step(ax, prof, tau_max)
+        _step(ax, prof, tau_max, log_x=measure == "seconds")
         ax.set_xlabel(label)
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel(f"fraction of the {n} instances")
