@@ -113,8 +113,10 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     default Gavel's 36 V100 + 36 P100 + 36 K80), ``throughputs`` (Gavel's
     file or a traces folder; default ``$GOODOPT_TRACES``), ``policies`` (Gavel
     policy names or ``{label, policy, options}``; options: ``agnostic``,
-    ``round_s``, ``max_time_s``, ``options`` of the LP). A trace per rate and
-    seed is drawn by Gavel's generator.
+    ``round_s``, ``max_time_s``, ``arrivals``, ``max_active_jobs``, ``options`` of
+    the LP), and for every policy ``generator`` (``gavel``: Gavel's own jobs for a
+    seed; ``numpy``), ``scale_factors`` (GPUs -> probability) and ``arrivals``.
+    A trace per rate and seed.
 
     Every key is checked (a misspelt one is an error with a suggestion), as are
     every method's or policy's options, every scenario, workload and cluster
