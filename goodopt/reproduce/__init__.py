@@ -59,7 +59,7 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
     for name in names:  # every published file checked before the first task, not after hours
         for published in EXPERIMENTS[name].published:
             read_published(root, published)
-    rows, seconds = [], {}
+    rows, seconds, cpu = [], {}, {}
     with output_set() as files:
         for name in names:
             t0 = time.perf_counter()
@@ -67,14 +67,17 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
                                      progress=progress)
             comparisons = EXPERIMENTS[name].compare(tables, root)
             seconds[name] = time.perf_counter() - t0
+            cpu[name] = float(sum(t["cpu_s"].fillna(0).sum() for key, t in tables.items()
+                                  if not key.endswith("-jobs") and "cpu_s" in t))
             rows += [_row(c, quick) for c in comparisons]
             log.info("%s: %d comparisons in %.0f s", name, len(comparisons), seconds[name])
         results = pd.DataFrame(rows)
-        write_table_into(files, results, out / "results.csv", experiments=names, quick=quick, seconds=seconds)
+        write_table_into(files, results, out / "results.csv", experiments=names, quick=quick, seconds=seconds,
+                         cpu_seconds=cpu)
         for name in names:
             write_figure(results[results.experiment == name], EXPERIMENTS[name], files.path(out / f"{name}.png"),
                          quick=quick)
-        write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"))
+        write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"), cpu)
     return Reproduction(results, seconds, quick, out)
 
 

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import json
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELD
 from .tables import result_row
 
 #: Columns that measure time: they differ between runs of the same task.
-TIMING_COLUMNS = ("seconds", "build_s", "solve_s", "policy_s", "engine_s", "wall_s")
+TIMING_COLUMNS = ("seconds", "build_s", "solve_s", "policy_s", "engine_s", "wall_s", "cpu_s")
 #: Run-level columns of a simulation row (after the workload, load, hours, policy and seed).
 SUMMARY_COLUMNS = ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
                    "avg_ftf_rho", "max_ftf_rho", "cost", "cost_per_job", "gpu_hours", "used_gpu_hours", "avg_gpus",
@@ -254,13 +255,18 @@ def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
 # ------------------------------------------------------------------ running tasks
 def run_task(task: Task) -> dict:
     """Compute one task (on any worker): ``{"row": {...}, "jobs": [{...}, ...]}`` as plain JSON types,
-    without the naming columns (:func:`named_rows` adds them)."""
+    without the naming columns (:func:`named_rows` adds them). The row's ``cpu_s`` is the CPU time the
+    task took in its process (every thread)."""
+    t0 = time.process_time()
     if isinstance(task, SolveTask):
-        return to_json(_run_solve(task))
-    if isinstance(task, RigidTask):
-        return to_json(_run_rigid(task))
-    res, row, jobs = run_simulation(task)
-    return to_json({"row": row, "jobs": jobs})
+        out = _run_solve(task)
+    elif isinstance(task, RigidTask):
+        out = _run_rigid(task)
+    else:
+        res, row, jobs = run_simulation(task)
+        out = {"row": row, "jobs": jobs}
+    out["row"]["cpu_s"] = time.process_time() - t0
+    return to_json(out)
 
 
 def _run_solve(task: SolveTask) -> dict:
