@@ -5,6 +5,7 @@ Each is written to the path it is given (the caller stages it; see :class:`goodo
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,15 @@ def _band_edges(data: pd.DataFrame):
     return np.array(lo), np.array(hi)
 
 
+def _setting_value(setting: str) -> float:
+    """The number of a setting such as ``rate=4.8/h`` or ``load=1`` (NaN when it has none)."""
+    text = setting.split("=", 1)[-1].removesuffix("/h")
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def write_figure(rows: pd.DataFrame, exp, path: Path, quick: bool = False) -> Path:
     """The experiment's ``curve`` metric against the setting, a line per policy; else published vs reproduced for
     its first metric, per setting and policy (grouped bars), each published bar with the band the reproduced
@@ -74,14 +84,17 @@ def write_figure(rows: pd.DataFrame, exp, path: Path, quick: bool = False) -> Pa
     import matplotlib.pyplot as plt
 
     if exp.curve is not None:
-        fig, ax = plt.subplots(figsize=(6.5, 4))
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
         data = rows[rows.metric == exp.curve]
         for policy, d in data.groupby("policy", sort=False):
-            ax.plot(range(len(d)), d.reproduced, marker="o", ms=4, label=policy,
+            # settings such as "rate=4.8/h" are drawn at their value, so curves of different rates share an axis
+            x = [_setting_value(s) for s in d.setting]
+            ax.plot(x, d.reproduced, marker="o", ms=4, label=policy,
                     linestyle="--" if "agnostic" in policy else "-")
-        ax.set_xticks(range(len(d)), [s.split("=", 1)[-1] for s in d.setting], fontsize=8)
-        ax.set_xlabel(d.setting.iloc[0].split("=", 1)[0])
+        first = data.setting.iloc[0]
+        ax.set_xlabel(first.split("=", 1)[0] + (" (jobs per hour)" if first.endswith("/h") else ""))
         ax.set_ylabel(exp.curve)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         metric = rows.metric.iloc[0]
         data = rows[rows.metric == metric]
@@ -97,12 +110,13 @@ def write_figure(rows: pd.DataFrame, exp, path: Path, quick: bool = False) -> Pa
                         ecolor="black", capsize=4, lw=1, label="band it must fall in")
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_ylabel(metric)
-    ax.set_title(exp.title + ("\nquick run: one workload per setting, indicative only (bands not judged)"
-                              if quick else ""), fontsize=10)
+    ax.set_title(textwrap.fill(exp.title, 80) + ("\nquick run: one workload per setting, indicative only (bands "
+                                                 "not judged)" if quick else ""), fontsize=9)
     if quick:
         ax.text(0.5, 0.5, "QUICK\nindicative", transform=ax.transAxes, ha="center", va="center", fontsize=40,
                 color="red", alpha=0.12, rotation=20)
-    ax.legend()
+    if exp.curve is None:
+        ax.legend()
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     try:
