@@ -696,18 +696,21 @@ def _finish(run, alloc, out, proven=True):
 def _write_model(model, path, stages) -> dict:
     """Write the model solved last to ``path`` (.mps or .lp, for any MILP solver), whole or not at all; returns
     what was written: the file, the stage that solved it and the objective value that stage found."""
-    import os
+    import shutil
+    import tempfile
+
+    from goodopt.outputs import atomic_path
 
     path = Path(path)
-    tmp = path.with_name(f".{path.stem}.goodopt-tmp-{os.getpid()}{path.suffix}")  # the suffix names the format
-    try:
+    # the solver names the format by the suffix: written under the real name in a private folder, then put in
+    # place by goodopt's atomic write (no partial file beside the output, no temporary of another naming)
+    with tempfile.TemporaryDirectory(prefix="goodopt-model-") as folder, atomic_path(path) as tmp:
+        staged = Path(folder) / path.name
         if hasattr(model, "session"):
-            model.session.h.writeModel(str(tmp))
+            model.session.h.writeModel(str(staged))
         else:
-            model.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+            model.model.write(str(staged), io_options={"symbolic_solver_labels": True})
+        shutil.copyfile(staged, tmp)
     last = next((st for st in reversed(stages) if not st["model"].startswith("placement-check")), {})
     log.info("milp: wrote the %s model to %s", last.get("model", ""), path)
     return {"path": str(path), "stage": last.get("model"), "objective": last.get("objective"),

@@ -15,6 +15,7 @@ workloads, or over long traces), so its bands are not judged.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 from collections.abc import Callable
@@ -133,8 +134,10 @@ def _pollux_compare(tables: dict, traces: Path) -> list[Comparison]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def pollux_artifact_jcts() -> pd.DataFrame:
-    """The Pollux artifact's average JCT per (policy, load, workload), seconds (shipped reference table)."""
+    """The Pollux artifact's average JCT per (policy, load, workload), seconds (shipped reference table, read
+    once)."""
     from importlib import resources
 
     with resources.as_file(resources.files("goodopt.scenarios") / "references" / "pollux-artifact-jobload.csv") as f:

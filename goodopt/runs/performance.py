@@ -54,18 +54,14 @@ def performance_ratios(table: pd.DataFrame, measure: str = "seconds", rtol: floa
     ``measure`` is ``"seconds"`` (ratio to the fastest solve) or ``"fitness"`` (best fitness over the
     method's fitness)."""
     per = instance_table(table, rtol)
-    if measure == "seconds":
-        value = per["seconds"].where(per["solved"]).clip(lower=1e-9)  # a 0 s solve would make every ratio inf
-        wide = value.to_frame("v").assign(scenario=per["scenario"], method=per["method"])
-        wide = wide.pivot(index="scenario", columns="method", values="v")
-        ratio = wide.div(wide.min(axis=1), axis=0)
-    elif measure == "fitness":
-        fit = per["fitness"].where(per["fitness"] > 0)
-        wide = fit.to_frame("v").assign(scenario=per["scenario"], method=per["method"])
-        wide = wide.pivot(index="scenario", columns="method", values="v")
-        ratio = 1.0 / wide.div(wide.max(axis=1), axis=0)
+    if measure == "seconds":  # lower is better; a 0 s solve would make every other ratio inf
+        value = per["seconds"].where(per["solved"]).clip(lower=1e-9)
+    elif measure == "fitness":  # higher is better: the ratio of inverses is best / own
+        value = 1.0 / per["fitness"].where(per["fitness"] > 0)
     else:
         raise ValidationError("measure", f"unknown measure {measure!r}", "choose seconds or fitness")
+    wide = per.assign(v=value).pivot(index="scenario", columns="method", values="v")
+    ratio = wide.div(wide.min(axis=1), axis=0)
     methods = list(dict.fromkeys(per["method"]))
     return ratio.reindex(columns=methods).fillna(np.inf)
 
@@ -80,8 +76,9 @@ def performance_profile(table: pd.DataFrame, measure: str = "seconds", taus=None
         finite = ratios.to_numpy()[np.isfinite(ratios.to_numpy())]
         taus = np.unique(np.concatenate([[1.0], finite]))
     taus = np.asarray(taus, dtype=float)
-    n = len(ratios)
-    data = {m: [(ratios[m] <= tau).sum() / n for tau in taus] for m in ratios.columns}
+    sorted_ratios = np.sort(ratios.to_numpy(), axis=0)  # per method: how many ratios are <= tau, by bisection
+    data = {m: np.searchsorted(sorted_ratios[:, i], taus, side="right") / len(ratios)
+            for i, m in enumerate(ratios.columns)}
     return pd.DataFrame(data, index=pd.Index(taus, name="tau"))
 
 

@@ -224,6 +224,7 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     from goodopt.gavel import GAVEL_CLUSTER, POLICY_NAMES, read_gavel_throughputs
+    from goodopt.gavel_generator import check_job_table
     from goodopt.sim.rigid import RigidConfig
     from goodopt.traces import traces_dir
 
@@ -259,8 +260,6 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     _checked("spec", lambda: RigidConfig(**common))
     for v in variants:
         if {**common, **dict(v.options)}.get("generator", RigidConfig.generator) == "gavel":
-            from goodopt.gavel_generator import check_job_table
-
             check_job_table(thr, "spec.generator")
     for v in variants:
         _checked(f"spec.policies.{v.label}.options",
