@@ -59,7 +59,11 @@ class ThroughputMatrix:
     the GPUs (0 where they do not fit together). For hierarchical policies,
     ``entities`` (J,) gives each job's entity index, ``entity_weights`` (E,)
     the entities' weights and ``entity_policies`` (E,) how each shares its
-    weight among its jobs (:data:`ENTITY_POLICIES`).
+    weight among its jobs (:data:`ENTITY_POLICIES`). ``isolated_s`` (J,) is
+    finish-time fairness's denominator, each job's finish time in isolation;
+    without it, ``elapsed_s + remaining_steps / equal-share throughput``
+    (Gavel counts the isolated time of the work already done instead of the
+    elapsed time: the simulator passes that under ``mechanism: gavel``).
     """
 
     job_names: tuple[str, ...]
@@ -77,6 +81,7 @@ class ThroughputMatrix:
     entities: np.ndarray | None = None
     entity_weights: np.ndarray | None = None
     entity_policies: tuple[str, ...] | None = None
+    isolated_s: np.ndarray | None = None
 
     def __post_init__(self):
         J, K = len(self.job_names), len(self.type_names)
@@ -106,12 +111,13 @@ class ThroughputMatrix:
             if v.shape != (n,) or np.any(~np.isfinite(v)) or np.any(v <= 0):
                 raise ValidationError(name, f"must be {n} finite numbers > 0")
             object.__setattr__(self, name, v)
-        for name in ("remaining_steps", "elapsed_s"):
+        for name in ("remaining_steps", "elapsed_s", "isolated_s"):
             v = getattr(self, name)
             if v is not None:
                 v = np.asarray(v, dtype=float)
-                if v.shape != (J,) or np.any(~np.isfinite(v)) or np.any(v < 0):
-                    raise ValidationError(name, f"must be {J} finite numbers >= 0")
+                if v.shape != (J,) or np.any(~np.isfinite(v)) or np.any(v < 0) \
+                        or (name == "isolated_s" and np.any(v <= 0)):
+                    raise ValidationError(name, f"must be {J} finite numbers {'> 0' if name == 'isolated_s' else '>= 0'}")
                 object.__setattr__(self, name, v)
         order = np.arange(J) if self.arrival_order is None else np.asarray(self.arrival_order)
         object.__setattr__(self, "arrival_order", order)

@@ -113,7 +113,7 @@ def check_policy_options(policy, options) -> dict:
         raise ValidationError("options", f"must map option -> value, got {options!r}",
                               f"e.g. {{{', '.join(f'{k}: {v}' for k, v in POLICY_OPTIONS[policy].items())}}}")
     options = dict(options or {})
-    common = {"time_limit_s": None, "backend": "arrays"}
+    common = {"time_limit_s": None, "backend": "arrays", "lp_method": "simplex"}
     unknown = sorted(set(options) - set(POLICY_OPTIONS[policy]) - set(common))
     if unknown:
         raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
@@ -124,6 +124,10 @@ def check_policy_options(policy, options) -> dict:
     if opts["backend"] not in BACKENDS:
         raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {opts['backend']!r}",
                               "arrays (HiGHS directly, the default) or pyomo (the reference model)")
+    if opts["lp_method"] not in LP_METHODS:
+        raise ValidationError("options.lp_method", f"must be one of {tuple(LP_METHODS)}, got {opts['lp_method']!r}",
+                              "simplex (a vertex of the optimal face, the default) or ipm (an interior point of it, "
+                              "as Gavel's interior-point solver returns)")
     t = opts["time_limit_s"]
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1e6):
         raise ValidationError("options.time_limit_s", f"must be a number of seconds in (0, 1e6], got {t!r}",
@@ -146,6 +150,10 @@ def _check_kind(key: str, value) -> None:
                               f"{'(' if open_low else '['}{lo:g}, {hi:g}], got {value!r}")
 
 
+#: How HiGHS solves each LP: ``simplex`` ends at a vertex of the optimal face; ``ipm`` (interior point without
+#: crossover) ends inside it, near its centre, the kind of answer Gavel's interior-point solver (ECOS) gives where
+#: the optimum is not unique -- which matters to the round mechanism, which follows the fractions as given.
+LP_METHODS = {"simplex": {}, "ipm": {"solver": "ipm", "run_crossover": "off", "presolve": "off"}}
 #: How the LPs reach HiGHS: as arrays (:func:`~goodopt.formulations.gavel.build_arrays`) or through pyomo.
 BACKENDS = ("arrays", "pyomo")
 
@@ -161,25 +169,34 @@ class _Solved:
 class _Runner:
     """Solves LPs in sequence, keeping their log and the time budget."""
 
-    def __init__(self, matrix, time_limit_s, backend="arrays"):
+    def __init__(self, matrix, time_limit_s, backend="arrays", lp_method="simplex"):
         self.mx = matrix
+        self.highs_options = LP_METHODS[lp_method]
         self.deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
         self.stages: list = []
         self.backend = backend
 
     def solve(self, name, **build):
+        model, out = self._solve(self.highs_options, build)
+        fallback = bool(self.highs_options) and out.termination not in (Termination.OPTIMAL, Termination.INFEASIBLE,
+                                                                        Termination.TIME_LIMIT)
+        if fallback:  # the interior point did not conclude (e.g. a feasibility LP): simplex settles it
+            log.debug("LP %r: %s without crossover ended %s; solved again by simplex", name,
+                      self.highs_options.get("solver"), out.termination)
+            model, out = self._solve({}, build)
+        self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
+                            "solve_s": out.solve_s + out.compile_s, **({"fallback": "simplex"} if fallback else {})})
+        return model, out
+
+    def _solve(self, highs_options, build):
         remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
         if self.backend == "pyomo":
             model = fg.build_model(self.mx, **build)
-            out = solve_model(model, time_limit_s=remaining)
-        else:
-            arrays = fg.build_arrays(self.mx, **build)
-            out, values = HighsSession(arrays.model).solve(time_limit_s=remaining)
-            out = dataclasses.replace(out, objective=arrays.sense * out.objective, bound=arrays.sense * out.bound)
-            model = _Solved(arrays, values)
-        self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
-                            "solve_s": out.solve_s + out.compile_s})
-        return model, out
+            return model, solve_model(model, time_limit_s=remaining, highs_options=highs_options)
+        arrays = fg.build_arrays(self.mx, **build)
+        out, values = HighsSession(arrays.model, highs_options=highs_options).solve(time_limit_s=remaining)
+        out = dataclasses.replace(out, objective=arrays.sense * out.objective, bound=arrays.sense * out.bound)
+        return _Solved(arrays, values), out
 
 
 def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None = None) -> FractionResult:
@@ -192,7 +209,7 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
     t0 = time.perf_counter()
     mx = _for_policy(matrix, policy)
     base = PACKED.get(policy, policy)
-    run = _Runner(mx, opts["time_limit_s"], opts["backend"])
+    run = _Runner(mx, opts["time_limit_s"], opts["backend"], opts["lp_method"])
     eq = mx.equal_share_throughput()
     T = mx.throughput
     w = mx.weights[:, None]
@@ -287,8 +304,9 @@ def _finish_time_fairness(mx, run, eq, opts):
     """Bisection on ``r`` over the feasibility LPs (8)."""
     R = _need(mx, "remaining_steps", "finish_time_fairness")
     a = _need(mx, "elapsed_s", "finish_time_fairness")
-    D = a + R / eq
-    lo, hi = float(np.max(a / D)), 1.0
+    D = a + R / eq if mx.isolated_s is None else mx.isolated_s
+    # equal share is feasible and reaches max_j (a + R / eq) / D, which is 1 with the default D
+    lo, hi = float(np.max(a / D)), float(max(1.0, np.max((a + R / eq) / D)))
     x_best = mx.equal_share()
     y_best = np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types))
     status = Termination.OPTIMAL

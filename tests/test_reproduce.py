@@ -61,14 +61,39 @@ def test_gavel_hetero_reports_curves_sustained_rates_and_the_best_ratio():
         for fam in ("single/las", "single/ftf", "multiple/las", "multiple/ftf"):
             rows += [{"label": f"{fam}-aware", "rate_per_h": rate, "avg_jct": aware * 3600},
                      {"label": f"{fam}-agnostic", "rate_per_h": rate, "avg_jct": agnostic * 3600}]
-    out = EXPERIMENTS["gavel-hetero"].compare({"gavel-hetero": pd.DataFrame(rows)}, None)
+    table = pd.DataFrame(rows).assign(window_lo=7, window_hi=9)  # a window Gavel's table does not hold
+    out = EXPERIMENTS["gavel-hetero"].compare({"gavel-hetero": table}, None)
     got = {(c.metric, c.setting, c.policy): c for c in out}
     assert got[("avg JCT (h)", "rate=4/h", "single/las-agnostic")].reproduced == pytest.approx(30.0)
     assert got[("avg JCT ratio agnostic / aware", "rate=6/h", "multiple/ftf")].reproduced == pytest.approx(1.6)
     assert got[("sustained rate (jobs/h)", "all rates", "single/las-aware")].reproduced == 4.0
     assert got[("sustained rate (jobs/h)", "all rates", "single/las-agnostic")].reproduced == 2.0
     best = got[("best avg JCT ratio agnostic / aware", "all rates", "single/las")]
-    assert best.reproduced == pytest.approx(2.5) and best.published == 3.5 and best.band.holds(3.5, 2.5)
+    assert best.reproduced == pytest.approx(2.5) and best.published == 3.5 and best.band is None
+    assert all(c.band is None for c in out)  # nothing to judge against
+
+
+def test_gavel_hetero_is_judged_rate_by_rate_against_gavels_own_simulator():
+    from goodopt.reproduce.experiments import gavel_simulator_jcts
+
+    ref = gavel_simulator_jcts((100, 200))  # the quick window's reference runs
+    aware = ref[("single", "las", "aware")]
+    agnostic = ref[("single", "las", "agnostic")]
+    rows = [{"label": "single/las-aware", "rate_per_h": r, "avg_jct": 1.05 * v} for r, v in aware.items()]
+    rows += [{"label": "single/las-agnostic", "rate_per_h": r, "avg_jct": 1.2 * v} for r, v in agnostic.items()]
+    rows += [{"label": "single/las-aware", "rate_per_h": 3.3, "avg_jct": 1e5}]  # a rate Gavel was not run at
+    table = pd.DataFrame(rows).assign(window_lo=100, window_hi=200)
+    got = {(c.metric, c.setting, c.policy): c for c in EXPERIMENTS["gavel-hetero"].compare({"gavel-hetero": table},
+                                                                                          None)}
+    at2 = got[("avg JCT (h)", "rate=2/h", "single/las-aware")]
+    assert at2.published == pytest.approx(aware[2.0] / 3600) and at2.band.holds(at2.published, at2.reproduced)
+    off = got[("avg JCT (h)", "rate=2/h", "single/las-agnostic")]  # 20% high: outside the 10% band
+    assert not off.band.holds(off.published, off.reproduced)
+    ratio = got[("avg JCT ratio agnostic / aware", "rate=4.8/h", "single/las")]
+    assert ratio.published == pytest.approx(agnostic[4.8] / aware[4.8])
+    assert ratio.reproduced == pytest.approx(ratio.published * 1.2 / 1.05)
+    assert not ratio.band.holds(ratio.published, ratio.reproduced)
+    assert got[("avg JCT (h)", "rate=3.3/h", "single/las-aware")].band is None
 
 
 def test_sia_table3_reports_helios_without_published_numbers(tmp_path):

@@ -22,7 +22,8 @@ MAX_SEEDS, MAX_TASKS, MAX_LOAD, MAX_HOURS = 10_000, 1_000_000, 100.0, 24 * 365.0
 #: The fields of a sweep spec (see :func:`spec_from_dict`).
 SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
                "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary",
-               "rates", "n_jobs", "window", "capacity", "throughputs", "generator", "scale_factors", "arrivals")
+               "rates", "n_jobs", "window", "capacity", "throughputs", "generator", "scale_factors", "arrivals",
+               "mechanism")
 #: The most jobs a rigid-job trace may hold.
 MAX_RIGID_JOBS = 100_000
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
@@ -115,7 +116,8 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     policy names or ``{label, policy, options}``; options: ``agnostic``,
     ``round_s``, ``max_time_s``, ``arrivals``, ``max_active_jobs``, ``options`` of
     the LP), and for every policy ``generator`` (``gavel``: Gavel's own jobs for a
-    seed; ``numpy``), ``scale_factors`` (GPUs -> probability) and ``arrivals``.
+    seed; ``numpy``), ``scale_factors`` (GPUs -> probability), ``arrivals`` and
+    ``mechanism`` (``goodopt`` or ``gavel``: Gavel's own round mechanism).
     A trace per rate and seed.
 
     Every key is checked (a misspelt one is an error with a suggestion), as are
@@ -270,7 +272,7 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 
 #: RigidConfig settings a rigid spec may give once for every policy.
-RIGID_COMMON = ("generator", "scale_factors", "arrivals")
+RIGID_COMMON = ("generator", "scale_factors", "arrivals", "mechanism")
 
 
 #: The longest sweep name (it names the default output files).

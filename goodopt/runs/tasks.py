@@ -333,11 +333,12 @@ def _run_rigid(task: RigidTask) -> dict:
 
     config = RigidConfig(**cfg)
     if config.arrivals == "until_window":
-        res = simulate_rigid_steady(trace, task.n_jobs, thr, dict(task.capacity), config)
+        res = simulate_rigid_steady(trace, task.n_jobs, thr, dict(task.capacity), config, seed=task.seed)
     else:
-        res = simulate_rigid(trace(task.n_jobs), thr, dict(task.capacity), config)
+        res = simulate_rigid(trace(task.n_jobs), thr, dict(task.capacity), config, seed=task.seed)
+    lo, hi = cfg["window"] or (0, res.summary["n_jobs"])
     head = {"rate_per_h": task.rate_per_h, "policy": cfg["policy"], "agnostic": cfg["agnostic"],
-            "seed": task.seed}
+            "mechanism": config.mechanism, "seed": task.seed, "window_lo": lo, "window_hi": hi}
     return {"row": {**head, **res.summary}, "jobs": [{**head, **r} for r in res.jobs.to_dict(orient="records")]}
 
 

@@ -44,6 +44,7 @@ the empty start and the draining end do not count.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -55,9 +56,13 @@ from goodopt.errors import SimulationError, ValidationError
 from goodopt.gavel import (GAVEL_SCALE_FACTORS, PACKED, POLICY_NAMES, GavelThroughputs, ThroughputMatrix, check_entities,
                            entity_fields, spread, useful_pairs)
 from goodopt.gavel_generator import check_scale_factors
+from goodopt.solvers.gavel_rounds import GAVEL_RESET_INTERVAL_S, GavelRounds
 from goodopt.validation import check_number, check_whole
 
 log = logging.getLogger(__name__)
+
+#: Round mechanisms of a rigid run (:attr:`RigidConfig.mechanism`).
+MECHANISMS = ("goodopt", "gavel")
 
 #: Columns of :attr:`RigidResult.jobs`.
 RIGID_JOB_COLUMNS = ("job", "entity", "job_type", "scale_factor", "arrival_s", "completion_s", "jct", "duration_s",
@@ -91,10 +96,24 @@ class RigidConfig:
     #: A run whose queue (jobs arrived and unfinished) passes this many jobs stops there, marked saturated:
     #: past saturation the queue only grows, and every further round costs more. None: no cut.
     max_active_jobs: int | None = None
+    #: The round mechanism: ``goodopt`` (the allocation recomputed whenever the jobs change, one priority order
+    #: across types with lease continuation, :mod:`goodopt.solvers.rounds`) or ``gavel`` (Gavel's own: the
+    #: allocation recomputed at most every ``reset_interval_s``, per-type queues, time credits since the last
+    #: reset, rounds that end when their last job does, :mod:`goodopt.solvers.gavel_rounds`).
+    mechanism: str = "goodopt"
+    #: ``mechanism: gavel``: the least time between two recomputations of the allocation (Gavel: 1,920 s).
+    reset_interval_s: float = GAVEL_RESET_INTERVAL_S
 
     def __post_init__(self):
         if self.arrivals not in ("trace", "until_window"):
             raise ValidationError("arrivals", f"must be trace or until_window, got {self.arrivals!r}")
+        if self.mechanism not in MECHANISMS:
+            raise ValidationError("mechanism", f"must be one of {MECHANISMS}, got {self.mechanism!r}",
+                                  "goodopt (the default) or gavel (Gavel's simulator's own round mechanism)")
+        check_number("reset_interval_s", self.reset_interval_s, minimum=0, error=ValidationError)
+        if self.mechanism == "gavel" and self.policy in PACKED:
+            raise ValidationError("mechanism", f"mechanism gavel does not schedule shared GPUs ({self.policy!r})",
+                                  "use mechanism: goodopt for space sharing")
         if self.generator not in ("gavel", "numpy"):
             raise ValidationError("generator", f"must be gavel or numpy, got {self.generator!r}")
         sizes = check_scale_factors(self.scale_factors)
@@ -129,8 +148,12 @@ class RigidResult:
     summary: dict
 
 
-def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: RigidConfig) -> RigidResult:
-    """Run ``jobs`` (:class:`~goodopt.gavel.RigidJob`, any order) on ``capacity`` (GPU type -> GPUs)."""
+def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: RigidConfig,
+                   seed: int = 0) -> RigidResult:
+    """Run ``jobs`` (:class:`~goodopt.gavel.RigidJob`, any order) on ``capacity`` (GPU type -> GPUs).
+
+    ``seed`` draws the order in which an agnostic policy's types are filled under ``mechanism: gavel`` (Gavel
+    shuffles them every round); nothing else is random."""
     jobs = sorted(jobs, key=lambda j: j.arrival_s)
     types = tuple(capacity)
     _check_inputs(jobs, throughputs, types, capacity)
@@ -138,14 +161,15 @@ def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: 
     if window[1] > len(jobs):
         raise ValidationError("window", f"ends at job {window[1]} but the trace has {len(jobs)} jobs",
                               "use a shorter window or more jobs")
-    run = _Run(jobs, throughputs, types, np.array([capacity[t] for t in types], dtype=np.int64), config)
+    run = _Run(jobs, throughputs, types, np.array([capacity[t] for t in types], dtype=np.int64), config,
+               np.random.default_rng(seed))
     t0 = time.perf_counter()
     run.until_window_done(set(range(*window)))
     return RigidResult(run.job_table(window), run.summary(window, time.perf_counter() - t0))
 
 
 def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, capacity: dict,
-                          config: RigidConfig, max_jobs: int = 1_000_000) -> RigidResult:
+                          config: RigidConfig, max_jobs: int = 1_000_000, seed: int = 0) -> RigidResult:
     """:func:`simulate_rigid` with jobs arriving until every job of the window has finished, as Gavel's
     simulator keeps generating them: a window measured while the cluster drains would understate the load.
 
@@ -158,7 +182,7 @@ def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, cap
     n = int(n_jobs)
     while True:
         jobs = trace(n)
-        res = simulate_rigid(jobs, throughputs, capacity, config)
+        res = simulate_rigid(jobs, throughputs, capacity, config, seed)
         if config.window is None or res.summary["saturated"] or n >= max_jobs \
                 or max(j.arrival_s for j in jobs) >= res.summary["end_s"]:
             return res
@@ -186,7 +210,7 @@ def _check_inputs(jobs, throughputs, types, capacity):
 class _Run:
     """One run's mutable state."""
 
-    def __init__(self, jobs, throughputs, types, capacity, config):
+    def __init__(self, jobs, throughputs, types, capacity, config, rng):
         from goodopt.solvers.rounds import RoundMechanism
 
         self.jobs, self.types, self.capacity, self.cfg = jobs, types, capacity, config
@@ -203,6 +227,11 @@ class _Run:
         self.throughputs = throughputs
         self.pair_rate: dict = {}  # (job, job) -> (K, 2) throughputs together, None where sharing cannot help
         self.mechanism = RoundMechanism(types)
+        self.gavel = GavelRounds(len(types), config.round_s, config.reset_interval_s) \
+            if config.mechanism == "gavel" else None
+        self.rng = rng
+        self.isolated: dict = {}  # mechanism gavel, finish-time fairness: job -> (remaining, isolated speed)
+        self.isolated_s = np.zeros(n)  # ... and the isolated time of the work it has done
         self.units, self.ux, self.x_for = [], None, ()
         self.last_unit: dict = {}  # unit -> type it ran on last round (lease continuation)
         self.n_rounds, self.n_solves, self.lp_s = 0, 0, 0.0
@@ -222,16 +251,25 @@ class _Run:
                 log.info("rigid run stopped at %g s: %d jobs queued (max_active_jobs %d)", self.t, len(active),
                          cfg.max_active_jobs)
                 return
+            step = None
             if active:
-                self._round(active)
+                step = self._round(active) if self.gavel is None else self._gavel_round(active)
                 active = [j for j in active if np.isnan(self.completion[j])]
-            elif nxt < len(self.jobs):  # idle: jump to the round of the next arrival
-                self.t = max(self.t + cfg.round_s, np.floor(self.jobs[nxt].arrival_s / cfg.round_s) * cfg.round_s)
+            if step is None and nxt < len(self.jobs):  # nothing ran: on to the next arrival
+                self.t = self._next_start(self.jobs[nxt].arrival_s)
                 continue
-            self.t += cfg.round_s
+            self.t += cfg.round_s if step is None else step
             self.n_rounds += 1
 
-    def _round(self, active):
+    def _next_start(self, arrival_s: float) -> float:
+        """When the round after an idle stretch starts: the next arrival's round (goodopt's rounds keep a
+        fixed grid), or the arrival itself (Gavel's simulator jumps to it)."""
+        if self.gavel is not None:
+            return max(self.t, arrival_s)
+        return max(self.t + self.cfg.round_s, np.floor(arrival_s / self.cfg.round_s) * self.cfg.round_s)
+
+    def _round(self, active) -> float | None:
+        """One round of goodopt's mechanism; its length (always a whole round: rounds keep a fixed grid)."""
         names = tuple(self.jobs[j].name for j in active)
         if names != self.x_for:
             self.units, self.ux = self._fractions(active)
@@ -256,6 +294,34 @@ class _Run:
                     self.changes[j] += self.last_type[j] >= 0
                     self.last_type[j] = k
                 self._advance(j, int(k), float(rate), shared=len(mem) > 1)
+        return self.cfg.round_s
+
+    def _gavel_round(self, active) -> float | None:
+        """One round of Gavel's mechanism; it lasts until its last job's share of it ends (None: no job ran)."""
+        g, names = self.gavel, [self.jobs[j].name for j in active]
+        g.sync(names)
+        if g.due(self.t):
+            units, x = self._fractions(active)
+            g.reset(self.t, {name: row for (name, _), row in zip(units, x)})
+        runnable = self.rate[active] > 0
+        order = self.rng.permutation(len(self.types)) if self.cfg.agnostic else np.arange(len(self.types))
+        scale = np.array([self.jobs[j].scale_factor for j in active], dtype=np.int64)
+        assigned = g.assign(names, scale, self.capacity, runnable, order)
+        assigned[~g.runs(names)] = -1  # queued without an allocation: its GPUs idle this round
+        on = assigned >= 0
+        if np.any(np.bincount(assigned[on], weights=scale[on], minlength=len(self.types)) > self.capacity):
+            raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
+        longest = None
+        for j, name, k in zip(active, names, assigned):
+            if k < 0:
+                continue
+            if k != self.last_type[j]:
+                self.changes[j] += self.last_type[j] >= 0
+                self.last_type[j] = k
+            seconds = self._advance(j, int(k), float(self.rate[j, k]))
+            g.record(name, int(k), seconds)
+            longest = seconds if longest is None else max(longest, seconds)
+        return longest
 
     def _advance(self, j, k, rate, shared=False):
         job = self.jobs[j]
@@ -269,6 +335,7 @@ class _Run:
         if seconds < self.cfg.round_s or left - rate * seconds <= 1e-9 * job.total_steps:
             self.done_steps[j] = job.total_steps
             self.completion[j] = self.t + seconds
+        return seconds
 
     def _fractions(self, active):
         """The scheduling units (job name or ``a+b``, their job indices) and their time fractions (U, K)."""
@@ -291,6 +358,8 @@ class _Run:
             weights=np.array([j.weight for j in jobs], dtype=float), remaining_steps=remaining,
             elapsed_s=np.array([max(self.t - j.arrival_s, 0.0) for j in jobs]), arrival_order=np.arange(len(jobs)),
             pairs=pairs, pair_throughput=both, **entity_fields(self.cfg.entities, jobs))
+        if self.gavel is not None and self.cfg.policy == "finish_time_fairness":
+            mx = dataclasses.replace(mx, isolated_s=self._isolated_finish(active, mx))
         res = solve_gavel(mx, self.cfg.policy, dict(self.cfg.options))
         self.n_solves += 1
         self.lp_s += res.seconds
@@ -302,6 +371,17 @@ class _Run:
         for a, b in pairs[keep]:
             units.append((f"{jobs[a].name}+{jobs[b].name}", (active[a], active[b])))
         return units, np.vstack([x, res.pair_x[keep]])
+
+    def _isolated_finish(self, active, mx) -> np.ndarray:
+        """Gavel's finish time in isolation: the isolated time of the work done so far (summed from one
+        recomputation to the next at the isolated speed of the earlier one) plus the rest at today's."""
+        eq = mx.equal_share_throughput()
+        for j, rest, speed in zip(active, mx.remaining_steps, eq):
+            if j in self.isolated:
+                before, was = self.isolated[j]
+                self.isolated_s[j] += (before - rest) / was
+        self.isolated = dict(zip(active, zip(mx.remaining_steps, eq)))
+        return np.maximum(self.isolated_s[active] + mx.remaining_steps / eq, 1e-9)
 
     def _pairs(self, active):
         """Useful pairs of the active one-GPU jobs (local indices) and their throughputs together (P, K, 2)."""

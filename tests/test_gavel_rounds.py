@@ -1,0 +1,159 @@
+"""Gavel's own round mechanism (``mechanism: gavel``), worked by hand."""
+
+import numpy as np
+import pytest
+
+from goodopt.errors import ValidationError
+from goodopt.gavel import GavelThroughputs, RigidJob, ThroughputMatrix
+from goodopt.sim.rigid import RigidConfig, simulate_rigid
+from goodopt.solvers.gavel import solve_gavel
+from goodopt.solvers.gavel_rounds import FIRST_PRIORITY, GavelRounds
+
+RATES = {("v100", "fast", 1, True): 4.0, ("k80", "fast", 1, True): 1.0,
+         ("v100", "even", 1, True): 1.0, ("k80", "even", 1, True): 1.0}
+THR = GavelThroughputs(single=RATES, pairs={}, gpu_types=("v100", "k80"), job_types=("fast", "even"))
+GAVEL = {"mechanism": "gavel", "options": {"second_stage": False, "lp_method": "ipm"}}
+
+
+def job(name, jt, steps, arrival=0.0):
+    return RigidJob(name, jt, 1, arrival, steps, steps)
+
+
+def run(jobs, capacity, **cfg):
+    return simulate_rigid(jobs, THR, capacity, RigidConfig(round_s=360.0, **cfg)).jobs.set_index("job")
+
+
+def test_priority_is_the_fraction_over_the_share_of_the_types_time_since_the_reset():
+    g = GavelRounds(2, 360.0)
+    g.sync(["a", "b"])
+    g.reset(0.0, {"a": np.array([1.0, 0.0]), "b": np.array([0.5, 0.5])})
+    # every credit restarts at half a round: t_jk = 180, W_k = 2 x 180 = 360, so a job's share is 1/2
+    assert g.priorities(["a", "b"], np.ones((2, 2), bool)) == pytest.approx(np.array([[2.0, 0.0], [1.0, 1.0]]))
+    # types in turn: a (priority 2) takes the V100, b the K80
+    assert g.assign(["a", "b"], [1, 1], [1, 1], np.ones((2, 2), bool), [0, 1]).tolist() == [0, 1]
+    g.record("a", 0, 360.0)
+    g.record("b", 1, 360.0)
+    # a's V100 share is now 540 / 720, b's 180 / 720: b comes first on the V100 (0.5 / 0.25 = 2 > 1 / 0.75), and
+    # a, at priority 0 on the K80 (no time there in its allocation), still takes the free K80
+    p = g.priorities(["a", "b"], np.ones((2, 2), bool))
+    assert p == pytest.approx(np.array([[4 / 3, 0.0], [2.0, 0.5 / (540 / 720)]]))
+    assert g.assign(["a", "b"], [1, 1], [1, 1], np.ones((2, 2), bool), [0, 1]).tolist() == [1, 0]
+
+
+def test_a_job_that_arrived_after_the_reset_waits_for_the_next_one():
+    g = GavelRounds(2, 360.0)
+    g.sync(["a"])
+    g.reset(0.0, {"a": np.array([1.0, 0.0])})
+    g.reset(360.0, {"a": np.array([1.0, 0.0])})
+    g.sync(["a", "c"])
+    assert g.runs(["a", "c"]).tolist() == [True, False]
+    assert not g.due(360.0 + 1919.0) and g.due(360.0 + 1920.0)
+    # the deficit settles what a was owed (1 x 360 s on the V100) against what it got (nothing recorded)
+    assert g.deficit["a"] == pytest.approx([360.0, 0.0])
+
+
+def test_a_type_no_job_has_run_on_gives_the_large_first_priority():
+    g = GavelRounds(1, 360.0)
+    g.sync(["a"])
+    g.allocation = {"a": np.array([0.25])}
+    assert g.priorities(["a"], np.ones((1, 1), bool))[0, 0] == pytest.approx(0.25 * FIRST_PRIORITY)
+
+
+def test_a_new_job_waits_for_the_reset_interval_to_pass():
+    # a and b keep two V100s busy; c (360 s of work) arrives at 500 s to a free V100. Gavel's mechanism reset at
+    # 0 and 360 s (its first reset after time 0 is immediate), so c waits for the round at or after 360 + 1920 s:
+    # 2520 s, and ends at 2880 s. With no interval it starts at the next round, 720 s.
+    jobs = [job("a", "even", 1e5), job("b", "even", 1e5, arrival=100.0), job("c", "even", 360.0, arrival=500.0)]
+    waits = run(jobs, {"v100": 3, "k80": 1}, **GAVEL)
+    now = run(jobs, {"v100": 3, "k80": 1}, reset_interval_s=0.0, **GAVEL)
+    assert waits.jct["c"] == pytest.approx(2880.0 - 500.0)
+    assert now.jct["c"] == pytest.approx(1080.0 - 500.0)
+    assert run(jobs, {"v100": 3, "k80": 1}).jct["c"] == pytest.approx(1080.0 - 500.0)
+
+
+def test_a_round_ends_with_its_last_job_and_an_idle_cluster_waits_for_the_next_arrival():
+    # a needs 100 s; b arrives at 150 s. Gavel's rounds end when their last job does and the clock jumps to the
+    # next arrival, so b starts at once; goodopt's rounds keep a 360 s grid, so b starts at 360 s.
+    jobs = [job("a", "even", 100.0), job("b", "even", 100.0, arrival=150.0)]
+    assert run(jobs, {"v100": 1, "k80": 1}, **GAVEL).jct.to_dict() == pytest.approx({"a": 100.0, "b": 100.0})
+    assert run(jobs, {"v100": 1, "k80": 1}).jct.to_dict() == pytest.approx({"a": 100.0, "b": 310.0})
+
+
+def test_an_agnostic_runs_type_order_comes_from_the_seed():
+    rng = np.random.default_rng(7)
+    jobs = [job(f"j{i}", "fast" if i % 2 else "even", float(rng.integers(500, 5000)), arrival=60.0 * i)
+            for i in range(12)]
+    cfg = RigidConfig(round_s=360.0, agnostic=True, **GAVEL)
+    a, b = (simulate_rigid(jobs, THR, {"v100": 2, "k80": 2}, cfg, seed=3).jobs for _ in range(2))
+    assert a.jct.tolist() == b.jct.tolist()
+    assert all(np.isfinite(a.jct))
+
+
+@pytest.mark.parametrize("change, field", [({"mechanism": "gavels"}, "mechanism"),
+                                           ({"mechanism": "gavel", "policy": "max_min_fairness_packed"}, "mechanism"),
+                                           ({"reset_interval_s": -1.0}, "reset_interval_s")])
+def test_mechanism_settings_are_checked(change, field):
+    with pytest.raises(ValidationError) as e:
+        RigidConfig(**change)
+    assert e.value.field == field
+
+
+def _tied():
+    # two jobs that run equally fast everywhere and fit anywhere: every split of their time is optimal
+    return ThroughputMatrix(job_names=("a", "b"), type_names=("x", "y", "z"), throughput=np.ones((2, 3)),
+                            scale_factor=np.ones(2, dtype=np.int64), capacity=np.array([2, 2, 2]))
+
+
+def test_interior_point_returns_the_centre_of_a_tied_optimum():
+    ipm = solve_gavel(_tied(), "max_min_fairness", {"second_stage": False, "lp_method": "ipm"})
+    simplex = solve_gavel(_tied(), "max_min_fairness", {"second_stage": False})
+    assert ipm.fun == pytest.approx(simplex.fun) == pytest.approx(1.0)
+    assert ipm.x == pytest.approx(np.full((2, 3), 1 / 3), abs=1e-6)
+    assert np.count_nonzero(simplex.x > 1e-9) == 2  # a vertex: each job on one type
+    with pytest.raises(ValidationError) as e:
+        solve_gavel(_tied(), "max_min_fairness", {"lp_method": "barrier"})
+    assert e.value.field == "options.lp_method"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_finish_time_fairness_takes_the_isolated_finish_time_it_is_given(seed):
+    rng = np.random.default_rng(seed)
+    J = 6
+    base = dict(job_names=tuple("abcdef"), type_names=("x", "y"), throughput=rng.uniform(0.5, 4.0, (J, 2)),
+                scale_factor=np.ones(J, dtype=np.int64), capacity=np.array([2, 2]),
+                remaining_steps=rng.uniform(1e3, 1e5, J), elapsed_s=rng.uniform(0.0, 5e3, J))
+    plain = ThroughputMatrix(**base)
+    eq = plain.equal_share_throughput()
+    default = base["elapsed_s"] + base["remaining_steps"] / eq
+    same = solve_gavel(ThroughputMatrix(**base, isolated_s=default), "finish_time_fairness")
+    assert same.fun == pytest.approx(solve_gavel(plain, "finish_time_fairness").fun)
+    # Gavel's isolated time counts the work done at the isolated speed, less than the elapsed time: the equal
+    # share's rho then passes 1, and the bisection starts above it
+    short = base["remaining_steps"] / eq + 0.2 * base["elapsed_s"]
+    res = solve_gavel(ThroughputMatrix(**base, isolated_s=short), "finish_time_fairness")
+    rho = (base["elapsed_s"] + base["remaining_steps"] / res.throughput) / short
+    assert res.success and res.fun == pytest.approx(rho.max())
+    assert res.fun <= ((base["elapsed_s"] + base["remaining_steps"] / eq) / short).max() + 1e-9
+
+
+def test_an_interior_point_that_does_not_conclude_is_settled_by_simplex(monkeypatch):
+    import dataclasses
+
+    import goodopt.solvers.gavel as sg
+    from goodopt.solvers.result import Termination
+
+    class Stalling(sg.HighsSession):  # the interior-point method ends without a verdict, as it can on a feasibility LP
+        def solve(self, **kw):
+            out, x = super().solve(**kw)
+            if self._ipm:
+                return dataclasses.replace(out, termination=Termination.ERROR), None
+            return out, x
+
+        def __init__(self, model, highs_options=None, **kw):
+            super().__init__(model, highs_options=highs_options, **kw)
+            self._ipm = bool(highs_options)
+
+    monkeypatch.setattr(sg, "HighsSession", Stalling)
+    res = solve_gavel(_tied(), "max_min_fairness", {"second_stage": False, "lp_method": "ipm"})
+    assert res.success and res.fun == pytest.approx(1.0)
+    assert [st.get("fallback") for st in res.stages] == ["simplex"]
