@@ -137,15 +137,10 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
         gain[~(gain > 0)] = -np.inf
         noise = rng.random(gain.shape)
-        order = np.argsort(-np.where(np.isfinite(gain), gain * (1 + 1e-9 * noise), -np.inf), axis=1)
         # the r-th node with idle GPUs takes its r-th best candidate, so nodes of one type spread
         # over different idle jobs instead of all picking the same one
-        n_cand = np.isfinite(gain).sum(axis=1)  # (P, N)
-        rank = np.cumsum(free > 0, axis=1) - 1
-        r = np.where(n_cand > 0, rank % np.maximum(n_cand, 1), 0)
-        best = np.take_along_axis(order, r[:, None, :], axis=1)[:, 0, :]  # (P, N)
-        best_gain = np.take_along_axis(gain, best[:, None, :], axis=1)[:, 0, :]
-        pn, nn = np.nonzero(np.isfinite(best_gain))
+        best = _rth_best(gain * (1 + 1e-9 * noise), np.cumsum(free > 0, axis=1) - 1)  # (P, N), -1: none
+        pn, nn = np.nonzero(best >= 0)
         if not len(pn):
             break
         pick = np.zeros(sub.shape, dtype=bool)
@@ -155,6 +150,25 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         sub += np.where(pick, np.where((k == 0)[:, :, None], d.need_clip[None, :, None], 1), 0)
         a[members] = sub
     return a
+
+
+def _rth_best(score, rank) -> np.ndarray:
+    """Per (member, node), the job with the ``rank % n``-th highest finite score among its ``n`` finite ones
+    (-1 where none is finite). Only the finite entries are sorted: most (job, node) pairs have no candidate.
+    Shapes: score (P, J, N), rank (P, N) -> (P, N)."""
+    P, J, N = score.shape
+    pp, jj, nn = np.nonzero(np.isfinite(score))
+    best = np.full((P, N), -1, dtype=np.int64)
+    if not len(pp):
+        return best
+    group = pp * N + nn
+    order = np.lexsort((-score[pp, jj, nn], group))  # by (member, node), then best first
+    n_cand = np.bincount(group, minlength=P * N)
+    start = np.cumsum(n_cand) - n_cand
+    has = np.flatnonzero(n_cand)
+    pick = start[has] + rank.reshape(-1)[has] % n_cand[has]
+    best.reshape(-1)[has] = jj[order[pick]]
+    return best
 
 
 class AllocationRepair(Repair):
