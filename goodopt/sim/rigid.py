@@ -149,11 +149,13 @@ class RigidResult:
 
 
 def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: RigidConfig,
-                   seed: int = 0) -> RigidResult:
+                   seed: int = 0, more=None) -> RigidResult:
     """Run ``jobs`` (:class:`~goodopt.gavel.RigidJob`, any order) on ``capacity`` (GPU type -> GPUs).
 
     ``seed`` draws the order in which an agnostic policy's types are filled under ``mechanism: gavel`` (Gavel
-    shuffles them every round); nothing else is random."""
+    shuffles them every round); nothing else is random. ``more(n)``, when given, is asked for a longer trace
+    (the same first ``n`` jobs, then later ones; None: no more) whenever every job has arrived before the
+    window finished."""
     jobs = sorted(jobs, key=lambda j: j.arrival_s)
     types = tuple(capacity)
     _check_inputs(jobs, throughputs, types, capacity)
@@ -162,7 +164,7 @@ def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: 
         raise ValidationError("window", f"ends at job {window[1]} but the trace has {len(jobs)} jobs",
                               "use a shorter window or more jobs")
     run = _Run(jobs, throughputs, types, np.array([capacity[t] for t in types], dtype=np.int64), config,
-               np.random.default_rng(seed))
+               np.random.default_rng(seed), more)
     t0 = time.perf_counter()
     run.until_window_done(set(range(*window)))
     return RigidResult(run.job_table(window), run.summary(window, time.perf_counter() - t0))
@@ -174,20 +176,23 @@ def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, cap
     simulator keeps generating them: a window measured while the cluster drains would understate the load.
 
     ``trace(n)`` gives the first ``n`` jobs of one endless trace (the same first jobs for every ``n``, as a
-    seeded generator drawing job after job does). From ``n_jobs`` on, the trace is doubled until its last
-    arrival comes after the round in which the window finished (or the run stopped at ``max_time_s``);
-    jobs arriving later cannot change the window. Without a window every job is measured and the trace is
+    seeded generator drawing job after job does). The run starts with ``n_jobs`` of them; whenever all have
+    arrived before the window finished, the trace is doubled (up to ``max_jobs``) and the run goes on with
+    the later jobs arriving when they would have. Without a window every job is measured and the trace is
     run as it is.
     """
     n = int(n_jobs)
-    while True:
-        jobs = trace(n)
-        res = simulate_rigid(jobs, throughputs, capacity, config, seed)
-        if config.window is None or res.summary["saturated"] or n >= max_jobs \
-                or max(j.arrival_s for j in jobs) >= res.summary["end_s"]:
-            return res
-        log.debug("rigid run: arrivals ended before the window finished; %d -> %d jobs", n, min(2 * n, max_jobs))
-        n = min(2 * n, max_jobs)
+    if config.window is None:
+        return simulate_rigid(trace(n), throughputs, capacity, config, seed)
+
+    def more(have: int):
+        m = min(2 * have, int(max_jobs))
+        if m <= have:
+            return None
+        log.debug("rigid run: every job arrived before the window finished; %d -> %d jobs", have, m)
+        return trace(m)
+
+    return simulate_rigid(trace(n), throughputs, capacity, config, seed, more)
 
 
 def _check_inputs(jobs, throughputs, types, capacity):
@@ -210,41 +215,68 @@ def _check_inputs(jobs, throughputs, types, capacity):
 class _Run:
     """One run's mutable state."""
 
-    def __init__(self, jobs, throughputs, types, capacity, config, rng):
+    def __init__(self, jobs, throughputs, types, capacity, config, rng, more=None):
         from goodopt.solvers.rounds import RoundMechanism
 
-        self.jobs, self.types, self.capacity, self.cfg = jobs, types, capacity, config
-        self.rate = np.array([[throughputs.rate(t, j.job_type, j.scale_factor)
-                               if capacity[k] >= j.scale_factor else 0.0 for k, t in enumerate(types)]
-                              for j in jobs]).reshape(len(jobs), len(types))
-        n = len(jobs)
-        self.done_steps = np.zeros(n)
-        self.completion = np.full(n, np.nan)
-        self.gpu_s = np.zeros(n)
-        self.last_type = np.full(n, -1)
-        self.changes = np.zeros(n, dtype=np.int64)
-        self.shared_s = np.zeros(n)
-        self.throughputs = throughputs
+        self.jobs, self.types, self.capacity, self.cfg = [], types, capacity, config
+        self.throughputs, self.more = throughputs, more
+        self.rate = np.zeros((0, len(types)))
+        self.done_steps, self.completion, self.gpu_s = np.zeros(0), np.zeros(0), np.zeros(0)
+        self.last_type, self.changes = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        self.shared_s, self.isolated_s = np.zeros(0), np.zeros(0)  # isolated_s: mechanism gavel, FTF (below)
+        self._append(jobs)
         self.pair_rate: dict = {}  # (job, job) -> (K, 2) throughputs together, None where sharing cannot help
         self.mechanism = RoundMechanism(types)
         self.gavel = GavelRounds(len(types), config.round_s, config.reset_interval_s) \
             if config.mechanism == "gavel" else None
         self.rng = rng
         self.isolated: dict = {}  # mechanism gavel, finish-time fairness: job -> (remaining, isolated speed)
-        self.isolated_s = np.zeros(n)  # ... and the isolated time of the work it has done
         self.units, self.ux, self.x_for = [], None, ()
         self.last_unit: dict = {}  # unit -> type it ran on last round (lease continuation)
         self.n_rounds, self.n_solves, self.lp_s = 0, 0, 0.0
         self.t = 0.0
 
+    def _append(self, jobs) -> None:
+        """Add later jobs of the trace (and their per-job state)."""
+        n, K = len(jobs), len(self.types)
+        rate = np.array([[self.throughputs.rate(t, j.job_type, j.scale_factor)
+                          if self.capacity[k] >= j.scale_factor else 0.0 for k, t in enumerate(self.types)]
+                         for j in jobs]).reshape(n, K)
+        self.jobs = self.jobs + list(jobs)
+        self.rate = np.vstack([self.rate, rate])
+        for name, fill, dtype in (("done_steps", 0.0, float), ("completion", np.nan, float), ("gpu_s", 0.0, float),
+                                  ("last_type", -1, np.int64), ("changes", 0, np.int64), ("shared_s", 0.0, float),
+                                  ("isolated_s", 0.0, float)):
+            setattr(self, name, np.concatenate([getattr(self, name), np.full(n, fill, dtype=dtype)]))
+
+    def _extend(self) -> None:
+        """Ask for a longer trace and append its later jobs (they must extend the jobs run so far)."""
+        longer = None if self.more is None else sorted(self.more(len(self.jobs)), key=lambda j: j.arrival_s)
+        if longer is None or len(longer) <= len(self.jobs):
+            self.more = None
+            return
+        have = len(self.jobs)
+        if [j.name for j in longer[:have]] != [j.name for j in self.jobs] \
+                or longer[have].arrival_s < self.jobs[-1].arrival_s:
+            raise SimulationError("a longer trace must begin with the jobs of the shorter one, in order")
+        _check_inputs(longer[have:], self.throughputs, self.types, dict(zip(self.types, self.capacity.tolist())))
+        self._append(longer[have:])
+
+    def _arrival(self, i: int) -> float | None:
+        """Arrival time of the trace's ``i``-th job (the trace extended if it is the first beyond it), None
+        past the end."""
+        if i == len(self.jobs) and self.more is not None:
+            self._extend()
+        return self.jobs[i].arrival_s if i < len(self.jobs) else None
+
     def until_window_done(self, window: set):
-        cfg, nxt, active = self.cfg, 0, []
-        while window - set(np.flatnonzero(~np.isnan(self.completion))):
+        cfg, nxt, active, left = self.cfg, 0, [], set(window)
+        while left:
             if self.t > cfg.max_time_s:
                 log.info("rigid run stopped at max_time_s = %g s with %d window job(s) unfinished", cfg.max_time_s,
-                         len(window - set(np.flatnonzero(~np.isnan(self.completion)))))
+                         len(left))
                 return
-            while nxt < len(self.jobs) and self.jobs[nxt].arrival_s <= self.t:
+            while (arrival := self._arrival(nxt)) is not None and arrival <= self.t:
                 active.append(nxt)
                 nxt += 1
             if cfg.max_active_jobs is not None and len(active) > cfg.max_active_jobs:
@@ -254,9 +286,10 @@ class _Run:
             step = None
             if active:
                 step = self._round(active) if self.gavel is None else self._gavel_round(active)
+                left.difference_update(j for j in active if not np.isnan(self.completion[j]))
                 active = [j for j in active if np.isnan(self.completion[j])]
-            if step is None and nxt < len(self.jobs):  # nothing ran: on to the next arrival
-                self.t = self._next_start(self.jobs[nxt].arrival_s)
+            if step is None and (arrival := self._arrival(nxt)) is not None:  # nothing ran: on to the next arrival
+                self.t = self._next_start(arrival)
                 continue
             self.t += cfg.round_s if step is None else step
             self.n_rounds += 1
