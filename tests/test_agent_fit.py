@@ -94,3 +94,22 @@ def test_bad_observations_are_refused(bad):
     size = len(args["step"])
     with pytest.raises(FitError):
         fit_agent(args["n"][:size], args["k"][:size], args["m"][:size], args["step"], args["sync"][:size])
+
+
+def test_the_same_observations_give_the_remembered_fit_and_others_a_fresh_one():
+    from goodopt.agent_fit import _fit
+
+    obs = _observe(HISTORIES["first multi-node"], 0.05)
+    first = fit_agent(*obs)
+    again = fit_agent(*(np.array(a, copy=True) for a in obs))  # equal values, other arrays
+    assert again is first
+    assert first == _fit(*(np.asarray(a, float) for a in obs), 1e-2, None)  # what a fresh fit gives
+    assert fit_agent(*obs, optimism=1e-3) is not first
+    moved = list(obs)
+    moved[3] = obs[3] * 1.01
+    assert fit_agent(*moved).beta_c != first.beta_c
+
+
+def test_observation_arrays_of_different_lengths_are_refused():
+    with pytest.raises(FitError, match="one length"):
+        fit_agent([1, 1], [1, 2], [64, 64], [0.1, 0.2], [0.0])
