@@ -162,7 +162,9 @@ def test_a_rigid_sweep_compares_packed_and_singleton_policies(tmp_path):
                                                "options": {"agnostic": True}}]}, "agnostic"),
     ({"generator": "gavel"}, "spec.generator"), ({"generator": "python"}, "generator"),
     ({"scale_factors": {1: 0.5, 3: 0.5}}, "scale_factors"), ({"scale_factors": {1: 0.5, 2: 0.4}}, "scale_factors"),
-    ({"scale_factors": {1: 1.5}}, "scale_factors.1")])
+    ({"scale_factors": {1: 1.5}}, "scale_factors.1"), ({"mechanism": "gavl"}, "mechanism"),
+    ({"policies": [{"policy": "max_min_fairness", "options": {"mechanism": "gavel", "reset_interval_s": -5}}]},
+     "reset_interval_s")])
 def test_a_rigid_sweep_spec_names_the_bad_field(tmp_path, change, field):
     from goodopt.runs.spec import spec_from_dict
 
@@ -251,3 +253,13 @@ def test_a_run_past_saturation_is_cut_and_marked(tmp_path):
             "policies": [{"label": "cut", "policy": "max_min_fairness", "options": {"max_active_jobs": 20}}]}
     row = run_sweep(spec, progress=False).table.iloc[0]
     assert bool(row.saturated) and row.n_unfinished > 0
+
+
+def test_a_rigid_sweep_spec_takes_gavels_mechanism_once_for_every_policy(tmp_path):
+    from goodopt.runs.spec import spec_from_dict
+    from goodopt.runs.tasks import expand
+
+    spec = spec_from_dict({"name": "mech", "kind": "rigid", "rates": [2], "n_jobs": 30, "capacity": {"v100": 2},
+                           "throughputs": str(write_throughputs(tmp_path / "t.json")), "generator": "numpy",
+                           "mechanism": "gavel", "policies": ["max_min_fairness", "finish_time_fairness"]})
+    assert {t.config["mechanism"] for t in expand(spec)} == {"gavel"}

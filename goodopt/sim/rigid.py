@@ -25,6 +25,16 @@ of ``round_s`` seconds:
    idle for the rest of the round. No restart cost is charged (Gavel's
    simulator charges none).
 
+That is ``mechanism: goodopt``, the default. ``mechanism: gavel`` runs steps
+2 and 3 as Gavel's simulator does (:mod:`goodopt.solvers.gavel_rounds`): the
+fractions are recomputed only when the jobs changed *and* ``reset_interval_s``
+passed since the last recomputation (a job arriving in between waits for it);
+each type fills its GPUs from its own queue, in order of ``X`` over the job's
+share of the type's time since the last recomputation; a round lasts until its
+last job's share of it ends, and an idle cluster waits for the next arrival
+rather than the next round; finish-time fairness counts, as Gavel does, the
+isolated time of the work already done instead of the time since arrival.
+
 **Space sharing** (a packed policy, e.g. ``max_min_fairness_packed``): the
 matrix also holds every pair of active one-GPU jobs whose types Gavel measured
 together and for which sharing can beat taking turns
