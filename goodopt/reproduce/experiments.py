@@ -76,6 +76,9 @@ class Comparison:
     reproduced: float
     band: Band | None
     source: str
+    #: The reference was made at exactly this setting (the same workload, seed and window), so even a quick
+    #: run is judged against it.
+    like_for_like: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,8 @@ def _pollux_per_workload(df: pd.DataFrame, load: float) -> list[Comparison]:
             continue
         band = Band("relative", 0.08) if row.policy == "pollux" else None
         out.append(Comparison("pollux-fig8", "avg JCT per workload (s)", f"load={load:g} {name}", row.policy,
-                              float(ref[(row.policy, name)]), float(row.avg_jct), band, POLLUX_WORKLOAD_SOURCE))
+                              float(ref[(row.policy, name)]), float(row.avg_jct), band, POLLUX_WORKLOAD_SOURCE,
+                              like_for_like=True))
     return out
 
 
@@ -275,7 +279,7 @@ def _gavel_compare(tables: dict, traces: Path) -> list[Comparison]:
                     published = float(want[v].get(rate, math.nan))
                     out.append(Comparison("gavel-hetero", "avg JCT (h)", f"rate={rate:g}/h", f"{setup}/{fam}-{v}",
                                           published, float(value), GAVEL_BAND if math.isfinite(published) else None,
-                                          GAVEL_SIM_SOURCE))
+                                          GAVEL_SIM_SOURCE, like_for_like=True))
                 out.append(Comparison("gavel-hetero", "sustained rate (jobs/h)", "all rates", f"{setup}/{fam}-{v}",
                                       math.nan, sustained(series), None, GAVEL_SOURCE))
             ratio = (jct["agnostic"] / jct["aware"]).dropna()
@@ -284,7 +288,8 @@ def _gavel_compare(tables: dict, traces: Path) -> list[Comparison]:
                 published = float(want_ratio.get(rate, math.nan))
                 out.append(Comparison("gavel-hetero", "avg JCT ratio agnostic / aware", f"rate={rate:g}/h",
                                       f"{setup}/{fam}", published, float(value),
-                                      GAVEL_BAND if math.isfinite(published) else None, GAVEL_SIM_SOURCE))
+                                      GAVEL_BAND if math.isfinite(published) else None, GAVEL_SIM_SOURCE,
+                                      like_for_like=True))
             out.append(Comparison("gavel-hetero", "best avg JCT ratio agnostic / aware", "all rates",
                                   f"{setup}/{fam}", 3.5, float(ratio.max()) if len(ratio) else math.nan,
                                   None, GAVEL_SOURCE))

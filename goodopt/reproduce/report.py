@@ -24,7 +24,9 @@ def write_report(results: pd.DataFrame, experiments, seconds: dict, quick: bool,
     lines = ["# Reproducing the papers' headline numbers", "",
              f"goodopt {__version__}; " + ("**quick mode**: one workload per setting and a short Gavel trace, so the "
                                           "numbers are indicative and the bands are not judged (the published ones "
-                                          "are means over eight workloads, or over long traces)." if quick else "full mode."), ""]
+                                          "are means over eight workloads, or over long traces), except against "
+                                          "references made at the very same setting (one workload's own artifact "
+                                          "result, Gavel's simulator on the same window)." if quick else "full mode."), ""]
     for exp in experiments:
         rows = results[results.experiment == exp.name]
         judged = rows[rows.verdict.isin(["pass", "FAIL"])]
