@@ -157,3 +157,20 @@ def test_an_interior_point_that_does_not_conclude_is_settled_by_simplex(monkeypa
     res = solve_gavel(_tied(), "max_min_fairness", {"second_stage": False, "lp_method": "ipm"})
     assert res.success and res.fun == pytest.approx(1.0)
     assert [st.get("fallback") for st in res.stages] == ["simplex"]
+
+
+def test_a_run_stopped_before_its_window_arrived_has_no_jct():
+    # the window's second job arrives at 10 days; the run may last one day
+    jobs = [job("a", "even", 3600.0), job("b", "even", 3600.0, arrival=10 * 86400.0 + 100.0)]
+    res = simulate_rigid(jobs, THR, {"v100": 1, "k80": 1}, RigidConfig(round_s=360.0, max_time_s=86400.0))
+    assert res.summary["n_unarrived"] == 1 and res.summary["saturated"]
+    assert np.isnan(res.summary["avg_jct"]) and np.isnan(res.summary["p99_jct"])
+
+
+def test_the_reproductions_time_limit_lets_every_window_job_arrive():
+    from goodopt.reproduce.experiments import GAVEL_RATES, GAVEL_WINDOW, gavel_max_time_s
+
+    for mode, window in GAVEL_WINDOW.items():
+        for rate in (r for rates in GAVEL_RATES[mode].values() for r in rates):
+            # arrivals are Poisson: the window's last job comes at about hi / rate hours
+            assert gavel_max_time_s(window, rate) >= 2.5 * window[1] / rate * 3600.0

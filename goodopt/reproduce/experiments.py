@@ -257,11 +257,18 @@ def _gavel_specs(traces: Path, quick: bool) -> list:
     capacity = {t: g * n for t, g, n in GAVEL_CLUSTER}
     tasks = [rigid_task(traces, capacity, rate, window[1], seed=0, window=window, policy=policy, agnostic=agnostic,
                         round_s=360.0, generator="gavel", scale_factors=GAVEL_SETUPS[setup], arrivals="until_window",
-                        max_active_jobs=GAVEL_MAX_ACTIVE, options=GAVEL_LP_OPTIONS[fam], **GAVEL_SEMANTICS,
+                        max_active_jobs=GAVEL_MAX_ACTIVE, max_time_s=gavel_max_time_s(window, rate),
+                        options=GAVEL_LP_OPTIONS[fam], **GAVEL_SEMANTICS,
                         label=f"{setup}/{fam}-{'agnostic' if agnostic else 'aware'}")
              for setup in GAVEL_SETUPS for rate in GAVEL_RATES[mode][setup]
              for fam, policy in GAVEL_FAMILIES.items() for agnostic in (False, True)]
     return [TaskBatch("gavel-hetero", tuple(tasks))]
+
+
+def gavel_max_time_s(window: tuple, rate_per_h: float) -> float:
+    """A run's time limit: three times the expected arrival of the window's last job, so that a slow rate is
+    never cut before its window has arrived (saturation is caught by :data:`GAVEL_MAX_ACTIVE` instead)."""
+    return 3.0 * window[1] / rate_per_h * H
 
 
 def _gavel_compare(tables: dict, traces: Path) -> list[Comparison]:

@@ -472,11 +472,18 @@ class _Run:
         return pd.DataFrame(rows, columns=list(RIGID_JOB_COLUMNS))
 
     def summary(self, window, wall_s) -> dict:
+        """Window statistics; an unfinished job counts at its age so far (a lower bound), and a window job that
+        had not even arrived when the run stopped makes them undefined (NaN: the run ended too early)."""
         w = slice(*window)
-        jct = np.where(np.isnan(self.completion[w]), self.t, self.completion[w]) \
-            - np.array([j.arrival_s for j in self.jobs[w]])
+        arrival = np.array([j.arrival_s for j in self.jobs[w]])
+        jct = np.where(np.isnan(self.completion[w]), self.t, self.completion[w]) - arrival
+        unarrived = int((arrival > self.t).sum())
+        if unarrived:
+            log.warning("rigid run stopped at %g s, before %d job(s) of the window arrived: its JCTs are "
+                        "undefined (raise max_time_s)", self.t, unarrived)
+            jct = np.full_like(jct, np.nan)
         unfinished = int(np.isnan(self.completion[w]).sum())
         return {"n_jobs": len(self.jobs), "n_window": window[1] - window[0], "avg_jct": float(jct.mean()),
                 "median_jct": float(np.median(jct)), "p99_jct": float(np.percentile(jct, 99)),
-                "saturated": unfinished > 0, "n_unfinished": unfinished, "end_s": self.t,
+                "saturated": unfinished > 0, "n_unfinished": unfinished, "n_unarrived": unarrived, "end_s": self.t,
                 "n_rounds": self.n_rounds, "n_solves": self.n_solves, "policy_s": self.lp_s, "wall_s": wall_s}
