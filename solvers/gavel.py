@@ -48,8 +48,8 @@ if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kep
     raise ImportError("goodopt.gavel.POLICY_NAMES and goodopt.solvers.gavel.POLICIES disagree")
 #: Options per policy with their defaults.
 POLICY_OPTIONS = {
-    "max_min_fairness": {"second_stage": True, "tolerance": 1e-6},
-    "max_min_fairness_agnostic": {"second_stage": True, "tolerance": 1e-6},
+    "max_min_fairness": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
+    "max_min_fairness_agnostic": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
     "max_total_throughput": {"normalise": True},
     "min_cost": {"floor": 1.0},
     "finish_time_fairness": {"rel_tol": 1e-4, "max_lps": 60},
@@ -99,7 +99,7 @@ class FractionResult:
 
 #: How each policy option is checked: bool, or ``(kind, lo, hi, open_low)`` for a number (``whole`` or not) in
 #: ``[lo, hi]`` (``(lo, hi]`` when ``open_low``).
-_OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool,
+_OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool, "scale_by_size": bool,
                  "tolerance": ("number", 0.0, 1.0, True), "rel_tol": ("number", 0.0, 1.0, True),
                  "floor": ("number", 0.0, 1e6, False), "max_lps": ("whole", 1, 1_000_000, False)}
 
@@ -226,6 +226,8 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
             f = min(1.0, mx.capacity.sum() / float(mx.scale_factor.sum()))
             coef = np.where(mx.runnable, 1.0, 0.0) / (w * f)
             gain = np.where(mx.runnable, 1.0, 0.0)
+        if opts["scale_by_size"]:  # Gavel's code: a job on s GPUs needs 1/s of the time for the same level
+            coef = coef * mx.scale_factor[:, None]
         model, out = run.solve("max-min", objective="max_min", coef=coef)
         _require(out, policy, "max-min")
         (x, y), fun = _solution(model, mx), float(out.objective)

@@ -174,3 +174,15 @@ def test_the_reproductions_time_limit_lets_every_window_job_arrive():
         for rate in (r for rates in GAVEL_RATES[mode].values() for r in rates):
             # arrivals are Poisson: the window's last job comes at about hi / rate hours
             assert gavel_max_time_s(window, rate) >= 2.5 * window[1] / rate * 3600.0
+
+
+def test_scale_by_size_gives_a_job_on_s_gpus_one_sth_of_the_time_as_gavels_code_does():
+    # one type of 2 GPUs; a runs on 1 GPU, b on 2, both at 1 step/s. Plain LAS equalises their time fractions
+    # (2/3 each fills the 2 GPUs); Gavel's code multiplies b's term by its 2 GPUs, so b needs half of a's time
+    # for the same level: a 1, b 1/2 (1 + 2 x 1/2 = 2 GPUs).
+    mx = ThroughputMatrix(job_names=("a", "b"), type_names=("x",), throughput=np.ones((2, 1)),
+                          scale_factor=np.array([1, 2]), capacity=np.array([2]))
+    plain = solve_gavel(mx, "max_min_fairness", {"second_stage": False})
+    sized = solve_gavel(mx, "max_min_fairness", {"second_stage": False, "scale_by_size": True})
+    assert plain.x[:, 0] == pytest.approx([2 / 3, 2 / 3])
+    assert sized.x[:, 0] == pytest.approx([1.0, 0.5])

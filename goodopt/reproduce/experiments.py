@@ -244,7 +244,8 @@ GAVEL_MAX_ACTIVE = 1000
 #: How the runs schedule, as Gavel's simulator does: its round mechanism (:mod:`goodopt.solvers.gavel_rounds`)
 #: and one LP per allocation, solved by an interior-point method (Gavel: cvxpy with ECOS), with no second stage.
 GAVEL_SEMANTICS = {"mechanism": "gavel"}
-GAVEL_LP_OPTIONS = {"las": {"second_stage": False, "lp_method": "ipm"}, "ftf": {"lp_method": "ipm"}}
+GAVEL_LP_OPTIONS = {"las": {"second_stage": False, "lp_method": "ipm", "scale_by_size": True},
+                    "ftf": {"lp_method": "ipm"}}
 #: A rate is sustained while the window's average JCT stays within this factor of the lowest rate's.
 SUSTAIN_FACTOR = 2.0
 
@@ -437,7 +438,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                f"{GAVEL_WINDOW['quick'][1] - 1}) with jobs arriving until all of them have finished, as Gavel's "
                "simulator runs; scheduled by Gavel's own round mechanism (the allocation recomputed at most every "
                "1,920 s, per-type queues, priority = fraction / share of the type's time since the last reset) "
-               "and one interior-point LP per allocation; "
+               "and one interior-point LP per allocation (LAS with each job's term scaled by its GPU count, as in "
+               "Gavel's code); "
                f"a queue of over {GAVEL_MAX_ACTIVE} jobs marks the rate saturated; the agnostic "
                "variants solve the same policy with every GPU type seen as one; a rate is sustained while the "
                f"average JCT stays within {SUSTAIN_FACTOR:g}x of the lowest rate's", curve="avg JCT (h)"),
