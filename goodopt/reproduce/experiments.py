@@ -267,9 +267,10 @@ def _gavel_specs(traces: Path, quick: bool) -> list:
 
 
 def gavel_max_time_s(window: tuple, rate_per_h: float) -> float:
-    """A run's time limit: three times the expected arrival of the window's last job, so that a slow rate is
-    never cut before its window has arrived (saturation is caught by :data:`GAVEL_MAX_ACTIVE` instead)."""
-    return 3.0 * window[1] / rate_per_h * H
+    """A run's time limit: a year (for the window's jobs to run, some take days) after three times the expected
+    arrival of its last job, so that neither a slow rate nor long jobs are cut (saturation is caught by
+    :data:`GAVEL_MAX_ACTIVE` instead)."""
+    return 365 * 24 * H + 3.0 * window[1] / rate_per_h * H
 
 
 def _gavel_compare(tables: dict, traces: Path) -> list[Comparison]:
