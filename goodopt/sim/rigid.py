@@ -324,8 +324,7 @@ class _Run:
         current = np.array([self.last_unit.get(key, -1) for key in keys], dtype=np.int64)
         assigned = self.mechanism.assign(keys, self.ux, scale, self.capacity, current, members=members)
         on = assigned >= 0
-        if np.any(np.bincount(assigned[on], weights=scale[on], minlength=len(self.types)) > self.capacity):
-            raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
+        self._check_capacity(assigned[on], scale[on])
         self.mechanism.record(keys, assigned, self.cfg.round_s)
         self.last_unit = {key: int(k) for key, k in zip(keys, assigned) if k >= 0}
         for mem, k in zip(members, assigned):
@@ -333,9 +332,7 @@ class _Run:
                 continue
             rates = self.rate[mem[0], k:k + 1] if len(mem) == 1 else self.pair_rate[mem][k]
             for j, rate in zip(mem, rates):
-                if k != self.last_type[j]:
-                    self.changes[j] += self.last_type[j] >= 0
-                    self.last_type[j] = k
+                self._note_type(j, k)
                 self._advance(j, int(k), float(rate), shared=len(mem) > 1)
         return self.cfg.round_s
 
@@ -352,19 +349,27 @@ class _Run:
         assigned = g.assign(names, scale, self.capacity, runnable, order)
         assigned[~g.runs(names)] = -1  # queued without an allocation: its GPUs idle this round
         on = assigned >= 0
-        if np.any(np.bincount(assigned[on], weights=scale[on], minlength=len(self.types)) > self.capacity):
-            raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
+        self._check_capacity(assigned[on], scale[on])
         longest = None
         for j, name, k in zip(active, names, assigned):
             if k < 0:
                 continue
-            if k != self.last_type[j]:
-                self.changes[j] += self.last_type[j] >= 0
-                self.last_type[j] = k
+            self._note_type(j, k)
             seconds = self._advance(j, int(k), float(self.rate[j, k]))
             g.record(name, int(k), seconds)
             longest = seconds if longest is None else max(longest, seconds)
         return longest
+
+    def _check_capacity(self, types, scale) -> None:
+        """Refuse a round that gives some GPU type more GPUs than it has."""
+        if np.any(np.bincount(types, weights=scale, minlength=len(self.types)) > self.capacity):
+            raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
+
+    def _note_type(self, j, k) -> None:
+        """Count a change of the type job ``j`` runs on."""
+        if k != self.last_type[j]:
+            self.changes[j] += self.last_type[j] >= 0
+            self.last_type[j] = k
 
     def _advance(self, j, k, rate, shared=False):
         job = self.jobs[j]
