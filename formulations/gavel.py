@@ -45,12 +45,19 @@ at least as fast as under the equal share, which is always feasible)::
 **finish-time fairness** (Themis' ``ρ``): with ``D_j = a_j + R_j / thr^eq_j``
 the finish time under the equal share, ``ρ_j(X) = (a_j + R_j / thr_j(X)) /
 D_j``; minimise ``max_j ρ_j``. For a fixed ``r`` the condition ``ρ_j <= r``
-is linear, ``thr_j(X) >= R_j / (r D_j - a_j)``, so ``r`` is found by
-bisection over feasibility LPs::
+is linear, ``thr_j(X) >= f_j(r) = R_j / (r D_j - a_j)``, and the LP that
+lifts every such floor as far as it can::
 
-    (8)  find X  s.t.  thr_j(X) >= R_j / (r D_j - a_j)   ∀ j,  (1), (2)
+    (8)  τ(r) = maximise t   s.t.  t <= thr_j(X) / f_j(r)   ∀ j with R_j > 0,  (1), (2)
 
-``r`` lies in ``[max_j a_j / D_j, 1]`` (``X^eq`` reaches 1).
+bounds the optimum ``r*`` from both sides: its ``X`` reaches
+``max_j ρ_j(X) <= r`` when ``τ >= 1``, and since any ``X`` feasible at
+``r'`` lifts floor ``j`` by ``f_j(r') / f_j(r)``, one of which is at most
+``τ``, ``r* >= min_j (a_j + (r D_j - a_j) / τ) / D_j`` (and ``r* >= r`` when
+``τ <= 1``). ``r`` starts at ``X^eq``'s value (at most 1) and moves to the
+root of ``τ(r) = 1`` by secant steps, safeguarded by bisection of the bracket,
+until it is within the relative tolerance; the bracket also starts from
+``r* >= max_j a_j / D_j``.
 
 **minimise makespan** — the last job's finish time ``max_j R_j / thr_j(X)``::
 
@@ -116,10 +123,10 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, ro
     """One LP of the module docstring (with the pair columns (1'), (2') when ``matrix`` has pairs).
 
     * ``objective="max_min"``: maximise ``t`` with ``t <= Σ_k coef_jk X_jk``
-      (3), (5), (9);
+      (3), (5), (8), (9);
     * ``"max_sum"``: maximise ``Σ_jk coef_jk X_jk`` (4), (6);
     * ``"min_cost"``: minimise ``Σ_jk c_k s_j X_jk`` (7);
-    * ``"feasibility"``: a zero objective (8).
+    * ``"feasibility"``: a zero objective.
 
     ``floor`` (J,) adds ``thr_j(X) >= floor_j`` (7), (8); ``t_min`` with
     ``coef_min`` semantics adds ``Σ_k coef_jk X_jk >= t_min`` (4) — in that

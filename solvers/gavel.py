@@ -303,37 +303,66 @@ def _require(out, policy, stage, hint="check the throughput matrix"):
 
 
 def _finish_time_fairness(mx, run, eq, opts):
-    """Bisection on ``r`` over the feasibility LPs (8)."""
+    """min max_j rho_j by the scaled-floor LPs (8), each of which bounds the optimum from both sides; the next
+    ``r`` is the secant root of ``tau(r) = 1`` through the last two LPs, or the bracket's middle when that
+    falls outside it or the bracket shrank less than half."""
     R = _need(mx, "remaining_steps", "finish_time_fairness")
     a = _need(mx, "elapsed_s", "finish_time_fairness")
     D = a + R / eq if mx.isolated_s is None else mx.isolated_s
-    # equal share is feasible and reaches max_j (a + R / eq) / D, which is 1 with the default D
-    lo, hi = float(np.max(a / D)), float(max(1.0, np.max((a + R / eq) / D)))
-    x_best = mx.equal_share()
-    y_best = np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types))
-    status = Termination.OPTIMAL
-    while hi - lo > opts["rel_tol"] * hi:
+    best = (mx.equal_share(), np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types)))
+    hi = _ftf_rho(mx, *best, a, R, D)  # the equal share is feasible
+    lo = float(np.max(a / D))
+    sel = np.flatnonzero(R > 0)
+    status, seen, r = Termination.OPTIMAL, [], hi
+    while len(sel) and hi - lo > opts["rel_tol"] * hi:
         if len(run.stages) >= opts["max_lps"]:
             status = Termination.ITERATION_LIMIT
             break
-        r = 0.5 * (lo + hi)
-        slack = r * D - a
-        if np.any(slack <= 0):
-            lo = r
-            continue
-        model, out = run.solve(f"ftf r={r:.6g}", objective="feasibility", floor=R / slack)
-        if out.termination == Termination.OPTIMAL and out.has_solution:
-            hi, (x_best, y_best) = r, _solution(model, mx)
-        elif out.termination == Termination.INFEASIBLE:
-            lo = r
-        elif out.termination == Termination.TIME_LIMIT:
+        gap = hi - lo
+        slack = r * D[sel] - a[sel]
+        coef = np.zeros_like(mx.throughput)
+        coef[sel] = mx.throughput[sel] * (slack / R[sel])[:, None]
+        model, out = run.solve(f"ftf r={r:.6g}", objective="max_min", coef=coef, rows=sel)
+        if out.termination == Termination.TIME_LIMIT:
             status = Termination.TIME_LIMIT
             break
-        else:
-            raise SolverError(f"finish_time_fairness LP at r={r:.6g}: status {out.termination} ({out.raw_status})")
-    thr = mx.effective_throughput(x_best, y_best)
-    rho = float(np.max((a + R / np.maximum(thr, 1e-300)) / D))
-    return x_best, y_best, rho, status
+        _require(out, "finish_time_fairness", f"ftf r={r:.6g}")
+        tau = float(out.objective)
+        if not tau > 0:  # no job can progress at all: the equal share is as good as any
+            break
+        # any X feasible at r' lifts every floor by f_j(r') / f_j(r) (f_j(r) = R_j / (r D_j - a_j)), and at
+        # least one of those lifts is at most tau
+        lo = max(lo, float(np.min((a[sel] + slack / tau) / D[sel])))
+        if tau <= 1.0:  # no X lifts every floor: r cannot be beaten
+            lo = max(lo, r)
+        x, y = _solution(model, mx)
+        rho = _ftf_rho(mx, x, y, a, R, D)
+        if rho < hi:
+            hi, best = rho, (x, y)
+        seen = [*seen[-1:], (r, tau)]
+        r = _ftf_next(seen, lo, hi, shrank=hi - lo <= 0.5 * gap)
+    return best[0], best[1], hi, status
+
+
+def _ftf_next(seen, lo, hi, shrank) -> float:
+    """The next ``r``: the secant root of ``tau(r) = 1`` if it lies inside the bracket and the last LP halved
+    it, else the bracket's middle (the first LP, at the upper end, always shrinks the bracket)."""
+    mid = 0.5 * (lo + hi)
+    if len(seen) < 2:
+        return hi if shrank else mid
+    (r0, t0), (r1, t1) = seen
+    if not shrank or t1 == t0:
+        return mid
+    r = r1 + (1.0 - t1) * (r1 - r0) / (t1 - t0)
+    return r if lo < r < hi else mid
+
+
+def _ftf_rho(mx, x, y, a, R, D) -> float:
+    """``max_j rho_j`` of fractions ``(x, y)``."""
+    thr = mx.effective_throughput(x, y)
+    with np.errstate(divide="ignore"):
+        rem = np.where(R > 0, R / np.maximum(thr, 1e-300), 0.0)
+    return float(np.max((a + rem) / D))
 
 
 def _water_filling(mx, run, eq, opts):

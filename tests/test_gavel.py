@@ -329,3 +329,55 @@ def test_entities_in_scenarios_round_trip_and_are_all_or_nothing():
               {"policy": "max_min_fairness_water_filling"})
     with pytest.raises(ValidationError, match="options.entities.alice.weight: must be a number > 0"):
         solve(sc.problem(), "gavel", {"policy": "max_min_fairness_water_filling", "entities": {"alice": {"weight": 0}}})
+
+
+def _ftf_by_bisection(T, s, cap, a, R, D, tol=1e-9):
+    """min_X max_j rho_j by bisection on feasibility LPs solved by scipy's linprog (an independent route)."""
+    from scipy.optimize import linprog
+
+    J, K = T.shape
+    T = np.where(s[:, None] <= np.asarray(cap)[None, :], T, 0.0)  # a job cannot run on fewer GPUs than it needs
+    A_ub = [np.kron(np.eye(J)[j], np.ones(K)) for j in range(J)]  # (1) each job's time <= 1
+    A_ub += [np.kron(s, np.eye(K)[k]) for k in range(K)]  # (2) each type's GPUs
+    b_ub = [1.0] * J + list(cap)
+
+    def feasible(r):
+        if np.any(r * D - a <= 0):
+            return False
+        floors = [-np.kron(np.eye(J)[j], T[j]) for j in range(J)]
+        rhs = list(-(R / (r * D - a)))
+        res = linprog(np.zeros(J * K), A_ub=np.array(A_ub + floors), b_ub=np.array(b_ub + rhs), bounds=(0, 1),
+                      method="highs")
+        return res.status == 0
+
+    lo, hi = float(np.max(a / D)), 1.0
+    while hi - lo > tol * hi:
+        r = (lo + hi) / 2
+        lo, hi = (lo, r) if feasible(r) else (r, hi)
+    return hi
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_finish_time_fairness_matches_an_independent_bisection(seed):
+    # Random jobs of 1, 2 or 4 GPUs on two or three types, some unable to run on a type, some far behind
+    # (large elapsed time), some too big for a type, and some whose throughputs tie: the solver's max_j rho_j is the optimum found by
+    # bisection on feasibility LPs (scipy), it is reached by the fractions it returns, and it takes few LPs.
+    rng = np.random.default_rng(seed)
+    J, K = int(rng.integers(2, 9)), int(rng.integers(2, 4))
+    T = rng.choice([0.5, 1.0, 2.0, 3.5], (J, K)) * (rng.random((J, K)) > 0.25)
+    T[:, 0] = np.maximum(T[:, 0], 0.5)
+    s = rng.choice([1, 2, 4], J)
+    cap = rng.choice([2, 4, 8], K)
+    cap[0] = 4  # every job fits the first type
+    R = rng.uniform(10, 1000, J)
+    a = rng.uniform(0, 500, J) * (rng.random(J) > 0.3)
+    mx = ThroughputMatrix(tuple(f"j{i}" for i in range(J)), ("v100", "p100", "k80")[:K], T, s, cap,
+                          remaining_steps=R, elapsed_s=a)
+    D = a + R / mx.equal_share_throughput()
+    res = solve_gavel(mx, "finish_time_fairness", {"rel_tol": 1e-7})
+    want = _ftf_by_bisection(T, s, cap, a, R, D)
+    assert res.fun == pytest.approx(want, rel=1e-5)
+    thr = (res.x * T).sum(axis=1)
+    assert np.max((a + R / thr) / D) == pytest.approx(res.fun, rel=1e-9)
+    assert (res.x * s[:, None]).sum(axis=0) == pytest.approx(np.minimum((res.x * s[:, None]).sum(axis=0), cap))
+    assert res.n_lps <= 12, res.stages
