@@ -113,8 +113,8 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     """
     d, pr = data, data.pr
     rows = np.arange(d.J)[None, :]
+    free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N), kept up to date below
     for _ in range(d.max_passes):
-        free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N)
         members = np.flatnonzero((free_all > 0).any(axis=1))
         if not len(members):
             break
@@ -139,30 +139,42 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         noise = rng.random(gain.shape)
         # the r-th node with idle GPUs takes its r-th best candidate, so nodes of one type spread
         # over different idle jobs instead of all picking the same one
-        best = _rth_best(gain * (1 + 1e-9 * noise), np.cumsum(free > 0, axis=1) - 1)  # (P, N), -1: none
+        best = _rth_best(gain, noise, np.cumsum(free > 0, axis=1) - 1)  # (P, N), -1: none
         pn, nn = np.nonzero(best >= 0)
         if not len(pn):
             break
-        pick = np.zeros(sub.shape, dtype=bool)
-        pick[pn, best[pn, nn], nn] = True
-        starting = pick & (k == 0)[:, :, None]
-        pick &= ~starting | (np.cumsum(starting, axis=2) == 1)  # an idle job starts on one node per pass
-        sub += np.where(pick, np.where((k == 0)[:, :, None], d.need_clip[None, :, None], 1), 0)
+        jn = best[pn, nn]
+        idle = k[pn, jn] == 0
+        # an idle job starts on one node per pass: its first picked node (pn, jn, nn run in (member, node) order)
+        key = (pn * d.J + jn)[idle]
+        first = np.ones(len(key), dtype=bool)
+        if len(key):
+            order = np.lexsort((nn[idle], key))
+            dup = np.zeros(len(key), dtype=bool)
+            dup[order[1:]] = key[order[1:]] == key[order[:-1]]
+            first = ~dup
+        keep = np.ones(len(pn), dtype=bool)
+        keep[np.flatnonzero(idle)] = first
+        pn, jn, nn, idle = pn[keep], jn[keep], nn[keep], idle[keep]
+        add = np.where(idle, d.need_clip[jn], 1)
+        sub[pn, jn, nn] += add
         a[members] = sub
+        np.subtract.at(free_all, (members[pn], nn), add)
     return a
 
 
-def _rth_best(score, rank) -> np.ndarray:
-    """Per (member, node), the job with the ``rank % n``-th highest finite score among its ``n`` finite ones
-    (-1 where none is finite). Only the finite entries are sorted: most (job, node) pairs have no candidate.
-    Shapes: score (P, J, N), rank (P, N) -> (P, N)."""
-    P, J, N = score.shape
-    pp, jj, nn = np.nonzero(np.isfinite(score))
+def _rth_best(gain, noise, rank) -> np.ndarray:
+    """Per (member, node), the job with the ``rank % n``-th highest finite gain among its ``n`` finite ones
+    (-1 where none is finite), ties broken by ``noise``. Only the finite entries are sorted: most (job, node)
+    pairs have no candidate. Shapes: gain, noise (P, J, N), rank (P, N) -> (P, N)."""
+    P, J, N = gain.shape
+    pp, jj, nn = np.nonzero(np.isfinite(gain))
     best = np.full((P, N), -1, dtype=np.int64)
     if not len(pp):
         return best
     group = pp * N + nn
-    order = np.lexsort((-score[pp, jj, nn], group))  # by (member, node), then best first
+    score = gain[pp, jj, nn] * (1 + 1e-9 * noise[pp, jj, nn])
+    order = np.lexsort((-score, group))  # by (member, node), then best first
     n_cand = np.bincount(group, minlength=P * N)
     start = np.cumsum(n_cand) - n_cand
     has = np.flatnonzero(n_cand)
