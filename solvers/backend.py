@@ -81,29 +81,43 @@ def _out_of_range(*arrays) -> str:
 _BANNER_SHOWN = False
 
 
-def run_highs(h):
-    """``h.run()``, interruptible: in the main thread HiGHS runs in a helper thread while this one waits, so
-    Ctrl-C asks HiGHS to stop at its next interrupt check (within a fraction of a second) and raises
-    :class:`KeyboardInterrupt` once it has stopped. Elsewhere (workers, which leave Ctrl-C to their parent)
-    a plain ``run()``."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return h.run()
+def run_highs(h, time_limit_s: float | None = None) -> bool:
+    """``h.run()``, interruptible and held to its time limit; returns whether the watchdog stopped it.
+
+    HiGHS checks its own ``time_limit`` only at certain points, and a root heuristic can run far past it. With
+    ``time_limit_s`` HiGHS runs in a helper thread while this one waits and, once the limit has passed by
+    :func:`watchdog_grace_s`, asks HiGHS to stop at its next interrupt check (every simplex, interior-point
+    and branch-and-bound iteration); the run then reads as a time limit (:func:`read_highs` with
+    ``stopped=True``). In the main thread Ctrl-C asks HiGHS to stop the same way and raises
+    :class:`KeyboardInterrupt` once it has stopped. Without a time limit outside the main thread (workers,
+    which leave Ctrl-C to their parent) a plain ``run()``."""
+    main = threading.current_thread() is threading.main_thread() \
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if not main and time_limit_s is None:
+        h.run()
+        return False
     h.HandleUserInterrupt = True
     done, box = threading.Event(), {}
 
     def target():
         try:
-            box["status"] = h.run()
+            h.run()
         except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
             box["error"] = exc
         finally:
             done.set()
 
+    t0 = time.perf_counter()
+    cutoff = None if time_limit_s is None else t0 + float(time_limit_s) + watchdog_grace_s(time_limit_s)
+    stopped = False
     threading.Thread(target=target, name="goodopt-highs", daemon=True).start()
     try:
         while not done.wait(0.1):
-            pass
+            if cutoff is not None and not stopped and time.perf_counter() >= cutoff:
+                log.warning("HiGHS ran %.1f s past its %.3g s time limit; asking it to stop",
+                            time.perf_counter() - t0 - float(time_limit_s), float(time_limit_s))
+                h.cancelSolve()
+                stopped = True
     except KeyboardInterrupt:
         h.cancelSolve()
         done.wait(INTERRUPT_GRACE_S)
@@ -113,7 +127,12 @@ def run_highs(h):
             h.HandleUserInterrupt = False
     if "error" in box:
         raise box["error"]
-    return box["status"]
+    return stopped
+
+
+def watchdog_grace_s(time_limit_s: float) -> float:
+    """How long past its time limit HiGHS may run before the watchdog stops it: 1 s plus 5% of the limit."""
+    return 1.0 + 0.05 * float(time_limit_s)
 
 
 #: Seconds HiGHS is given to stop after Ctrl-C before the interrupt is raised anyway.
@@ -223,9 +242,9 @@ def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=
         h.setSolution(sol)
     compile_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    run_highs(h)
+    stopped = run_highs(h, time_limit_s)
     solve_s = time.perf_counter() - t1
-    term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, bool(integer.any()), sense)
+    term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, bool(integer.any()), sense, stopped)
     if has_solution:
         values = h.getSolution().col_value
         for v, val in zip(cols, values):
@@ -236,11 +255,12 @@ def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=
                        version, n, m)
 
 
-def read_highs(h, integer: bool, sense: int = 1):
+def read_highs(h, integer: bool, sense: int = 1, stopped: bool = False):
     """How a HiGHS run ended: ``(termination, has_solution, objective, bound, gap, nodes, raw status)``.
 
     ``sense`` (+1 or -1) turns HiGHS's objective into the model's own sense;
     ``bound`` is the MIP dual bound (the LP optimum for LPs), NaN when unknown.
+    ``stopped``: :func:`run_highs`'s watchdog stopped the run, so an interrupt is a time limit.
     """
     import highspy
 
@@ -258,7 +278,10 @@ def read_highs(h, integer: bool, sense: int = 1):
         gap = 0.0 if optimal else float("inf")
     if not np.isfinite(bound):
         bound = float("nan")
-    return (_highs_termination(highspy, status, gap), has_solution, float(objective), float(bound), gap, nodes,
+    term = _highs_termination(highspy, status, gap)
+    if stopped and status == highspy.HighsModelStatus.kInterrupt:
+        term = Termination.TIME_LIMIT
+    return (term, has_solution, float(objective), float(bound), gap, nodes,
             h.modelStatusToString(status))
 
 

@@ -104,17 +104,17 @@ class HighsSession:
                 h.setSolution(sol)
         setup = time.perf_counter() - t0
         t1 = time.perf_counter()
-        run_highs(h)
+        stopped = run_highs(h, time_limit_s)
         solve_s = time.perf_counter() - t1
-        out, x = self._outcome(integer, solve_s, setup)
+        out, x = self._outcome(integer, solve_s, setup, stopped)
         if relax and model.integer.any():
             h.changeColsIntegrality(model.n_columns, np.arange(model.n_columns, dtype=np.int32),
                                     np.array(self._integrality))
         return out, x
 
-    def _outcome(self, integer, solve_s, setup_s):
+    def _outcome(self, integer, solve_s, setup_s, stopped=False):
         h, model = self.h, self.model
-        term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, integer)
+        term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, integer, stopped=stopped)
         x = np.asarray(h.getSolution().col_value, float) if has_solution else None
         if x is not None and integer:
             x = np.where(model.integer, np.round(x), x)

@@ -250,6 +250,91 @@ def test_time_limit_returns_incumbent():
     assert res.stats.total_s < 10
 
 
+class _StuckHighs:
+    """Stands in for a HiGHS instance caught in a heuristic that never checks its own time limit: ``run``
+    returns only once ``cancelSolve`` is called (or after 30 s, which the test would notice)."""
+
+    def __init__(self):
+        import threading
+
+        self.cancelled = threading.Event()
+        self.HandleUserInterrupt = False
+
+    def run(self):
+        self.cancelled.wait(30)
+
+    def cancelSolve(self):
+        self.cancelled.set()
+
+
+@pytest.mark.parametrize("in_worker", [False, True])
+def test_the_watchdog_holds_a_solver_to_its_time_limit(in_worker, caplog):
+    # HiGHS may overrun its own limit (it sat in its root rounding heuristic five times past a 300 s limit);
+    # run_highs asks it to stop once the limit has passed by the grace, in the main thread and in workers.
+    import threading
+    import time
+
+    from goodopt.solvers.backend import run_highs, watchdog_grace_s
+
+    h, box = _StuckHighs(), {}
+
+    def call():
+        t0 = time.perf_counter()
+        box["stopped"] = run_highs(h, time_limit_s=0.2)
+        box["seconds"] = time.perf_counter() - t0
+
+    if in_worker:
+        t = threading.Thread(target=call)
+        t.start()
+        t.join(40)
+    else:
+        call()
+    assert box["stopped"] and h.cancelled.is_set()
+    assert box["seconds"] < 0.2 + watchdog_grace_s(0.2) + 1.0
+    assert "past its 0.2 s time limit" in caplog.text
+    assert run_highs(_FinishingHighs(), time_limit_s=5.0) is False  # a solver that stops in time is left alone
+
+
+class _FinishingHighs(_StuckHighs):
+    def run(self):
+        return None
+
+
+def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
+    # A MILP stopped through the interrupt path (here at its first incumbent) reports TIME_LIMIT, not an
+    # error, with that incumbent and a bound: maximise sum_i v_i x_i over 40 binaries, sum_i w_i x_i <= 50.
+    import highspy
+
+    from goodopt.solvers.backend import new_highs, read_highs
+
+    rng = np.random.default_rng(0)
+    n = 40
+    h = new_highs()
+    h.passModel(_knapsack(highspy, rng.integers(10, 60, n), rng.integers(5, 30, n), 50))
+    h.HandleUserInterrupt = True
+    h.cbMipImprovingSolution += lambda *_: h.cancelSolve()
+    h.run()
+    term, has_solution, objective, bound, *_ = read_highs(h, True, sense=-1, stopped=True)
+    assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+    assert term == Termination.TIME_LIMIT and has_solution and bound >= objective - 1e-9
+    h.HandleUserInterrupt = False
+
+
+def _knapsack(highspy, values, weights, capacity):
+    lp = highspy.HighsLp()
+    n = len(values)
+    lp.num_col_, lp.num_row_ = n, 1
+    lp.col_cost_ = -np.asarray(values, dtype=float)
+    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
+    lp.row_lower_, lp.row_upper_ = np.array([-highspy.kHighsInf]), np.array([float(capacity)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(n + 1)
+    lp.a_matrix_.index_ = np.zeros(n, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(weights, dtype=float)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * n
+    return lp
+
+
 def test_infeasible_model_reports_status():
     from goodopt.formulations import milp as fm
     from goodopt.formulations.configs import enumerate_configs
