@@ -41,6 +41,10 @@ class RepairData:
         s = self.table[..., 0] * pr.realloc[:, None, None]
         self.util_single = rank_utility(pr, s, np.arange(self.J)[:, None, None])  # (J, G, K+1)
         self.single_ok = self.table[..., 0] > 0
+        # the same without the factor: a job still on its current allocation has not been restarted, so
+        # growing it costs the re-allocation factor on all of its speedup (None when every factor is 1)
+        self.util_kept = (None if np.all(pr.realloc == 1.0)
+                          else rank_utility(pr, self.table[..., 0], np.arange(self.J)[:, None, None]))
         self.max_passes = int(pr.node_capacity.max(initial=0)) + 1
         self.need_clip = np.minimum(self.need, self.K)
         ntype = pr.node_type[None, :]
@@ -106,7 +110,8 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     r-th best candidate), either a first placement of ``max(min_gpus,
     1)`` GPUs (a job holding nothing; each such job starts on one node per
     pass) or one more GPU (a job running on this node only). Gains count the
-    re-allocation factor. Feasible members stay feasible. Only members with
+    re-allocation factor, including its cost to a job that would leave its
+    current allocation. Feasible members stay feasible. Only members with
     idle GPUs are touched.
 
     Shapes: a (P, J, N) int64 -> same (modified in place and returned).
@@ -132,7 +137,11 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         kn = np.minimum(k + 1, d.K)
         grow = ((nodes == 1) & (k < d.limit[None, :]) & d.single_ok[rows, t, kn]
                 & (np.take_along_axis(free, node_of, axis=1) >= 1))
-        gg = d.util_single[rows, t, kn] - d.util_single[rows, t, kc]
+        base = d.util_single[rows, t, kc]
+        if d.util_kept is not None:
+            kept = np.all(sub == pr.current[None], axis=2)  # (P, J): rows not restarted
+            base = np.where(kept, d.util_kept[rows, t, kc], base)
+        gg = d.util_single[rows, t, kn] - base
         pp, jj = np.nonzero(grow)
         gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
         gain[~(gain > 0)] = -np.inf

@@ -266,7 +266,10 @@ class _GeneticBase(MethodOptions):
     n_gen: int = 100
     mutation_rate: float | None = None
     crossover_prob: float = 0.9
-    warm_start: Any = None
+    #: The greedy allocation seeds the first population by default (``None``: no warm start, as Pollux's own
+    #: GA, which the simulator's ``pollux`` policy keeps); the GA keeps its best member, so it never ends
+    #: below its seeds.
+    warm_start: Any = "greedy"
     initial_population: Any = None
 
     def __post_init__(self):

@@ -75,3 +75,16 @@ def test_row_crossover_children_take_whole_rows_from_parents(testbed):
     # the second child takes the other parent's row wherever the parents differ
     differ = ~np.all(A == B, axis=2)
     assert np.all(np.where(differ & from_a, np.all(kids[1] == B, axis=2), True))
+
+
+def test_refill_counts_the_restart_a_running_job_would_pay():
+    # Job a runs on 1 of node 0's 3 GPUs; growing it to 2 GPUs would double its speed (1 -> 1.98) but restart
+    # it, and its re-allocation factor 0.001 makes that 0.00198: refill leaves it alone. Job b, idle, takes a
+    # GPU (starting costs it nothing it had). With a factor of 1 the restart is free and a grows.
+    from .synthetic import make_problem
+
+    speedups = [[1.0, 1.98, 2.9], [1.0, 1.5]]
+    for factor, a_gets in ((0.001, 1), (1.0, 2)):
+        pr = make_problem(speedups, capacity=[3], current=[[1], [0]], realloc=[factor, 1.0], p=-1.0)
+        out = refill(pr.current[None].copy(), RepairData(pr), np.random.default_rng(0))[0]
+        assert out[0, 0] == a_gets and out[1, 0] >= 1, (factor, out.tolist())

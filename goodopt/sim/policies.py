@@ -261,7 +261,8 @@ class PolluxPolicy(GoodputPolicy):
     def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy",
                  stall_generations: int | None | str = "auto", **kw):
         super().__init__(**kw)
-        self.options.update(pop_size=pop_size, n_gen=n_gen, engine=engine)
+        # Pollux's GA starts from the current allocation and the last round's population, not from greedy
+        self.options.update(pop_size=pop_size, n_gen=n_gen, engine=engine, warm_start=None)
         if stall_generations == "auto":
             stall_generations = 20 if engine == "numpy" else None
         if stall_generations is not None:
