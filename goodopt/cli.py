@@ -841,10 +841,24 @@ def main(argv=None) -> int:
         return 130
     except KeyboardInterrupt:
         print("goodopt: interrupted; nothing was written", file=sys.stderr)
+        _leave_a_running_solver()
         return 130
     except GoodoptError as exc:
         print(f"goodopt: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _leave_a_running_solver() -> None:
+    """Exit at once (status 130) if a solver asked to stop by Ctrl-C is still inside its C code: tearing the
+    interpreter down around it could crash or hang the exit. Files were already closed or cleaned up."""
+    import threading
+
+    from .solvers.backend import SOLVER_THREAD
+
+    if any(t.name == SOLVER_THREAD and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
 
 
 if __name__ == "__main__":  # pragma: no cover

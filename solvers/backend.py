@@ -110,7 +110,7 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
     t0 = time.perf_counter()
     cutoff = None if time_limit_s is None else t0 + float(time_limit_s) + watchdog_grace_s(time_limit_s)
     stopped = False
-    threading.Thread(target=target, name="goodopt-highs", daemon=True).start()
+    threading.Thread(target=target, name=SOLVER_THREAD, daemon=True).start()
     try:
         while not done.wait(0.1):
             if cutoff is not None and not stopped and time.perf_counter() >= cutoff:
@@ -134,6 +134,10 @@ def watchdog_grace_s(time_limit_s: float) -> float:
     """How long past its time limit HiGHS may run before the watchdog stops it: 1 s plus 5% of the limit."""
     return 1.0 + 0.05 * float(time_limit_s)
 
+
+#: Name of the helper thread HiGHS runs in (the CLI exits at once, not through interpreter teardown, if one
+#: is still running after Ctrl-C).
+SOLVER_THREAD = "goodopt-highs"
 
 #: Seconds HiGHS is given to stop after Ctrl-C before the interrupt is raised anyway.
 INTERRUPT_GRACE_S = 2.0
