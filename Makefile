@@ -17,13 +17,13 @@ FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8
 
 venv: $(STAMP)
 
-# the exact versions the suite passed with (requirements.lock), then goodopt itself without resolving again
+# the exact versions the suite passed with (requirements.lock, every file checked against its sha256), then
+# goodopt itself without resolving again; pip stays the one the venv came with, so nothing here is 'newest'
 LOCK   := requirements.lock
 
 $(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
 	@# the filter hides setuptools' notice that an editable install maps goodopt.solvers etc. through an
 	@# import finder (the top-level folders are not named like their packages); nothing else is hidden
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps -e .
@@ -37,8 +37,13 @@ test-latest:
 	PYTHONWARNINGS="ignore:Editable installation" $(LATEST)/bin/python -m pip install --quiet --upgrade -e ".[test]"
 	$(LATEST)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
+# 'make lock' records the versions test-latest passed with, hashed for every platform (uv pip compile)
 lock: test-latest
-	{ sed -n '1,3p' $(LOCK); $(LATEST)/bin/python -m pip freeze --exclude-editable | grep -iv '^goodopt'; } > $(LOCK).new
+	$(LATEST)/bin/python -m pip freeze --exclude-editable | grep -iv '^goodopt' > $(LOCK).pins
+	$(LATEST)/bin/python -m pip install --quiet uv
+	{ sed -n '1,4p' $(LOCK); $(LATEST)/bin/uv pip compile pyproject.toml --extra test -c $(LOCK).pins \
+	    --generate-hashes --universal --python-version 3.11 --no-header --no-annotate --quiet; } > $(LOCK).new
+	rm $(LOCK).pins
 	mv $(LOCK).new $(LOCK)
 
 test: $(STAMP)
