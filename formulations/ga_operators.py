@@ -76,22 +76,25 @@ def repair(pop, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         gt = per_type.argmax(axis=2)
         ok = d.type_ok[np.arange(J)[None, :], gt]
         a *= ((pr.node_type[None, None, :] == gt[:, :, None]) & ok[:, :, None])
-    cs = np.cumsum(a, axis=2)
-    a = np.clip(d.limit[None, :, None] - (cs - a), 0, a)
-    # node capacity: random priority, unchanged rows first
+    # at most `limit` GPUs per job, its first nodes first (only rows over the limit change)
+    pp, jj = np.nonzero(a.sum(axis=2) > d.limit[None, :])
+    if len(pp):
+        r = a[pp, jj]
+        a[pp, jj] = np.clip(d.limit[jj, None] - (np.cumsum(r, axis=1) - r), 0, r)
+    # node capacity: random priority, unchanged rows first (only over-full (member, node) columns change)
     unchanged = np.all(a == pr.current[None], axis=2)
     key = rng.random((P, J)) - unchanged
-    order = np.argsort(key, axis=1)
-    a_sorted = np.take_along_axis(a, order[:, :, None], axis=1)
-    cs = np.cumsum(a_sorted, axis=1)
-    allowed = np.clip(pr.node_capacity[None, None, :] - (cs - a_sorted), 0, a_sorted)
-    np.put_along_axis(a, order[:, :, None], allowed, axis=1)
+    om, on = np.nonzero(a.sum(axis=1) > pr.node_capacity[None, :])
+    if len(om):
+        col = a[om, :, on]  # (C, J)
+        order = np.argsort(key[om], axis=1)
+        col_sorted = np.take_along_axis(col, order, axis=1)
+        room = pr.node_capacity[on][:, None] - (np.cumsum(col_sorted, axis=1) - col_sorted)
+        np.put_along_axis(col, order, np.clip(room, 0, col_sorted), axis=1)
+        a[om, :, on] = col
     used = a > 0
     if pr.interference_avoidance:
-        multi = used.sum(axis=2) > 1
-        on = multi[:, :, None] & used
-        keeper = np.where(on, key[:, :, None], np.inf).argmin(axis=1)  # (P, N)
-        a[on & (np.arange(J)[None, :, None] != keeper[:, None, :])] = 0
+        _one_multi_node_job_per_node(a, used, key)
         used = a > 0
     k = a.sum(axis=2)
     nodes = used.sum(axis=2)
@@ -100,6 +103,21 @@ def repair(pop, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     bad = (k > 0) & ((k < pr.min_gpus[None, :]) | (s <= 0))
     a[bad] = 0
     return refill(a, d, rng)
+
+
+def _one_multi_node_job_per_node(a, used, key) -> None:
+    """On every node, of the jobs spread over several nodes keep the one with the lowest ``key``; the others
+    lose their GPUs there (only members with a node shared by two such jobs change). Shapes: a, used (P, J, N),
+    key (P, J); ``a`` is changed in place."""
+    on = (used.sum(axis=2) > 1)[:, :, None] & used
+    clash = np.flatnonzero((on.sum(axis=1) > 1).any(axis=1))
+    if not len(clash):
+        return
+    on = on[clash]
+    keeper = np.where(on, key[clash][:, :, None], np.inf).argmin(axis=1)  # (P', N)
+    sub = a[clash]
+    sub[on & (np.arange(a.shape[1])[None, :, None] != keeper[:, None, :])] = 0
+    a[clash] = sub
 
 
 def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
@@ -119,6 +137,8 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     d, pr = data, data.pr
     rows = np.arange(d.J)[None, :]
     free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N), kept up to date below
+    # rows still on their current allocation (not restarted), kept up to date below
+    kept_all = None if d.util_kept is None else np.all(a == pr.current[None], axis=2)  # (P, J)
     for _ in range(d.max_passes):
         members = np.flatnonzero((free_all > 0).any(axis=1))
         if not len(members):
@@ -138,9 +158,8 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         grow = ((nodes == 1) & (k < d.limit[None, :]) & d.single_ok[rows, t, kn]
                 & (np.take_along_axis(free, node_of, axis=1) >= 1))
         base = d.util_single[rows, t, kc]
-        if d.util_kept is not None:
-            kept = np.all(sub == pr.current[None], axis=2)  # (P, J): rows not restarted
-            base = np.where(kept, d.util_kept[rows, t, kc], base)
+        if kept_all is not None:
+            base = np.where(kept_all[members], d.util_kept[rows, t, kc], base)
         gg = d.util_single[rows, t, kn] - base
         pp, jj = np.nonzero(grow)
         gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
@@ -168,7 +187,10 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         add = np.where(idle, d.need_clip[jn], 1)
         sub[pn, jn, nn] += add
         a[members] = sub
-        np.subtract.at(free_all, (members[pn], nn), add)
+        free_all[members[pn], nn] -= add  # one pick per (member, node): no repeated index
+        if kept_all is not None:
+            mp = members[pn]
+            kept_all[mp, jn] = np.all(a[mp, jn] == pr.current[jn], axis=1)
     return a
 
 
@@ -177,12 +199,15 @@ def _rth_best(gain, noise, rank) -> np.ndarray:
     (-1 where none is finite), ties broken by ``noise``. Only the finite entries are sorted: most (job, node)
     pairs have no candidate. Shapes: gain, noise (P, J, N), rank (P, N) -> (P, N)."""
     P, J, N = gain.shape
-    pp, jj, nn = np.nonzero(np.isfinite(gain))
+    flat = gain.reshape(-1)
+    idx = np.flatnonzero(np.isfinite(flat))  # (member, job, node) in C order
     best = np.full((P, N), -1, dtype=np.int64)
-    if not len(pp):
+    if not len(idx):
         return best
+    pp, rest = np.divmod(idx, J * N)
+    jj, nn = np.divmod(rest, N)
     group = pp * N + nn
-    score = gain[pp, jj, nn] * (1 + 1e-9 * noise[pp, jj, nn])
+    score = flat[idx] * (1 + 1e-9 * noise.reshape(-1)[idx])
     order = np.lexsort((-score, group))  # by (member, node), then best first
     n_cand = np.bincount(group, minlength=P * N)
     start = np.cumsum(n_cand) - n_cand

@@ -116,6 +116,21 @@ def test_sia_table3_reports_helios_without_published_numbers(tmp_path):
     assert math.isnan(helios.published) and helios.band is None and helios.reproduced == pytest.approx(1.0)
 
 
+def test_the_full_reproduction_runs_every_task_once_the_longest_first(traces):
+    from goodopt.reproduce import all_tasks
+    from goodopt.runs.cache import task_key
+    from goodopt.runs.tasks import RigidTask, estimated_cpu_s
+
+    tasks = all_tasks(list(EXPERIMENTS), traces, quick=False)
+    assert len({task_key(t) for t in tasks}) == len(tasks) > 150
+    cost = [estimated_cpu_s(t) for t in tasks]
+    assert cost == sorted(cost, reverse=True)
+    # the Pollux policy on the heaviest load starts first; Tiresias and rigid Gavel runs come last
+    assert tasks[0].policy == "pollux" and "load-2.0" in tasks[0].workload
+    assert {getattr(t, "policy", None) for t in tasks[-10:]} <= {"tiresias", "gavel", None}
+    assert any(isinstance(t, RigidTask) for t in tasks)
+
+
 @pytest.mark.slow
 def test_the_quick_reproduction_writes_a_complete_report(traces, tmp_path):
     from goodopt.cli import main

@@ -24,7 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 from goodopt.errors import ValidationError
-from goodopt.runs.sweep import jobs_path, run_sweep, run_tasks
+from goodopt.runs.cache import task_key
+from goodopt.runs.sweep import as_spec, jobs_path, run_sweep, run_tasks
+from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s, expand
 from goodopt.outputs import OutputSet, check_output, output_set
 from goodopt.runs.tables import write_table_into
 from goodopt.traces import traces_dir
@@ -38,7 +40,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Reproduction:
-    """What :func:`reproduce` ran and found: one row per comparison, and the wall time per experiment."""
+    """What :func:`reproduce` ran and found: one row per comparison, and wall times (``seconds["all"]``: every
+    task, in one pool; per experiment: reading its tables and comparing)."""
 
     results: pd.DataFrame
     seconds: dict
@@ -60,6 +63,9 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
         for published in EXPERIMENTS[name].published:
             read_published(root, published)
     rows, seconds, cpu = [], {}, {}
+    t0 = time.perf_counter()
+    _compute_all(names, root, out, quick, workers=workers, dask=dask, progress=progress)
+    seconds["all"] = time.perf_counter() - t0
     with output_set() as files:
         for name in names:
             t0 = time.perf_counter()
@@ -79,6 +85,28 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
                          quick=quick)
         write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"), cpu)
     return Reproduction(results, seconds, quick, out)
+
+
+def all_tasks(names, root: Path, quick: bool) -> list:
+    """The distinct tasks of the experiments ``names``, checked, the longest (estimated) first."""
+    tasks: dict[str, object] = {}
+    for name in names:
+        for spec in EXPERIMENTS[name].specs(root, quick):
+            batch = list(spec.tasks) if isinstance(spec, TaskBatch) else expand(as_spec(spec))
+            check_sim_tasks(batch)
+            for task in batch:
+                tasks.setdefault(task_key(task), task)
+    return sorted(tasks.values(), key=estimated_cpu_s, reverse=True)
+
+
+def _compute_all(names, root: Path, out: Path, quick: bool, **run) -> None:
+    """Every task of the experiments ``names`` in one pool, the longest first (by
+    :func:`~goodopt.runs.tasks.estimated_cpu_s`), into the cache ``out/cache``, from which the experiments then
+    read their tables: the workers stay busy to the end instead of idling through each sweep's last task."""
+    ordered = all_tasks(names, root, quick)
+    log.info("%d tasks of %d experiment(s), estimated %.0f s of CPU", len(ordered), len(names),
+             sum(map(estimated_cpu_s, ordered)))
+    run_tasks(ordered, "all experiments", cache_dir=out / "cache", **run)
 
 
 def _run_experiment(exp, root: Path, out: Path, files: OutputSet, **run) -> dict:
