@@ -61,10 +61,10 @@ class ArrayModel(_Base):
         self._floor = None
 
     def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None, relax=False,
-              node_limit=None, **_):
+              node_limit=None, highs_options=None, **_):
         x0 = self._encode(warm_start) if warm_start is not None else None
         out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
-                                    warm_start=x0, relax=relax, node_limit=node_limit)
+                                    warm_start=x0, relax=relax, node_limit=node_limit, options=highs_options)
         if x is not None:
             self._x = x
             z = x[:self.cs.n_configs]
@@ -94,6 +94,34 @@ class ArrayModel(_Base):
     def exclude(self, config_indices) -> None:
         cols, vals, lo, hi = no_good_row(config_indices, self.mm.n_columns)
         self.session.add_row(cols, vals, lo, hi)
+
+    def fix_outside(self, chosen, types) -> None:
+        """Fix every job not on a GPU type of ``types`` in ``chosen`` to its configuration there (or to idle); the
+        others may choose among the configurations of their own type or stay idle. Finite p only (the ``u_j``
+        columns); :meth:`unfix` restores the model. Shapes: chosen (J,)."""
+        cs, mm, J = self.cs, self.mm, self.pr.n_jobs
+        C = cs.n_configs
+        chosen = np.asarray(chosen)
+        on = np.isin(cs.gpu_type[np.maximum(chosen, 0)], list(types)) & (chosen >= 0)  # (J,) free jobs
+        lo, hi = mm.lower[:C + J].copy(), mm.upper[:C + J].copy()
+        fixed = ~on[cs.job]
+        hi[:C][fixed] = 0.0
+        pick = chosen[~on & (chosen >= 0)]
+        lo[pick] = hi[pick] = 1.0
+        idle = np.zeros(J)
+        idle[chosen < 0] = 1.0
+        lo[C:][~on], hi[C:][~on] = idle[~on], idle[~on]
+        own = cs.gpu_type[np.maximum(chosen, 0)]  # a free job stays on its type
+        hi[:C][on[cs.job] & (cs.gpu_type != own[cs.job])] = 0.0
+        self._set_bounds(np.arange(C + J), lo, hi)
+
+    def unfix(self) -> None:
+        """Undo :meth:`fix_outside`."""
+        n = self.cs.n_configs + self.pr.n_jobs
+        self._set_bounds(np.arange(n), self.mm.lower[:n], self.mm.upper[:n])
+
+    def _set_bounds(self, idx, lo, hi) -> None:
+        self.session.h.changeColsBounds(len(idx), idx.astype(np.int32), np.asarray(lo, float), np.asarray(hi, float))
 
     def set_floor(self, value) -> None:
         """Epigraph models: ``t >= value`` (None restores the model's own bound)."""

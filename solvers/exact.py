@@ -562,6 +562,11 @@ def _placement_rows_loop(run, model, out):
         if missing:  # too many patterns for a type: fall back to no-good cuts there
             info["pattern_rows_skipped"] = sorted(pr.type_names[g] for g in missing)
             return _placement_cut_loop(run, model, model.solve(warm_start=start, **run.solve_kwargs()))
+        if run.objective is not None:  # finite p
+            repaired = _repair_on_types(run, model, out, chosen, bad)
+            if repaired is not None:
+                return repaired
+            start = run.best()[0]
         out = run.stage(f"config + pattern rows ({', '.join(pr.type_names[g] for g in sorted(with_rows))})",
                         lambda: model.solve(warm_start=start, **run.solve_kwargs()))
         if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
@@ -599,6 +604,36 @@ def _placement_cut_loop(run, model, out):
             out = _certify_epigraph(run, model, out)
     info["placement_cuts"] = n_cuts
     return out, None
+
+
+def _repair_on_types(run, model, first, chosen, types):
+    """Re-choose only the jobs on the unplaced GPU ``types`` under their node-pattern rows, every other job
+    fixed to ``first``'s choice (a small model: presolve removes the fixed columns).
+
+    ``first`` solved a relaxation of this model, so its bound holds here: when the repaired choice reaches it
+    (within the solver's gap), it is optimal and places by construction, and the full re-solve is skipped.
+    Returns ``(outcome, allocation)`` then, else None (a placed repair stays as a candidate, the full re-solve's
+    warm start). Finite p only.
+    """
+    names = ", ".join(run.pr.type_names[g] for g in sorted(types))
+    model.fix_outside(chosen, types)
+    try:
+        out = run.stage(f"pattern rows ({names}), only their jobs re-chosen",
+                        lambda: model.solve(highs_options={"presolve": "on"}, **run.solve_kwargs()))
+    finally:
+        model.unfix()
+    if out.termination != Termination.OPTIMAL or not out.has_solution:
+        return None
+    placed = _place_choice(run, model.chosen())[0]
+    if placed is None:
+        return None
+    run.add_candidate(placed, "pattern-row repair")
+    if not (np.isfinite(first.bound) and out.objective >= first.bound - run.gaps["mip_abs_gap"]):
+        return None
+    run.info["proof"] = (f"the configuration optimum without pattern rows, its jobs on {names} re-chosen under "
+                         "their node-pattern rows, reaches that optimum's bound and places")
+    gap = (first.bound - out.objective) / max(abs(first.bound), 1e-300)
+    return replace(out, bound=first.bound, mip_gap=max(gap, 0.0)), placed
 
 
 def _placement_pairs(problem, cs):
