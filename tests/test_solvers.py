@@ -517,3 +517,12 @@ def test_an_unplaced_optimum_is_first_repaired_within_its_gpu_type(seed, re_solv
     assert res.status == other.status == Termination.OPTIMAL
     assert res.fitness == pytest.approx(other.fitness, rel=1e-7)
     assert res.bound >= res.fitness * (1 - 1e-6) and res.feasible and not res.violations
+
+
+def test_highs_runs_on_one_thread_unless_the_threads_option_says_more():
+    from goodopt.solvers.backend import new_highs
+    from goodopt.solvers.highs_arrays import _option_value
+
+    assert _option_value(new_highs(), "threads") == 1
+    res = goodopt.solve(family_scenario("family:tiny:0").problem(), "milp", {"threads": 2})
+    assert res.status == Termination.OPTIMAL and res.options["threads"] == 2
