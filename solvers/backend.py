@@ -91,6 +91,7 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
     ``stopped=True``). In the main thread Ctrl-C asks HiGHS to stop the same way and raises
     :class:`KeyboardInterrupt` once it has stopped. Without a time limit outside the main thread (workers,
     which leave Ctrl-C to their parent) a plain ``run()``."""
+    match_scheduler(h)
     main = threading.current_thread() is threading.main_thread() \
         and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if not main and time_limit_s is None:
@@ -128,6 +129,22 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
     if "error" in box:
         raise box["error"]
     return stopped
+
+
+_scheduler_threads: int | None = None
+
+
+def match_scheduler(h) -> None:
+    """Make the process's HiGHS thread pool fit ``h``'s ``threads`` option before it runs.
+
+    HiGHS keeps one pool per process, sized by the first run; a later run asking another size fails (model
+    status "not set"). When the size asked for changes, the pool is shut down and the run starts a new one."""
+    global _scheduler_threads
+    got = h.getOptionValue("threads")
+    want = int(got[1] if isinstance(got, tuple) else got)
+    if _scheduler_threads is not None and want != _scheduler_threads:
+        type(h).resetGlobalScheduler(True)
+    _scheduler_threads = want
 
 
 def watchdog_grace_s(time_limit_s: float) -> float:

@@ -266,6 +266,9 @@ class _StuckHighs:
     def cancelSolve(self):
         self.cancelled.set()
 
+    def getOptionValue(self, name):
+        return 1 if name == "threads" else None
+
 
 @pytest.mark.parametrize("in_worker", [False, True])
 def test_the_watchdog_holds_a_solver_to_its_time_limit(in_worker, caplog):
@@ -305,7 +308,7 @@ def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
     # error, with that incumbent and a bound: maximise sum_i v_i x_i over 40 binaries, sum_i w_i x_i <= 50.
     import highspy
 
-    from goodopt.solvers.backend import new_highs, read_highs
+    from goodopt.solvers.backend import match_scheduler, new_highs, read_highs
 
     rng = np.random.default_rng(0)
     n = 40
@@ -313,6 +316,7 @@ def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
     h.passModel(_knapsack(highspy, rng.integers(10, 60, n), rng.integers(5, 30, n), 50))
     h.HandleUserInterrupt = True
     h.cbMipImprovingSolution += lambda *_: h.cancelSolve()
+    match_scheduler(h)
     h.run()
     term, has_solution, objective, bound, *_ = read_highs(h, True, sense=-1, stopped=True)
     assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
@@ -526,3 +530,30 @@ def test_highs_runs_on_one_thread_unless_the_threads_option_says_more():
     assert _option_value(new_highs(), "threads") == 1
     res = goodopt.solve(family_scenario("family:tiny:0").problem(), "milp", {"threads": 2})
     assert res.status == Termination.OPTIMAL and res.options["threads"] == 2
+
+
+def test_runs_asking_for_different_thread_counts_in_one_thread_all_solve():
+    # HiGHS sizes a thread's pool at its first run; a later run in that thread asking another size used to end
+    # with model status "not set". A sweep worker runs its solves in one thread, so a task with `threads: 2`
+    # after one with the default broke every solve that followed.
+    import threading
+
+    import highspy
+
+    from goodopt.solvers.backend import new_highs, run_highs
+
+    statuses = []
+
+    def worker():
+        rng = np.random.default_rng(0)
+        for threads in (1, 2, 1, 2):
+            h = new_highs()
+            h.setOptionValue("threads", threads)
+            h.passModel(_knapsack(highspy, rng.integers(10, 60, 40), rng.integers(5, 30, 40), 50))
+            run_highs(h)
+            statuses.append(h.getModelStatus())
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert statuses == [highspy.HighsModelStatus.kOptimal] * 4
