@@ -140,11 +140,16 @@ def match_scheduler(h) -> None:
     HiGHS keeps one pool per process, sized by the first run; a later run asking another size fails (model
     status "not set"). When the size asked for changes, the pool is shut down and the run starts a new one."""
     global _scheduler_threads
-    got = h.getOptionValue("threads")
-    want = int(got[1] if isinstance(got, tuple) else got)
+    want = int(option_value(h, "threads"))
     if _scheduler_threads is not None and want != _scheduler_threads:
         type(h).resetGlobalScheduler(True)
     _scheduler_threads = want
+
+
+def option_value(h, key):
+    """A HiGHS option's current value (highspy returns it alone or as ``(status, value)``)."""
+    got = h.getOptionValue(key)
+    return got[1] if isinstance(got, tuple) else got
 
 
 def watchdog_grace_s(time_limit_s: float) -> float:

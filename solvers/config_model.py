@@ -61,10 +61,10 @@ class ArrayModel(_Base):
         self._floor = None
 
     def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None, relax=False,
-              node_limit=None, highs_options=None, **_):
+              node_limit=None, **_):
         x0 = self._encode(warm_start) if warm_start is not None else None
         out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
-                                    warm_start=x0, relax=relax, node_limit=node_limit, options=highs_options)
+                                    warm_start=x0, relax=relax, node_limit=node_limit)
         if x is not None:
             self._x = x
             z = x[:self.cs.n_configs]

@@ -69,23 +69,12 @@ class HighsSession:
         self.n_rows += 1
 
     def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None,
-              relax=False, node_limit=None, options=None):
+              relax=False, node_limit=None):
         """Solve; returns ``(MilpOutcome, x)`` with ``x`` the column values (None without a solution).
 
         ``relax`` solves the LP relaxation (integrality dropped for this solve only).
         ``warm_start`` is every column's value, or ``(columns, values)`` for some of them.
-        ``options``: HiGHS options for this solve only.
         """
-        saved = {key: _option_value(self.h, key) for key in options or {}}
-        for key, value in (options or {}).items():
-            self.h.setOptionValue(key, value)
-        try:
-            return self._solve(time_limit_s, mip_rel_gap, mip_abs_gap, warm_start, relax, node_limit)
-        finally:
-            for key, value in saved.items():
-                self.h.setOptionValue(key, value)
-
-    def _solve(self, time_limit_s, mip_rel_gap, mip_abs_gap, warm_start, relax, node_limit):
         hs, h, model = self._hs, self.h, self.model
         t0 = time.perf_counter()
         if self.bad:
@@ -132,8 +121,3 @@ class HighsSession:
         return MilpOutcome(term, has_solution, objective, bound, gap, nodes, solve_s, setup_s, raw, "highs",
                            self.version, model.n_columns, self.n_rows), x
 
-
-def _option_value(h, key):
-    """A HiGHS option's current value (highspy returns it alone or as ``(status, value)``)."""
-    got = h.getOptionValue(key)
-    return got[1] if isinstance(got, tuple) else got

@@ -524,10 +524,9 @@ def test_an_unplaced_optimum_is_first_repaired_within_its_gpu_type(seed, re_solv
 
 
 def test_highs_runs_on_one_thread_unless_the_threads_option_says_more():
-    from goodopt.solvers.backend import new_highs
-    from goodopt.solvers.highs_arrays import _option_value
+    from goodopt.solvers.backend import new_highs, option_value
 
-    assert _option_value(new_highs(), "threads") == 1
+    assert option_value(new_highs(), "threads") == 1
     res = goodopt.solve(family_scenario("family:tiny:0").problem(), "milp", {"threads": 2})
     assert res.status == Termination.OPTIMAL and res.options["threads"] == 2
 
