@@ -91,18 +91,17 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
     ``stopped=True``). In the main thread Ctrl-C asks HiGHS to stop the same way and raises
     :class:`KeyboardInterrupt` once it has stopped. Without a time limit outside the main thread (workers,
     which leave Ctrl-C to their parent) a plain ``run()``."""
-    match_scheduler(h)
     main = threading.current_thread() is threading.main_thread() \
         and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if not main and time_limit_s is None:
-        h.run()
+        _run(h)
         return False
     h.HandleUserInterrupt = True
     done, box = threading.Event(), {}
 
     def target():
         try:
-            h.run()
+            _run(h)
         except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
             box["error"] = exc
         finally:
@@ -131,25 +130,17 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
     return stopped
 
 
-_scheduler_threads: int | None = None
+def _run(h) -> None:
+    """``h.run()``; run again after a reset when HiGHS refused to start because this thread's pool was sized
+    for another ``threads`` value (it sizes a thread's pool at its first run and then ends any run asking
+    another size with status "error" and model status "not set": in a sweep worker with mixed ``threads``
+    options, every later solve)."""
+    import highspy
 
-
-def match_scheduler(h) -> None:
-    """Make the process's HiGHS thread pool fit ``h``'s ``threads`` option before it runs.
-
-    HiGHS keeps one pool per process, sized by the first run; a later run asking another size fails (model
-    status "not set"). When the size asked for changes, the pool is shut down and the run starts a new one."""
-    global _scheduler_threads
-    want = int(option_value(h, "threads"))
-    if _scheduler_threads is not None and want != _scheduler_threads:
+    if h.run() == highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kNotset:
+        log.debug("HiGHS refused to start on its thread pool's size; resetting the pool")
         type(h).resetGlobalScheduler(True)
-    _scheduler_threads = want
-
-
-def option_value(h, key):
-    """A HiGHS option's current value (highspy returns it alone or as ``(status, value)``)."""
-    got = h.getOptionValue(key)
-    return got[1] if isinstance(got, tuple) else got
+        h.run()
 
 
 def watchdog_grace_s(time_limit_s: float) -> float:
