@@ -17,8 +17,9 @@ FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8
 
 venv: $(STAMP)
 
-# the exact versions the suite passed with (requirements.lock, every file checked against its sha256), then
-# goodopt itself without resolving again; pip stays the one the venv came with, so nothing here is 'newest'
+# the exact versions the suite passed with (requirements.lock, every file checked against its sha256, the build
+# tools setuptools and wheel included), then goodopt itself without resolving again and built with those locked
+# tools (no build isolation, which would fetch the newest); pip stays the one the venv came with
 LOCK   := requirements.lock
 
 $(STAMP): pyproject.toml $(LOCK)
@@ -26,7 +27,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
 	@# the filter hides setuptools' notice that an editable install maps goodopt.solvers etc. through an
 	@# import finder (the top-level folders are not named like their packages); nothing else is hidden
-	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps -e .
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
 # The suite on the newest versions of everything (a separate venv); 'make lock' then records them.
@@ -39,11 +40,12 @@ test-latest:
 
 # 'make lock' records the versions test-latest passed with, hashed for every platform (uv pip compile)
 lock: test-latest
-	$(LATEST)/bin/python -m pip freeze --exclude-editable | grep -iv '^goodopt' > $(LOCK).pins
+	$(LATEST)/bin/python -m pip freeze --all --exclude-editable | grep -iv '^goodopt\|^pip=' > $(LOCK).pins
 	$(LATEST)/bin/python -m pip install --quiet uv
-	{ sed -n '1,4p' $(LOCK); $(LATEST)/bin/uv pip compile pyproject.toml --extra test -c $(LOCK).pins \
+	printf 'setuptools>=69\nwheel\n' > $(LOCK).build
+	{ sed -n '1,4p' $(LOCK); $(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins \
 	    --generate-hashes --universal --python-version 3.11 --no-header --no-annotate --quiet; } > $(LOCK).new
-	rm $(LOCK).pins
+	rm $(LOCK).pins $(LOCK).build
 	mv $(LOCK).new $(LOCK)
 
 test: $(STAMP)
