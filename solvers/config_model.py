@@ -102,7 +102,8 @@ class ArrayModel(_Base):
         cs, mm, J = self.cs, self.mm, self.pr.n_jobs
         C = cs.n_configs
         chosen = np.asarray(chosen)
-        on = np.isin(cs.gpu_type[np.maximum(chosen, 0)], list(types)) & (chosen >= 0)  # (J,) free jobs
+        own = cs.gpu_type[np.maximum(chosen, 0)]  # (J,) each job's type in `chosen`
+        on = (chosen >= 0) & np.isin(own, list(types))  # (J,) free jobs
         lo, hi = mm.lower[:C + J].copy(), mm.upper[:C + J].copy()
         fixed = ~on[cs.job]
         hi[:C][fixed] = 0.0
@@ -111,8 +112,7 @@ class ArrayModel(_Base):
         idle = np.zeros(J)
         idle[chosen < 0] = 1.0
         lo[C:][~on], hi[C:][~on] = idle[~on], idle[~on]
-        own = cs.gpu_type[np.maximum(chosen, 0)]  # a free job stays on its type
-        hi[:C][on[cs.job] & (cs.gpu_type != own[cs.job])] = 0.0
+        hi[:C][on[cs.job] & (cs.gpu_type != own[cs.job])] = 0.0  # a free job stays on its type
         self._set_bounds(np.arange(C + J), lo, hi)
 
     def unfix(self) -> None:

@@ -562,8 +562,7 @@ def _placement_rows_loop(run, model, out):
         if missing:  # too many patterns for a type: fall back to no-good cuts there
             info["pattern_rows_skipped"] = sorted(pr.type_names[g] for g in missing)
             return _placement_cut_loop(run, model, model.solve(warm_start=start, **run.solve_kwargs()))
-        running = chosen >= 0
-        others = running & ~np.isin(run.cs.gpu_type[np.maximum(chosen, 0)], sorted(bad))
+        others = (chosen >= 0) & ~np.isin(run.cs.gpu_type[np.maximum(chosen, 0)], sorted(bad))
         if run.objective is not None and others.any():  # finite p, and some job stays fixed on another type
             repaired = _repair_on_types(run, model, out, chosen, bad)
             if repaired is not None:

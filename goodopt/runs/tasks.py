@@ -164,14 +164,16 @@ def estimated_cpu_s(task: Task) -> float:
     """A rough estimate of ``task``'s CPU seconds (:data:`EST_CPU_PER_JOB`), for ordering tasks longest
     first."""
     if isinstance(task, SimTask):
-        return EST_CPU_PER_JOB.get(task.policy, EST_CPU_PER_JOB_OTHER) * _workload_jobs(task.workload)
+        return EST_CPU_PER_JOB.get(task.policy, EST_CPU_PER_JOB_OTHER) * _workload_jobs(str(task.workload))
     if isinstance(task, RigidTask):
         return EST_CPU_PER_RIGID_JOB * task.n_jobs * (2.0 if "finish_time" in str(task.config.get("policy")) else 1.0)
     return 1.0
 
 
-def _workload_jobs(workload) -> int:
-    """Rows of a workload CSV (100 for a generated workload or a file that cannot be read)."""
+@functools.lru_cache(maxsize=1024)
+def _workload_jobs(workload: str) -> int:
+    """Rows of a workload CSV (100 for a generated workload or a file that cannot be read); each file is read
+    once per process."""
     if str(workload).startswith("generated:"):
         return 100
     try:
