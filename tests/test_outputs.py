@@ -168,7 +168,8 @@ def test_ctrl_c_stops_a_long_milp_solve_at_once():
     seconds (HiGHS is asked to stop), not when the solve would have ended."""
     psutil = pytest.importorskip("psutil")
     p = subprocess.Popen([sys.executable, "-m", "goodopt.cli", "solve", "family:five-types-2048:0", "--method",
-                          "milp", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "milp", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as at a terminal
     proc = psutil.Process(p.pid)
     while sum(proc.cpu_times()[:2]) < 12.0:  # well into the solver, however fast the machine
         assert p.poll() is None

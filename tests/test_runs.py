@@ -33,9 +33,15 @@ ROOT = Path(__file__).resolve().parents[1]
 GREEDY = {"name": "g", "kind": "solve", "families": {"names": ["tiny"], "seeds": [0, 1, 2]}, "methods": ["greedy"]}
 
 
+def _at_a_terminal():
+    """Ctrl-C as at a terminal: a shell without job control starts background jobs with SIGINT ignored, and a
+    child would inherit that and never see the signal these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(*args, **kw):
     return subprocess.Popen([sys.executable, "-m", "goodopt.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=kw.get("cwd"))
+                            stderr=subprocess.PIPE, text=True, cwd=kw.get("cwd"), preexec_fn=_at_a_terminal)
 
 
 # ------------------------------------------------------------------ structure
