@@ -25,13 +25,13 @@ from goodopt.progress import tracing
 from goodopt.validation import suggest
 from goodopt.formulations.configs import enumerate_configs
 
-from .options import OPTIONS, MethodOptions
+from .options import OPTIONS, MethodOptions, ga_engine
 from .result import MethodOutcome, SolveResult, SolverStats, Termination
 
 log = logging.getLogger(__name__)
 
 #: Methods whose solution may be named as another method's warm start.
-_WARM_BY_NAME = {"milp": ("greedy", "ga"), "ga": ("greedy", "milp"), "nsga2": ("greedy", "milp")}
+_WARM_BY_NAME = {"milp": ("greedy", "ga"), "ga": ("greedy", "milp", "lp"), "nsga2": ("greedy", "milp", "lp")}
 
 
 def _warm_starts(problem, evaluator, spec, opts, method):
@@ -46,6 +46,13 @@ def _warm_starts(problem, evaluator, spec, opts, method):
             if s not in names:
                 raise ValidationError("options.warm_start", f"unknown warm start {s!r} for method {method!r}",
                                       f"use one of {names}, an allocation (J, N) or a list of them")
+            if s == "lp":
+                from .rounding import lp_rounding
+
+                a = lp_rounding(problem, evaluator, threads=opts.get("threads"))
+                if a is not None:
+                    out.append(a)
+                continue
             sub = {"time_limit_s": opts["time_limit_s"]} if s == "milp" else {}
             if s == "ga":
                 sub = {"seed": opts["seed"] if opts["seed"] is not None else 0}
@@ -139,8 +146,13 @@ def _run_genetic(two_objectives):
     def run(problem, ev, opts, t_start) -> MethodOutcome:
         from .genetic import solve_ga
 
-        seeds = _warm_starts(problem, ev, opts.warm_start, opts, "nsga2" if two_objectives else "ga")
-        return solve_ga(problem, ev, opts, t_start, seeds=seeds, two_objectives=two_objectives)
+        engine = ga_engine(problem, opts.get("engine", "pymoo"), two_objectives)
+        warm = opts.warm_start
+        if isinstance(warm, str) and warm == "auto":
+            warm = "lp" if engine == "configs" else ["lp", "greedy"]
+        seeds = _warm_starts(problem, ev, warm, opts, "nsga2" if two_objectives else "ga")
+        return solve_ga(problem, ev, opts.replace(engine=engine) if "engine" in opts else opts, t_start,
+                        seeds=seeds, two_objectives=two_objectives)
 
     return run
 

@@ -40,6 +40,7 @@ from goodopt.formulations.ga_operators import (AllocationMutation, AllocationRep
                                                RepairData, RowCrossover, initial_population, mutate, repair,
                                                row_crossover)
 
+from .config_ga import evolve
 from .result import MethodOutcome, Termination
 
 log = logging.getLogger(__name__)
@@ -48,14 +49,17 @@ log = logging.getLogger(__name__)
 def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=False):
     """Run the GA. ``seeds`` are (J, N) allocations for the initial population."""
     t0 = time.perf_counter()
-    data = RepairData(problem)
     seeds = list(seeds)
     if opts.get("initial_population") is not None:
         init = np.asarray(opts["initial_population"], dtype=np.int64)
         seeds.extend(init.reshape(-1, problem.n_jobs, problem.n_nodes))
     pop_size = opts["pop_size"]
     seeds = seeds[: max(pop_size - 1, 0)]
-    if opts.get("engine", "pymoo") == "numpy" and not two_objectives:
+    engine = opts.get("engine", "pymoo")
+    if engine == "configs" and not two_objectives:
+        return _solve_configs(problem, evaluator, opts, t_start, seeds, t0)
+    data = RepairData(problem)
+    if engine == "numpy" and not two_objectives:
         return _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0)
     gaprob = AllocationGAProblem(problem, evaluator, two_objectives=two_objectives)
     operators = dict(
@@ -126,6 +130,26 @@ def _pymoo_version() -> str:
     from importlib.metadata import version
 
     return version("pymoo")
+
+
+def _solve_configs(problem, evaluator, opts, t_start, seeds, t0):
+    """The GA over configurations (:mod:`goodopt.solvers.config_ga`), for large clusters."""
+    rng = np.random.default_rng(opts["seed"])
+    deadline = None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"]
+    build_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    alloc, pop, gen, timed_out = evolve(
+        problem, evaluator, seeds, pop_size=opts["pop_size"], n_gen=opts["n_gen"],
+        crossover_prob=opts["crossover_prob"], rng=rng, deadline=deadline, stall=opts.get("stall_generations"),
+        on_generation=lambda g, p: _report_generation(g, opts["n_gen"], float(p.score[0])))
+    status = Termination.TIME_LIMIT if timed_out else Termination.COMPLETED
+    P = len(pop.score)
+    return MethodOutcome(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
+                         build_s=build_s, solve_s=time.perf_counter() - t1, nodes=None, solver="goodopt-config-ga",
+                         solver_version=np.__version__, raw_status=f"{gen} generations", n_variables=problem.n_jobs,
+                         n_constraints=1, n_configs=pop.cs.n_configs,
+                         extra={"generations": gen, "evaluations": P * (gen + 1), "engine": "configs"},
+                         message=f"{gen} generations of population {P} over job configurations")
 
 
 def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):

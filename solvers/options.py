@@ -266,10 +266,11 @@ class _GeneticBase(MethodOptions):
     n_gen: int = 100
     mutation_rate: float | None = None
     crossover_prob: float = 0.9
-    #: The greedy allocation seeds the first population by default (``None``: no warm start, as Pollux's own
-    #: GA, which the simulator's ``pollux`` policy keeps); the GA keeps its best member, so it never ends
-    #: below its seeds.
-    warm_start: Any = "greedy"
+    #: Seeds of the first population; ``"auto"``: LP rounding for the configuration engine, LP rounding and
+    #: greedy otherwise
+    #: (``None``: no warm start, as Pollux's own GA, which the simulator's ``pollux`` policy keeps); the GA
+    #: keeps its best member, so it never ends below its seeds.
+    warm_start: Any = "auto"
     initial_population: Any = None
 
     def __post_init__(self):
@@ -284,17 +285,34 @@ class _GeneticBase(MethodOptions):
 @dataclass(frozen=True, kw_only=True)
 class GaOptions(_GeneticBase):
     method: ClassVar[str] = "ga"
-    engine: str = "pymoo"
+    engine: str = "auto"
     stall_generations: int | None = None
 
     def __post_init__(self):
         super().__post_init__()
-        _choice("engine", self.engine, ("pymoo", "numpy"))
+        _choice("engine", self.engine, ENGINES)
         _whole("stall_generations", self.stall_generations, 1, "omit it to always run n_gen generations",
                none_ok=True)
-        if self.stall_generations is not None and self.engine != "numpy":
-            raise ValidationError("options.stall_generations", "is supported by the numpy engine only",
-                                  "add engine='numpy' or drop stall_generations")
+        if self.stall_generations is not None and self.engine not in ("numpy", "configs"):
+            raise ValidationError("options.stall_generations", "is supported by the numpy and configs engines only",
+                                  "add engine='numpy' (or 'configs') or drop stall_generations")
+
+
+#: The ``ga`` method's engines (:mod:`goodopt.solvers.genetic`); ``auto`` picks ``configs`` from
+#: :data:`CONFIGS_FROM_CELLS` job-node pairs on, ``pymoo`` below.
+ENGINES = ("auto", "pymoo", "numpy", "configs")
+#: Job-node pairs (J x N) from which ``engine="auto"`` runs the GA over configurations: the dense
+#: population (P x J x N) outgrows memory and time there (five-types-512 has 19,680, cluster-256 3,264).
+CONFIGS_FROM_CELLS = 10_000
+
+
+def ga_engine(problem, engine: str, two_objectives: bool = False) -> str:
+    """The engine ``engine`` stands for on ``problem`` (``auto`` resolved; NSGA-II runs on pymoo)."""
+    if two_objectives:
+        return "pymoo"
+    if engine != "auto":
+        return engine
+    return "configs" if problem.n_jobs * problem.n_nodes >= CONFIGS_FROM_CELLS else "pymoo"
 
 
 @dataclass(frozen=True, kw_only=True)

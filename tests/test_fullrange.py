@@ -29,6 +29,7 @@ from goodopt.cluster import Cluster, NodeGroup
 from goodopt.generate import random_scenario
 from goodopt.scenario import Objective
 from goodopt.solvers import Termination
+from goodopt.solvers.rounding import lp_rounding
 
 from .synthetic import make_problem
 
@@ -156,6 +157,14 @@ def check_against_brute_force(pr):
     assert ga.feasible and ga.fitness <= f_star + tol
     # seeded by greedy (the default) and keeping its best member, the GA never ends below greedy
     assert ga.fitness >= gr.fitness - tol, (pr.p, ga.fitness, gr.fitness)
+
+    # the GA over configurations (the engine at scale), seeded by LP rounding, never ends below it
+    lp = lp_rounding(pr, ev)
+    cga = goodopt.solve(pr, "ga", {"seed": 0, "pop_size": 8, "n_gen": 5, "engine": "configs"})
+    where = (pr.p, pr.eps, cga.fitness, f_star)
+    assert cga.feasible and cga.fitness <= f_star + tol, where
+    if lp is not None:
+        assert ev.violation(lp) == 0 and cga.fitness >= ev.fitness(lp) - tol, (*where, ev.fitness(lp))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

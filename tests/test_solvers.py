@@ -196,6 +196,27 @@ def test_ga_improves_on_its_start_and_warm_start_from_milp(testbed):
     assert warm.fitness >= opt.fitness - 1e-12  # elitist: the warm start survives
 
 
+def test_the_ga_runs_over_configurations_at_scale_from_lp_rounding():
+    """five-types-512 has 205 jobs x 96 nodes, past the dense population's reach: ``engine: auto`` runs the GA
+    over job configurations, started from LP rounding. It ends feasible, at or above that start and below
+    the certified optimum, in a fraction of the dense GA's memory; the same seed gives the same answer."""
+    from goodopt.solvers.rounding import lp_rounding
+
+    pr = FAMILIES["five-types-512"].scenario(0).problem()
+    ev = pr.evaluator()
+    opts = {"seed": 3, "n_gen": 5, "pop_size": 10}
+    a = goodopt.solve(pr, "ga", opts)
+    assert a.extra["engine"] == "configs" and a.feasible
+    start = ev.fitness(lp_rounding(pr, ev))
+    assert start - 1e-12 <= a.fitness <= goodopt.solve(pr, "milp").fitness + 1e-12
+    assert np.array_equal(goodopt.solve(pr, "ga", opts).x, a.x)
+    # below the threshold the allocation GA runs, seeded by greedy as before
+    small = goodopt.solve(FAMILIES["sia-64"].scenario(0).problem(), "ga", {"seed": 0, "n_gen": 2, "pop_size": 4})
+    assert "engine" not in small.extra and small.stats.solver.startswith("pymoo")
+    with pytest.raises(ValidationError, match="engine"):
+        goodopt.solve(pr, "ga", {"seed": 0, "engine": "sparse"})
+
+
 def test_milp_warm_start_from_ga_is_accepted(testbed):
     pr = testbed.problem()
     ga = goodopt.solve(pr, "ga", {"seed": 0, "n_gen": 10, "pop_size": 30})

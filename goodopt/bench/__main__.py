@@ -45,13 +45,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench_out", help="folder for the CSV results")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", nargs="*",
-                    choices=["exact", "evaluator", "ga", "milp", "choices", "quality", "simulation"],
+                    choices=["exact", "evaluator", "ga", "ga-scale", "milp", "choices", "quality", "simulation"],
                     help="run only these parts")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     con = Console(highlight=False, width=160)
-    parts = args.only or ["exact", "evaluator", "ga", "milp", "choices", "quality", "simulation"]
+    parts = args.only or ["exact", "evaluator", "ga", "ga-scale", "milp", "choices", "quality", "simulation"]
     con.print(f"machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
               f"{platform.processor() or 'cpu'}); python {platform.python_version()}")
     with Progress(console=con, transient=True) as bar:
@@ -116,6 +116,13 @@ def main(argv=None) -> int:
                 greedy_s=("greedy_s", "mean")).reset_index()
             con.print(_table("Quality: fitness / certified optimum (or best bound), mean over 3 seeds", summ,
                              list(summ.columns), digits=4))
+        if "ga-scale" in parts:
+            task = bar.add_task("GA at scale", total=len(solvers.GA_SCALE_FAMILIES))
+            df = _save(out, "ga_scale", solvers.ga_at_scale(args.seed, progress=lambda: bar.advance(task)),
+                       args.seed, "certified optimum of the exact MILP on the same instance")
+            con.print(_table("GA at scale (default options): fitness / optimum, CPU s, peak MB (tracemalloc)", df,
+                             ["family", "n_gpus", "engine", "ga_rel", "ga_cpu_s", "ga_peak_mb", "lp_rounding_rel",
+                              "lp_rounding_cpu_s", "generations"], digits=4))
     con.print(f"wrote CSV + JSON to {out}/")
     return 0
 

@@ -34,6 +34,8 @@ EXACT_FAMILIES = (("sia-64", True), ("testbed-over", True), ("cluster-256", True
 EXACT_NODE_LIMIT = 20_000
 MILP_CASES = ((16, 4, 60), (256, 8, 800))
 QUALITY_FAMILIES = ("tiny", "testbed-under", "testbed-over", "mixed-64", "cluster-256")
+#: Families of the GA-at-scale table: 64, 256, 512 and 2048 GPUs.
+GA_SCALE_FAMILIES = ("sia-64", "cluster-256", "five-types-512", "cluster-2048", "mixed-2048")
 
 
 class _LoopEvaluator(Evaluator):
@@ -244,4 +246,36 @@ def quality(seeds=(0, 1, 2), time_limit_s: float = 30.0, progress=None):
             rows.append(row)
             if progress:
                 progress()
+    return rows
+
+
+def ga_at_scale(seed: int = 0, progress=None):
+    """The default GA (engine ``auto``) per family: fitness / certified optimum, CPU seconds, and the peak of
+    memory numpy and Python allocated during the solve (tracemalloc), beside LP rounding alone."""
+    import tracemalloc
+
+    from goodopt.solvers import solve
+    from goodopt.solvers.rounding import lp_rounding
+
+    rows = []
+    for name in GA_SCALE_FAMILIES:
+        pr = FAMILIES[name].scenario(seed).problem()
+        opt = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
+        ref = opt.bound if np.isfinite(opt.bound) else opt.fitness
+        t = time.process_time()
+        lp = lp_rounding(pr, pr.evaluator())
+        lp_s = time.process_time() - t
+        t = time.process_time()
+        r = solve(pr, "ga", {"seed": seed})
+        cpu = time.process_time() - t
+        tracemalloc.start()  # a second, identical run for memory: tracing slows allocation severalfold
+        solve(pr, "ga", {"seed": seed})
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        rows.append({"family": name, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs, "milp_status": str(opt.status),
+                     "engine": r.extra.get("engine", "pymoo"), "ga_rel": r.fitness / ref, "ga_cpu_s": cpu,
+                     "ga_peak_mb": peak / 2**20, "lp_rounding_rel": pr.evaluator().fitness(lp) / ref,
+                     "lp_rounding_cpu_s": lp_s, "generations": r.extra.get("generations")})
+        if progress:
+            progress()
     return rows
