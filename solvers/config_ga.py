@@ -48,6 +48,8 @@ from .heuristics import canonicalize
 
 #: At most this many of the second parent's differing job choices enter a child.
 CROSS_JOBS = 8
+#: The arrays a member owns (the rest is shared by the population).
+_MEMBER_FIELDS = ("chosen", "alloc", "free", "multi_count", "score")
 #: Mean number of job changes per mutation, beyond the first.
 EXTRA_CHANGES = 1.0
 #: Probability that a child's mutation is a ruin and recreate (:func:`ruin_recreate`).
@@ -61,8 +63,8 @@ RECREATE_STEPS = 16
 class ConfigPopulation:
     """Members' configurations and placements, changed one job at a time.
 
-    Shapes (P members, J jobs, N nodes): ``chosen`` (P, J) int; ``alloc`` (P, J, N) int16 (int32 beyond
-    32,766 GPUs a node); ``free`` and
+    Shapes (P members, J jobs, N nodes): ``chosen`` (P, J) int; ``alloc`` (P, J, N) of the smallest integer
+    type that holds a node's GPUs; ``free`` and
     ``multi_count`` (P, N) int; ``score`` (P,) float.
     """
 
@@ -70,8 +72,7 @@ class ConfigPopulation:
         pr, cs = problem, configs
         self.pr, self.cs = pr, cs
         self.chosen = np.asarray(chosen, dtype=np.int64)
-        small = int(pr.node_capacity.max(initial=0)) < np.iinfo(np.int16).max
-        self.alloc = np.asarray(alloc, dtype=np.int16 if small else np.int32)  # the population's bulk
+        self.alloc = np.asarray(alloc, dtype=_count_dtype(int(pr.node_capacity.max(initial=0))))  # the bulk
         self.free = pr.node_capacity[None, :] - self.alloc.sum(axis=1, dtype=np.int64)
         multi = (self.alloc > 0).sum(axis=2) > 1  # (P, J)
         self.multi_count = np.einsum("pj,pjn->pn", multi.astype(np.int64), (self.alloc > 0).astype(np.int64))
@@ -79,6 +80,8 @@ class ConfigPopulation:
         self.u_idle = rank_utility(pr, np.zeros(pr.n_jobs), np.arange(pr.n_jobs))  # (J,)
         self.score = self._terms(self.chosen).sum(axis=1)
         self.by_value = np.lexsort((-self.u_cfg, cs.job))  # each job's configurations, best term first
+        self.up = step_up(cs)
+        self._hash = np.random.default_rng(0).integers(1, 2**62, size=pr.n_jobs)  # genotype fingerprints
 
     def _terms(self, chosen):
         if not len(self.u_cfg):  # no job has a configuration: every job idles
@@ -88,8 +91,8 @@ class ConfigPopulation:
     def take(self, idx) -> "ConfigPopulation":
         """The members ``idx`` (copies), in that order."""
         out = object.__new__(ConfigPopulation)
-        out.pr, out.cs, out.u_cfg, out.u_idle, out.by_value = self.pr, self.cs, self.u_cfg, self.u_idle, self.by_value
-        for name in ("chosen", "alloc", "free", "multi_count", "score"):
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k not in _MEMBER_FIELDS})
+        for name in _MEMBER_FIELDS:
             setattr(out, name, getattr(self, name)[idx].copy())
         return out
 
@@ -97,15 +100,16 @@ class ConfigPopulation:
         """The ``n`` best distinct members of ``self`` and ``other`` by score (``self``'s first on ties),
         best first; repeated genotypes only fill what distinct ones leave."""
         merged = np.concatenate([self.score, other.score])
-        chosen = np.concatenate([self.chosen, other.chosen])
-        _, first = np.unique(chosen, axis=0, return_index=True)
+        with np.errstate(over="ignore"):  # fingerprints wrap around; equal genotypes still match
+            prints = np.concatenate([self.chosen, other.chosen]) @ self._hash
+        _, first = np.unique(prints, return_index=True)
         repeat = np.ones(len(merged), bool)
         repeat[first] = False  # a genotype seen before goes behind every distinct one
         order = np.lexsort((-merged, repeat))[:n]
         mine = order < len(self.score)
         out = object.__new__(ConfigPopulation)
-        out.pr, out.cs, out.u_cfg, out.u_idle, out.by_value = self.pr, self.cs, self.u_cfg, self.u_idle, self.by_value
-        for name in ("chosen", "alloc", "free", "multi_count", "score"):
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k not in _MEMBER_FIELDS})
+        for name in _MEMBER_FIELDS:
             a, b = getattr(self, name), getattr(other, name)
             arr = np.empty((len(order), *a.shape[1:]), dtype=a.dtype)
             arr[mine] = a[order[mine]]
@@ -206,7 +210,7 @@ def ruin_recreate(pop: ConfigPopulation, m: int, rng) -> None:
     for _ in range(RECREATE_STEPS):
         best, best_gain = None, 0.0
         for j in live:
-            nxt = _step_up(cs, int(pop.chosen[m, j]))
+            nxt = int(pop.up[pop.chosen[m, j]])
             if nxt >= 0:
                 c0 = int(pop.chosen[m, j])
                 gain = (pop.u_cfg[nxt] - pop.u_cfg[c0]) / max(int(cs.n_gpus[nxt] - cs.n_gpus[c0]), 1)
@@ -218,15 +222,24 @@ def ruin_recreate(pop: ConfigPopulation, m: int, rng) -> None:
             live.remove(best[0])
 
 
-def _step_up(cs: ConfigSet, c: int) -> int:
-    """The next larger configuration of ``c``'s job in its (type, spread) class, or -1."""
-    nxt = c + 1
-    while nxt < len(cs.job) and cs.job[nxt] == cs.job[c]:
-        if cs.gpu_type[nxt] == cs.gpu_type[c] and cs.multi[nxt] == cs.multi[c] and not cs.keep[nxt] \
-                and cs.n_gpus[nxt] > cs.n_gpus[c]:
-            return nxt
-        nxt += 1
-    return -1
+def step_up(cs: ConfigSet) -> np.ndarray:
+    """Per configuration, the next larger move configuration of its job in its (type, spread) class, or -1
+    (keep configurations have none). Shapes: -> (C,)."""
+    up = np.full(cs.n_configs, -1, dtype=np.int64)
+    order = np.lexsort((cs.n_gpus, cs.multi, cs.gpu_type, cs.keep, cs.job))
+    a, b = order[:-1], order[1:]
+    same = (cs.job[a] == cs.job[b]) & (cs.gpu_type[a] == cs.gpu_type[b]) & (cs.multi[a] == cs.multi[b]) \
+        & ~cs.keep[a] & ~cs.keep[b] & (cs.n_gpus[b] > cs.n_gpus[a])
+    up[a[same]] = b[same]
+    return up
+
+
+def _count_dtype(most: int):
+    """The smallest integer type that holds ``most``."""
+    for t in (np.int8, np.int16, np.int32):
+        if most <= np.iinfo(t).max:
+            return t
+    return np.int64
 
 
 def make_children(pop: ConfigPopulation, parents, mates, cross, rng) -> ConfigPopulation:

@@ -41,6 +41,7 @@ from goodopt.formulations.ga_operators import (AllocationMutation, AllocationRep
                                                row_crossover)
 
 from .config_ga import evolve
+from .options import stall_for
 from .result import MethodOutcome, Termination
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,8 @@ def _solve_configs(problem, evaluator, opts, t_start, seeds, t0):
     t1 = time.perf_counter()
     alloc, pop, gen, timed_out = evolve(
         problem, evaluator, seeds, pop_size=opts["pop_size"], n_gen=opts["n_gen"],
-        crossover_prob=opts["crossover_prob"], rng=rng, deadline=deadline, stall=opts.get("stall_generations"),
+        crossover_prob=opts["crossover_prob"], rng=rng, deadline=deadline,
+        stall=stall_for("configs", opts.get("stall_generations", "auto")),
         on_generation=lambda g, p: _report_generation(g, opts["n_gen"], float(p.score[0])))
     status = Termination.TIME_LIMIT if timed_out else Termination.COMPLETED
     P = len(pop.score)
@@ -168,7 +170,7 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
     pop = initial_population(data, seeds, P, rng)
     fit = score(pop)
     n_eval, gen, since_best = P, 0, 0
-    stall = opts.get("stall_generations")
+    stall = stall_for("numpy", opts.get("stall_generations"))
     status = Termination.COMPLETED
     while gen < opts["n_gen"]:
         if stall is not None and since_best >= stall:

@@ -28,6 +28,11 @@ from .backend import new_highs
 from .gavel import check_policy_options
 
 
+#: Most solver threads an option may ask for (HiGHS allocates its pool up front: 1e8 threads ended in
+#: ``std::bad_alloc``).
+MAX_THREADS = 1024
+
+
 def _whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
     if v is None and none_ok:
         return
@@ -96,7 +101,8 @@ class MethodOptions(Mapping):
     def __post_init__(self):
         _seconds("time_limit_s", self.time_limit_s, "omit it for no limit")
         _whole("seed", self.seed, 0, none_ok=True)
-        _whole("threads", self.threads, 1, none_ok=True)
+        _whole("threads", self.threads, 1, f"HiGHS starts a thread pool of that size; give at most the machine's "
+               f"cores (<= {MAX_THREADS}), or omit it for one thread", none_ok=True, hi=MAX_THREADS)
         _choice("solver_log", self.solver_log, (True, False))
         if self.randomised and self.seed is None:
             raise ValidationError("options.seed", f"method {self.method!r} is randomised and needs a seed",
@@ -286,14 +292,17 @@ class _GeneticBase(MethodOptions):
 class GaOptions(_GeneticBase):
     method: ClassVar[str] = "ga"
     engine: str = "auto"
-    stall_generations: int | None = None
+    #: ``auto``: :data:`CONFIGS_STALL` for the configs engine (whose LP-rounded start leaves little to find),
+    #: never for the others.
+    stall_generations: Any = "auto"  # a whole number, None or "auto" (checked below)
 
     def __post_init__(self):
         super().__post_init__()
         _choice("engine", self.engine, ENGINES)
-        _whole("stall_generations", self.stall_generations, 1, "omit it to always run n_gen generations",
-               none_ok=True)
-        if self.stall_generations is not None and self.engine not in ("numpy", "configs"):
+        if self.stall_generations != "auto":
+            _whole("stall_generations", self.stall_generations, 1, "omit it to always run n_gen generations",
+                   none_ok=True)
+        if self.stall_generations not in (None, "auto") and self.engine not in ("numpy", "configs"):
             raise ValidationError("options.stall_generations", "is supported by the numpy and configs engines only",
                                   "add engine='numpy' (or 'configs') or drop stall_generations")
 
@@ -304,6 +313,17 @@ ENGINES = ("auto", "pymoo", "numpy", "configs")
 #: Job-node pairs (J x N) from which ``engine="auto"`` runs the GA over configurations: the dense
 #: population (P x J x N) outgrows memory and time there (five-types-512 has 19,680, cluster-256 3,264).
 CONFIGS_FROM_CELLS = 10_000
+
+
+#: Generations without improvement after which the configs engine stops by default.
+CONFIGS_STALL = 20
+
+
+def stall_for(engine: str, stall) -> int | None:
+    """The ``stall_generations`` an engine runs with (``auto`` resolved)."""
+    if stall != "auto":
+        return stall
+    return CONFIGS_STALL if engine == "configs" else None
 
 
 def ga_engine(problem, engine: str, two_objectives: bool = False) -> str:

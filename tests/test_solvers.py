@@ -217,6 +217,16 @@ def test_the_ga_runs_over_configurations_at_scale_from_lp_rounding():
         goodopt.solve(pr, "ga", {"seed": 0, "engine": "sparse"})
 
 
+def test_a_thread_count_beyond_any_machine_is_refused_before_highs_allocates_it():
+    """HiGHS sizes its pool up front: 1e8 threads ended in std::bad_alloc inside the solve (a traceback),
+    for milp and for the GA's LP-rounded start alike."""
+    pr = FAMILIES["tiny"].scenario(0).problem()
+    for method, opts in (("milp", {}), ("nsga2", {"seed": 0}), ("ga", {"seed": 0})):
+        with pytest.raises(ValidationError, match=r"options\.threads.*at most the machine's cores"):
+            goodopt.solve(pr, method, {**opts, "threads": 10**8})
+    assert goodopt.solve(pr, "milp", {"threads": 2}).status == Termination.OPTIMAL
+
+
 def test_milp_warm_start_from_ga_is_accepted(testbed):
     pr = testbed.problem()
     ga = goodopt.solve(pr, "ga", {"seed": 0, "n_gen": 10, "pop_size": 30})
