@@ -48,6 +48,7 @@ from .config_model import ArrayModel, PyomoModel
 from .heuristics import canonicalize, greedy
 from .highs_arrays import HighsSession
 from .result import CERTIFIED_GAP, MethodOutcome, Termination
+from .rounding import round_choice
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +284,12 @@ def _nothing_to_choose(run):
 def _config_level(run):
     """Configuration relaxation, re-scaled until resolved, then placed; None to go on to the placement level."""
     pr, cs, opts, info = run.pr, run.cs, run.opts, run.info
+    if _lp_first(run):
+        model = _config_model(run, placement=range(pr.n_gpu_types))
+        certified = _lp_certificate(run, model, "config + pattern rows (every type)")
+        if certified is not None:
+            run.tighten(certified[0])
+            return _finish(run, certified[1], certified[0])
     model, out = _solve_config_model(run)
     if out.termination == Termination.INFEASIBLE:
         return _finish(run, None, out)
@@ -322,6 +329,20 @@ def _config_level(run):
     return None
 
 
+#: Job-node pairs from which ``lp_rounding: auto`` starts with the LP relaxation under every type's node-pattern
+#: rows (on the shipped families from cluster-256 on its rounding is the certified optimum).
+LP_FIRST_FROM_PAIRS = 2_000
+
+
+def _lp_first(run) -> bool:
+    """Whether the exact method starts with the LP certificate under every type's pattern rows."""
+    o, pr = run.opts, run.pr
+    lp = o.get("lp_rounding", "auto")
+    if lp is False or o["formulation"] != "auto" or not _pattern_rows_apply(run) or run.objective is None:
+        return False
+    return lp is True or pr.n_jobs * pr.n_nodes >= LP_FIRST_FROM_PAIRS
+
+
 def _config_model(run, placement=()):
     """The configuration level on the chosen route (arrays into HiGHS, or pyomo).
 
@@ -357,13 +378,12 @@ def _solve_config_model(run):
     for attempt in range(MAX_RESCALES + 1):
         model = _config_model(run)
         kw = run.solve_kwargs()
-        if run.opts.get("lp_rounding") and attempt == 0 and (_route(run.opts) == "arrays" or run.opts["solver"] == "highs"):
+        if run.opts.get("lp_rounding") is True and attempt == 0 and (_route(run.opts) == "arrays" or run.opts["solver"] == "highs"):
             lp = run.stage("config-lp", lambda: model.solve(relax=True, **kw))
             if lp.termination == Termination.OPTIMAL:
                 run.tighten(lp)  # the LP relaxation bounds the configuration level, hence the problem
             if lp.has_solution:
-                alloc, _ = place_configs(pr, cs, model.chosen())
-                run.add_candidate(greedy(pr, cs, start=alloc)[0], "lp-rounding")
+                run.add_candidate(round_choice(pr, cs, model.chosen()), "lp-rounding")
         kw["time_limit_s"] = _remaining(run.deadline)
         out = run.stage("config" if attempt == 0 else f"config rescaled x{attempt}",
                         lambda: model.solve(warm_start=run.best()[0], **kw))
@@ -568,8 +588,12 @@ def _placement_rows_loop(run, model, out):
             if repaired is not None:
                 return repaired
             start = run.best()[0]
-        out = run.stage(f"config + pattern rows ({', '.join(pr.type_names[g] for g in sorted(with_rows))})",
-                        lambda: model.solve(warm_start=start, **run.solve_kwargs()))
+        names = ", ".join(pr.type_names[g] for g in sorted(with_rows))
+        certified = _lp_certificate(run, model, f"config + pattern rows ({names})")
+        if certified is not None:
+            return certified
+        start = run.best()[0]
+        out = run.stage(f"config + pattern rows ({names})", lambda: model.solve(warm_start=start, **run.solve_kwargs()))
         if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = _certify_epigraph(run, model, out)
     return out, None
@@ -605,6 +629,27 @@ def _placement_cut_loop(run, model, out):
             out = _certify_epigraph(run, model, out)
     info["placement_cuts"] = n_cuts
     return out, None
+
+
+def _lp_certificate(run, model, name):
+    """Solve ``model``'s LP relaxation, place its (rounded) choice exactly, or else round it into an allocation
+    (:func:`round_choice`), and keep that as a candidate; the LP bounds the model, hence the problem, so when the best candidate reaches that bound
+    within the gap the MILP would stop at, it is certified without the MILP. Returns ``(outcome, allocation)``
+    then, else None (the bound is kept either way)."""
+    kw = run.solve_kwargs()
+    lp = run.stage(f"{name}, LP relaxation", lambda: model.solve(relax=True, **kw))
+    if lp.termination != Termination.OPTIMAL or not lp.has_solution:
+        return None
+    run.tighten(lp)
+    chosen = model.chosen()
+    placed = _place_choice(run, chosen)[0]  # an integral LP optimum places exactly under its pattern rows
+    run.add_candidate(placed if placed is not None else round_choice(run.pr, run.cs, chosen), "lp-rounding")
+    alloc, _, fit = run.best()
+    bound = run.fit_bound
+    if not (np.isfinite(fit) and np.isfinite(bound)) or bound - fit > max(run.opts["mip_rel_gap"], CERTIFIED_GAP) * abs(bound):
+        return None
+    run.info["proof"] = f"a rounding of the LP relaxation of the {name} model reaches its bound"
+    return replace(lp, objective=lp.bound), alloc
 
 
 def _repair_on_types(run, model, first, chosen, types):

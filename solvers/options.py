@@ -221,7 +221,9 @@ class MilpOptions(_MilpBase):
     max_placement_pairs: int = 100_000
     placement_cuts: int = 10
     model_route: str = "auto"
-    lp_rounding: bool = False
+    #: ``auto``: start with the LP certificate under every type's node-pattern rows from 2,000 job-node pairs
+    #: on; ``True``: always, and round the first configuration LP too; ``False``: never.
+    lp_rounding: Any = "auto"
     node_limit: int | None = None
     config_placement: str = "patterns"
     write_model: str | None = None
@@ -235,7 +237,7 @@ class MilpOptions(_MilpBase):
                                   f"{self.write_model!r}", "e.g. write_model='model.mps'")
         _choice("symmetry", self.symmetry, ("order", "none"))
         _choice("model_route", self.model_route, ("auto", "arrays", "pyomo"))
-        _choice("lp_rounding", self.lp_rounding, (True, False))
+        _choice("lp_rounding", self.lp_rounding, ("auto", True, False))
         _choice("config_placement", self.config_placement, ("patterns", "cuts"))
         _seconds("placement_check_s", self.placement_check_s)
         _whole("max_placement_pairs", self.max_placement_pairs, 1)

@@ -52,15 +52,23 @@ def lp_rounding(problem, evaluator, configs: ConfigSet | None = None, *, referen
     if not out.has_solution:
         log.debug("LP rounding: the relaxation ended %s without a solution", out.termination)
         return None
-    chosen = model.chosen()
+    alloc = round_choice(pr, cs, model.chosen())
+    return alloc if evaluator.violation(alloc) == 0 else None
+
+
+def round_choice(problem, configs: ConfigSet, chosen) -> np.ndarray:
+    """A feasible allocation from one configuration per job (-1: none): spread jobs first tried on one node,
+    everything placed, jobs that do not fit tried with their own choice in what is left, then greedy.
+    Shapes: chosen (J,) -> (J, N)."""
+    pr, cs = problem, configs
+    chosen = np.asarray(chosen, dtype=np.int64)
     alloc, failed = place_configs(pr, cs, singles_first(pr, cs, chosen))
-    if failed:  # those jobs try their LP choice in what is left
+    if failed:
         again = np.full(pr.n_jobs, -2, dtype=np.int64)
         again[failed] = chosen[failed]
         alloc, failed = place_configs(pr, cs, again, base=alloc)
-    log.debug("LP rounding: %d job(s) did not fit where the LP put them; greedy refills", len(failed))
-    alloc = greedy(pr, cs, start=alloc)[0]
-    return alloc if evaluator.violation(alloc) == 0 else None
+    log.debug("rounding: %d job(s) did not fit where they were chosen; greedy refills", len(failed))
+    return greedy(pr, cs, start=alloc)[0]
 
 
 def singles_first(problem, configs: ConfigSet, chosen) -> np.ndarray:

@@ -128,8 +128,10 @@ def check_against_brute_force(pr):
     ev = pr.evaluator()
     empty = ev.fitness(np.zeros((pr.n_jobs, pr.n_nodes), np.int64))
 
-    for formulation, route in (("auto", "arrays"), ("auto", "pyomo"), ("placement", "auto"), ("config", "auto")):
-        res = goodopt.solve(pr, "milp", {"formulation": formulation, "model_route": route})
+    # lp_rounding: true starts every instance with the LP certificate (by default only from 2,000 job-node pairs)
+    for formulation, route, lp in (("auto", "arrays", "auto"), ("auto", "arrays", True), ("auto", "pyomo", "auto"),
+                                   ("placement", "auto", "auto"), ("config", "auto", "auto")):
+        res = goodopt.solve(pr, "milp", {"formulation": formulation, "model_route": route, "lp_rounding": lp})
         where = (formulation, pr.p, pr.eps, res.status, res.fitness, f_star, res.bound, res.message)
         assert res.has_solution and res.feasible, where
         assert res.fitness <= f_star + tol, where

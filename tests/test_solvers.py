@@ -217,6 +217,20 @@ def test_the_ga_runs_over_configurations_at_scale_from_lp_rounding():
         goodopt.solve(pr, "ga", {"seed": 0, "engine": "sparse"})
 
 
+def test_a_rounded_lp_optimum_that_reaches_the_lp_bound_is_certified_without_the_milp():
+    """cluster-256 (102 jobs x 32 nodes): the LP relaxation under every type's node-pattern rows rounds to an
+    allocation that reaches its bound, so the exact method stops there, with the optimum the full pipeline
+    certifies (lp_rounding: false)."""
+    pr = FAMILIES["cluster-256"].scenario(0).problem()
+    fast = goodopt.solve(pr, "milp")
+    assert fast.status == Termination.OPTIMAL and "LP relaxation" in fast.extra["proof"]
+    solved = [st["model"] for st in fast.extra["stages"] if not st["model"].startswith("placement-check")]
+    assert solved == ["config + pattern rows (every type), LP relaxation"]  # the exact placement checks aside
+    full = goodopt.solve(pr, "milp", {"lp_rounding": False})
+    assert full.status == Termination.OPTIMAL and "LP relaxation" not in full.extra["proof"]
+    assert abs(fast.fitness - full.fitness) <= 1e-9 * full.fitness and fast.bound >= full.fitness - 1e-9
+
+
 def test_a_thread_count_beyond_any_machine_is_refused_before_highs_allocates_it():
     """HiGHS sizes its pool up front: 1e8 threads ended in std::bad_alloc inside the solve (a traceback),
     for milp and for the GA's LP-rounded start alike."""
@@ -472,7 +486,10 @@ def test_unplaceable_configuration_optimum_gets_pattern_rows():
     assert close(best.fitness, 1.75 + 1e-3)
     res = goodopt.solve(pr, "milp")
     assert res.status == Termination.OPTIMAL and close(res.fitness, best.fitness)
-    assert res.extra["pattern_types"] == ["t4"] and "node-pattern rows on ['t4']" in res.extra["proof"]
+    # certified under t4's pattern rows: by the MILP, or by a rounding of their LP that reaches its bound
+    proof = res.extra["proof"]
+    assert res.extra["pattern_types"] == ["t4"] and ("node-pattern rows on ['t4']" in proof
+                                                     or "LP relaxation of the config + pattern rows (t4)" in proof)
     cuts = goodopt.solve(pr, "milp", {"config_placement": "cuts"})
     assert cuts.status == Termination.OPTIMAL and close(cuts.fitness, best.fitness)
 
