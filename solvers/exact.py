@@ -247,6 +247,12 @@ def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     run = MilpRun(problem, evaluator, opts, t_start)
     if opts.get("warm_start") is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts["warm_start"])[0], "user")
+    if _lp_first(run):  # greedy (1-2 s at 2048 GPUs) only when the LP certificate does not conclude
+        run.scale_objective()
+        certified = _lp_certificate(run, _config_model(run, placement=range(problem.n_gpu_types)),
+                                    "config + pattern rows (every type)")
+        if certified is not None:
+            return _finish(run, certified[1], certified[0])
     run.add_candidate(greedy(problem, run.cs)[0], "greedy")
     run.scale_objective()
     if _nothing_left(run):
@@ -284,12 +290,6 @@ def _nothing_to_choose(run):
 def _config_level(run):
     """Configuration relaxation, re-scaled until resolved, then placed; None to go on to the placement level."""
     pr, cs, opts, info = run.pr, run.cs, run.opts, run.info
-    if _lp_first(run):
-        model = _config_model(run, placement=range(pr.n_gpu_types))
-        certified = _lp_certificate(run, model, "config + pattern rows (every type)")
-        if certified is not None:
-            run.tighten(certified[0])
-            return _finish(run, certified[1], certified[0])
     model, out = _solve_config_model(run)
     if out.termination == Termination.INFEASIBLE:
         return _finish(run, None, out)
@@ -338,7 +338,8 @@ def _lp_first(run) -> bool:
     """Whether the exact method starts with the LP certificate under every type's pattern rows."""
     o, pr = run.opts, run.pr
     lp = o.get("lp_rounding", "auto")
-    if lp is False or o["formulation"] != "auto" or not _pattern_rows_apply(run) or run.objective is None:
+    if lp is False or o["formulation"] != "auto" or not _pattern_rows_apply(run) or not np.isfinite(pr.p) \
+            or run.cs.n_configs == 0:
         return False
     return lp is True or pr.n_jobs * pr.n_nodes >= LP_FIRST_FROM_PAIRS
 
