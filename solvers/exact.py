@@ -247,8 +247,9 @@ def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     run = MilpRun(problem, evaluator, opts, t_start)
     if opts.get("warm_start") is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts["warm_start"])[0], "user")
-    if _lp_first(run):  # greedy (1-2 s at 2048 GPUs) only when the LP certificate does not conclude
-        run.scale_objective()
+    if _lp_first(run) and _safe_reference(run) is not None:
+        # greedy (1-2 s at 2048 GPUs) only when the LP certificate does not conclude
+        run.scale_objective(_safe_reference(run))
         certified = _lp_certificate(run, _config_model(run, placement=range(problem.n_gpu_types)),
                                     "config + pattern rows (every type)")
         if certified is not None:
@@ -262,6 +263,14 @@ def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
         if fields is not None:
             return fields
     return _placement_level(run)
+
+
+def _safe_reference(run) -> float | None:
+    """The objective's reference before greedy's start (the user's start, else every job at its best: an upper
+    bound for p <= 0), or None when it is not a finite positive fitness (an idle value of 0, say)."""
+    with np.errstate(all="ignore"):
+        r = reference_fitness(run.pr, run.cs, run.best()[2] if run.candidates else None)
+    return float(r) if np.isfinite(r) and r > 0 else None
 
 
 def _nothing_left(run) -> bool:
@@ -394,7 +403,7 @@ def _solve_config_model(run):
         if reference is None or run.expired() or attempt == MAX_RESCALES:
             break
         run.add_candidate(place_configs(pr, cs, model.chosen())[0], "rescaling")
-        run.scale_objective(reference)
+        run.scale_objective(_safe_reference(run))
     run.info["rescales"] = attempt
     return model, out
 

@@ -44,8 +44,13 @@ def lp_rounding(problem, evaluator, configs: ConfigSet | None = None, *, referen
     cs = enumerate_configs(pr) if configs is None else configs
     objective = None
     if np.isfinite(pr.p):
-        r = reference if reference is not None and np.isfinite(reference) and reference > 0 \
-            else reference_fitness(pr, cs, None)
+        r = reference
+        if r is None or not (np.isfinite(r) and r > 0):
+            with np.errstate(all="ignore"):
+                r = reference_fitness(pr, cs, None)
+        if not (np.isfinite(r) and r > 0):  # e.g. a job whose idle value is 0 and has no configuration
+            log.debug("LP rounding: no finite positive reference fitness to scale the objective to")
+            return None
         objective = scaled_objective(pr, cs, r, None)
     model = ArrayModel(pr, cs, objective, threads=threads)
     out = model.solve(relax=True)
