@@ -96,6 +96,30 @@ def test_gavel_hetero_is_judged_rate_by_rate_against_gavels_own_simulator():
     assert got[("avg JCT (h)", "rate=3.3/h", "single/las-aware")].band is None
 
 
+def test_near_saturation_the_lps_choice_among_its_optima_is_reported_beside_the_judged_rows(traces):
+    """The full run also solves continuous-multiple LAS at 2.5 jobs/h with the LP ending at a vertex; those rows
+    stand beside Gavel's numbers, unjudged, so a reader sees how far the choice among LP optima moves the
+    answer there."""
+    from goodopt.reproduce import all_tasks
+    from goodopt.reproduce.experiments import VERTEX, gavel_simulator_jcts
+
+    labels = [t.label for t in all_tasks(["gavel-hetero"], traces, quick=False)]
+    assert sorted(lb for lb in labels if lb.endswith(VERTEX)) == [f"multiple/las-agnostic{VERTEX}",
+                                                                  f"multiple/las-aware{VERTEX}"]
+    assert not [t for t in all_tasks(["gavel-hetero"], traces, quick=True) if t.label.endswith(VERTEX)]
+    ref = gavel_simulator_jcts((4000, 5000))
+    rows = [{"label": f"multiple/las-{v}{suffix}", "rate_per_h": 2.5, "avg_jct": f * ref[("multiple", "las", v)][2.5]}
+            for v, f in (("aware", 1.0), ("agnostic", 1.5)) for suffix in ("", VERTEX)]
+    table = pd.DataFrame(rows).assign(window_lo=4000, window_hi=5000)
+    out = EXPERIMENTS["gavel-hetero"].compare({"gavel-hetero": table}, None)
+    tie = [c for c in out if "sensitivity" in c.metric]
+    assert len(tie) == 3 and all(c.band is None for c in tie)
+    ratio = [c for c in tie if "ratio" in c.metric][0]
+    assert ratio.reproduced == pytest.approx(1.5 * ratio.published)
+    judged = [c for c in out if c.band is not None and c.setting == "rate=2.5/h"]
+    assert len(judged) == 3  # the judged rows are the interior-point runs', as before
+
+
 def test_sia_table3_reports_helios_without_published_numbers(tmp_path):
     (tmp_path / "sia").mkdir()
     pd.DataFrame([("t3", "philly", p, 1.0, 10.0, 20.0, 5.0) for p in ("sia", "pollux", "gavel-tunedjobs")],
