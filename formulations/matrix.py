@@ -66,9 +66,3 @@ class CscArrays:
         ucols, urows = uniq // max(m, 1), uniq % max(m, 1)
         indptr = np.concatenate([[0], np.cumsum(np.bincount(ucols, minlength=n))]).astype(np.int64)
         return cls(indptr=indptr, indices=urows.astype(np.int64), data=data, shape=(m, n))
-
-    def toarray(self) -> np.ndarray:
-        out = np.zeros(self.shape)
-        cols = np.repeat(np.arange(self.shape[1]), np.diff(self.indptr))
-        out[self.indices, cols] = self.data
-        return out

@@ -789,7 +789,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_simulate)
 
     p = add("sweep", help="run a grid of solves or simulations from a YAML spec; one tidy table")
-    p.add_argument("spec", help="sweep spec (YAML; see goodopt.sweep.spec_from_dict)")
+    p.add_argument("spec", help="sweep spec (YAML; see goodopt.runs.spec.spec_from_dict)")
     p.add_argument("--out", default=None, help="output CSV (default: <spec name>.csv beside the spec file)")
     p.add_argument("--cache", default=None,
                    help="cache folder of finished tasks (default: <out stem>-cache next to --out)")

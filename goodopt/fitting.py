@@ -27,7 +27,7 @@ from . import goodput as gp
 from .errors import FitError
 from .goodput import ThroughputParams
 from .profiles import AppProfile, GpuProfile
-from .traces import POLLUX_APPS, SIA_CLUSTERS, TARGET_EPOCHS, measurements, read_validation, validation_dir
+from .traces import SIA_CLUSTERS, TARGET_EPOCHS, measurements, read_validation, validation_dir
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +189,6 @@ def fit_application(traces, app: str, gpu_types=None) -> AppProfile:
         phi_epochs=tuple(epochs), phi_values=tuple(phi), gpu_types=gpus,
         epoch_iterations=epoch_iterations(curves),
     )
-
-
-def fit_all(traces, apps=POLLUX_APPS) -> dict[str, AppProfile]:
-    """Fit every application in ``apps``."""
-    return {app: fit_application(traces, app) for app in apps}
 
 
 #: Weight of the optimism regulariser of a job's own fit, as in Pollux's job agent (adaptdl's

@@ -18,14 +18,6 @@ PRICES_PER_GPU_H = {
     "p100": 1.46,  # Google Cloud on-demand P100 GPU price, as Gavel used it
     "k80": 0.45,  # Google Cloud on-demand K80 GPU price, as Gavel used it
 }
-#: Where each price comes from.
-PRICE_SOURCES = {
-    "t4": "AWS EC2 on-demand price of g4dn.12xlarge (4 x T4), us-east-1, divided by 4",
-    "a100": "AWS EC2 on-demand price of p4d.24xlarge (8 x A100), us-east-1, divided by 8",
-    "v100": "Google Cloud on-demand GPU price used by Gavel (OSDI'20) for its cost policies",
-    "p100": "Google Cloud on-demand GPU price used by Gavel (OSDI'20) for its cost policies",
-    "k80": "Google Cloud on-demand GPU price used by Gavel (OSDI'20) for its cost policies",
-}
 
 
 def price_per_gpu_h(gpu_type: str, overrides=()) -> float:

@@ -195,10 +195,6 @@ class Scenario:
 
         return AllocationProblem.from_scenario(self)
 
-    def with_jobs(self, jobs) -> "Scenario":
-        """The same scenario with other jobs (validated again)."""
-        return replace(self, jobs=tuple(jobs))
-
     def with_objective(self, **changes) -> "Scenario":
         """The same scenario with objective fields changed, e.g. ``with_objective(p=-inf)``."""
         return replace(self, objective=replace(self.objective, **changes))

@@ -87,9 +87,9 @@ def test_no_import_circles_and_no_imports_of_the_facade():
 
 
 def test_documented_import_paths_keep_working():
-    from goodopt.compare import compare as c1, summary  # noqa: F401
+    from goodopt.runs import compare as c1, run_sweep as r1
+    from goodopt.runs.tables import summary  # noqa: F401
     from goodopt.scenario import Objective  # noqa: F401
-    from goodopt.sweep import run_sweep as r1
 
     assert c1 is compare and r1 is run_sweep and goodopt.load_scenario is load_scenario
 

@@ -129,7 +129,3 @@ class NodePool:
         t1 = np.append(t0[1:], max(end, t0[-1]))
         dt = np.clip(np.minimum(t1, end) - np.maximum(t0, start), 0.0, None)
         return float((seg[:, 1] * dt).sum()), float((seg[:, 2] * dt).sum() / 3600.0)
-
-    def time_average_gpus(self, start: float, end: float) -> float:
-        """Billed GPUs averaged over ``[start, end]``."""
-        return self.totals(start, end)[1] * 3600.0 / (end - start) if end > start else float("nan")

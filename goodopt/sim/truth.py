@@ -105,10 +105,6 @@ class AppTruth:
         step, sync = self.times(placement, local_bsz)
         return step + accum_steps * max(step - sync, 0.0)
 
-    def progress_target(self) -> float:
-        """Progress at completion (end of the target epoch)."""
-        return float(self.epoch_end_progress[self.target_epochs - 1])
-
     def fixed_config(self, batch_size: int, n_gpus: int, *, single_gpu_accumulation: bool = False) -> tuple[int, int]:
         """(local_bsz, accum_steps) realising a fixed total ``batch_size`` on ``n_gpus`` GPUs.
 

@@ -119,14 +119,6 @@ class Workload:
         self.to_frame().to_csv(path, index=False)
         return path
 
-    @classmethod
-    def from_frame(cls, df: pd.DataFrame, name: str = "workload") -> "Workload":
-        """A workload from a DataFrame with the CSV columns."""
-        jobs = tuple(WorkloadJob(str(r.name), float(r.time), str(r.application), int(r.num_replicas),
-                                 int(r.batch_size), entity=str(getattr(r, "entity", "") or ""))
-                     for r in df.itertuples(index=False))
-        return cls(jobs, name=name)
-
 
 def load_workload(path) -> Workload:
     """Read a workload CSV (Pollux format), every row checked.
