@@ -49,7 +49,7 @@ def _warm_starts(problem, evaluator, spec, opts, method):
             if s == "lp":
                 from .rounding import lp_rounding
 
-                a = lp_rounding(problem, evaluator)  # one small LP: one thread
+                a = lp_rounding(problem, evaluator, time_limit_s=opts["time_limit_s"])  # one LP, one thread
                 if a is not None:
                     out.append(a)
                 continue

@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 
 
 def lp_rounding(problem, evaluator, configs: ConfigSet | None = None, *, reference: float | None = None,
-                threads: int | None = None):
-    """A feasible allocation rounded from the configuration LP, or None when the LP has no solution.
+                threads: int | None = None, time_limit_s: float | None = None):
+    """A feasible allocation rounded from the configuration LP, or None when the LP has no solution (within
+    ``time_limit_s``, when given).
 
     ``reference``: a fitness the objective is scaled to (e.g. a known feasible one; default: the safe
     reference of :func:`~goodopt.formulations.objective.reference_fitness`). Shapes: -> (J, N) or None.
@@ -53,7 +54,7 @@ def lp_rounding(problem, evaluator, configs: ConfigSet | None = None, *, referen
             return None
         objective = scaled_objective(pr, cs, r, None)
     model = ArrayModel(pr, cs, objective, threads=threads)
-    out = model.solve(relax=True)
+    out = model.solve(relax=True, time_limit_s=time_limit_s)
     if not out.has_solution:
         log.debug("LP rounding: the relaxation ended %s without a solution", out.termination)
         return None
