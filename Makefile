@@ -48,14 +48,15 @@ lock: test-latest
 	rm $(LOCK).pins $(LOCK).build
 	mv $(LOCK).new $(LOCK)
 
+# GOODOPT_LOCKED=1: the suite checks that this venv holds exactly the locked versions
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	GOODOPT_LOCKED=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+	GOODOPT_LOCKED=1 $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	GOODOPT_LOCKED=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 figures: $(STAMP)
 	$(BIN)/python -m paper_figures $(FIGURE_ARGS)

@@ -195,3 +195,36 @@ def test_the_extending_recipe_makes_a_method_every_command_takes():
         assert table["method"].tolist() == ["idle-doc", "greedy"]
     finally:
         REGISTRY.pop("idle-doc")
+
+
+def _locked_versions(text: str) -> dict[str, str]:
+    """name -> version of every requirement of the lock that applies to this platform (markers evaluated)."""
+    from packaging.markers import Marker
+
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$", line)
+        if m and (m.group(3) is None or Marker(m.group(3)).evaluate()):
+            out[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+    return out
+
+
+@pytest.mark.skipif(os.environ.get("GOODOPT_LOCKED") != "1",
+                    reason="only in the Makefile's venv, which installs requirements.lock (make test sets "
+                           "GOODOPT_LOCKED=1; make test-latest runs the newest releases on purpose)")
+def test_the_venv_holds_exactly_the_locked_versions():
+    """The promise of the README's set-up: the suite runs on the versions the lock records, not on whatever
+    release is newest where it is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    locked = _locked_versions((REPO / "requirements.lock").read_text())
+    assert {"numpy", "scipy", "highspy", "pyomo", "pymoo", "pandas", "hypothesis", "setuptools"} <= set(locked)
+    wrong = {}
+    for name, want in locked.items():
+        try:
+            have = version(name)
+        except PackageNotFoundError:
+            have = None
+        if have != want:
+            wrong[name] = (have, want)
+    assert not wrong, f"installed (have, locked): {wrong}"
