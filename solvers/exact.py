@@ -247,9 +247,9 @@ def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     run = MilpRun(problem, evaluator, opts, t_start)
     if opts.get("warm_start") is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts["warm_start"])[0], "user")
-    if _lp_first(run) and _safe_reference(run) is not None:
-        # greedy (1-2 s at 2048 GPUs) only when the LP certificate does not conclude
-        run.scale_objective(_safe_reference(run))
+    reference = _safe_reference(run) if _lp_first(run) else None
+    if reference is not None:  # greedy (1-2 s at 2048 GPUs) only when the LP certificate does not conclude
+        run.scale_objective(reference)
         certified = _lp_certificate(run, _config_model(run, placement=range(problem.n_gpu_types)),
                                     "config + pattern rows (every type)")
         if certified is not None:
@@ -403,7 +403,7 @@ def _solve_config_model(run):
         if reference is None or run.expired() or attempt == MAX_RESCALES:
             break
         run.add_candidate(place_configs(pr, cs, model.chosen())[0], "rescaling")
-        run.scale_objective(_safe_reference(run))
+        run.scale_objective(reference)
     run.info["rescales"] = attempt
     return model, out
 
@@ -643,9 +643,9 @@ def _placement_cut_loop(run, model, out):
 
 def _lp_certificate(run, model, name):
     """Solve ``model``'s LP relaxation, place its (rounded) choice exactly, or else round it into an allocation
-    (:func:`round_choice`), and keep that as a candidate; the LP bounds the model, hence the problem, so when the best candidate reaches that bound
-    within the gap the MILP would stop at, it is certified without the MILP. Returns ``(outcome, allocation)``
-    then, else None (the bound is kept either way)."""
+    (:func:`round_choice`), and keep that as a candidate. The LP bounds the model, hence the problem: when the
+    best candidate reaches that bound within the gap the MILP would stop at, it is certified without the MILP.
+    Returns ``(outcome, allocation)`` then, else None (the bound is kept either way)."""
     kw = run.solve_kwargs()
     lp = run.stage(f"{name}, LP relaxation", lambda: model.solve(relax=True, **kw))
     if lp.termination != Termination.OPTIMAL or not lp.has_solution:
@@ -656,7 +656,8 @@ def _lp_certificate(run, model, name):
     run.add_candidate(placed if placed is not None else round_choice(run.pr, run.cs, chosen), "lp-rounding")
     alloc, _, fit = run.best()
     bound = run.fit_bound
-    if not (np.isfinite(fit) and np.isfinite(bound)) or bound - fit > max(run.opts["mip_rel_gap"], CERTIFIED_GAP) * abs(bound):
+    tolerance = max(run.opts["mip_rel_gap"], CERTIFIED_GAP) * abs(bound)
+    if not (np.isfinite(fit) and np.isfinite(bound)) or bound - fit > tolerance:
         return None
     run.info["proof"] = f"a rounding of the LP relaxation of the {name} model reaches its bound"
     return replace(lp, objective=lp.bound), alloc
