@@ -63,6 +63,31 @@ def place_configs(problem, configs, chosen, *, base=None):
     return alloc, failed
 
 
+def move_job(problem, configs, j, c, old, free, multi_count):
+    """Job ``j`` moved from its row ``old`` to configuration ``c`` (-1: no GPUs), placed in ``free`` plus its own
+    GPUs; ``multi_count`` counts the multi-node jobs on each node. Returns ``(row, free, multi_count)`` after
+    the move, or None when ``c`` does not fit. Shapes: old, free, multi_count (N,) -> (N,) x 3."""
+    pr, cs = problem, configs
+    old = np.asarray(old, dtype=np.int64)
+    used = old > 0
+    free = free + old
+    mc = multi_count - (used if used.sum() > 1 else 0)
+    if c < 0:
+        return np.zeros_like(old), free, mc
+    if cs.keep[c]:
+        row = pr.current[j]
+        multi = (row > 0).sum() > 1
+        if np.any(row > free) or (multi and pr.interference_avoidance and np.any((mc > 0)[row > 0])):
+            return None
+    else:
+        multi = bool(cs.multi[c])
+        blocked = (mc > 0) if pr.interference_avoidance else np.zeros(pr.n_nodes, bool)
+        row = place_one(pr.node_type, free, blocked, int(cs.gpu_type[c]), int(cs.n_gpus[c]), multi)
+        if row is None:
+            return None
+    return row, free - row, mc + ((row > 0) if multi else 0)
+
+
 def _multi_nodes(alloc):
     multi = (alloc > 0).sum(axis=1) > 1
     return (alloc[multi] > 0).any(axis=0)

@@ -42,7 +42,7 @@ import time
 import numpy as np
 
 from goodopt.formulations.configs import ConfigSet, enumerate_configs, rank_utility
-from goodopt.formulations.placement import place_one
+from goodopt.formulations.placement import move_job
 
 from .heuristics import canonicalize
 
@@ -119,28 +119,10 @@ class ConfigPopulation:
 
     def try_set(self, m: int, j: int, c: int) -> bool:
         """Move job ``j`` of member ``m`` to configuration ``c`` (-1: none) if it can be placed."""
-        pr, cs = self.pr, self.cs
-        old = self.alloc[m, j].astype(np.int64)
-        old_used = old > 0
-        old_multi = old_used.sum() > 1
-        free = self.free[m] + old
-        mc = self.multi_count[m] - (old_used if old_multi else 0)
-        if c < 0:
-            row, multi = np.zeros_like(old), False
-        elif cs.keep[c]:
-            row = pr.current[j]
-            multi = (row > 0).sum() > 1
-            if np.any(row > free) or (multi and pr.interference_avoidance and np.any((mc > 0)[row > 0])):
-                return False
-        else:
-            multi = bool(cs.multi[c])
-            blocked = (mc > 0) if pr.interference_avoidance else np.zeros(pr.n_nodes, bool)
-            row = place_one(pr.node_type, free, blocked, int(cs.gpu_type[c]), int(cs.n_gpus[c]), multi)
-            if row is None:
-                return False
-        self.alloc[m, j] = row
-        self.free[m] = free - row
-        self.multi_count[m] = mc + ((row > 0) if multi else 0)
+        moved = move_job(self.pr, self.cs, j, c, self.alloc[m, j], self.free[m], self.multi_count[m])
+        if moved is None:
+            return False
+        self.alloc[m, j], self.free[m], self.multi_count[m] = moved
         before = self.chosen[m, j]
         self.score[m] += (self.u_cfg[c] if c >= 0 else self.u_idle[j]) - (
             self.u_cfg[before] if before >= 0 else self.u_idle[j])

@@ -27,7 +27,7 @@ import numpy as np
 
 from goodopt.formulations.configs import ConfigSet, match_configs
 from goodopt.formulations.objective import log_gain, log_terms
-from goodopt.formulations.placement import place_one
+from goodopt.formulations.placement import move_job
 
 _MAX_TRIES_PER_STEP = 64
 
@@ -46,25 +46,10 @@ class _State:
 
     def try_set(self, j: int, c: int) -> bool:
         """Move job j to config c if it can be placed; return success."""
-        pr, cs = self.pr, self.cs
-        old = self.alloc[j].copy()
-        old_multi = (old > 0).sum() > 1
-        free = self.free + old
-        mc = self.multi_count - ((old > 0) if old_multi else 0)
-        blocked = (mc > 0) if pr.interference_avoidance else np.zeros(pr.n_nodes, bool)
-        if cs.keep[c]:
-            row = pr.current[j]
-            multi = (row > 0).sum() > 1
-            if np.any(row > free) or (multi and pr.interference_avoidance and np.any(blocked[row > 0])):
-                return False
-        else:
-            multi = bool(cs.multi[c])
-            row = place_one(pr.node_type, free, blocked, int(cs.gpu_type[c]), int(cs.n_gpus[c]), multi)
-            if row is None:
-                return False
-        self.alloc[j] = row
-        self.free = free - row
-        self.multi_count = mc + ((row > 0) if multi else 0)
+        moved = move_job(self.pr, self.cs, j, c, self.alloc[j], self.free, self.multi_count)
+        if moved is None:
+            return False
+        self.alloc[j], self.free, self.multi_count = moved
         self.chosen[j] = c
         return True
 
