@@ -171,6 +171,7 @@ class _Runner:
 
     def __init__(self, matrix, time_limit_s, backend="arrays", lp_method="simplex"):
         self.mx = matrix
+        self.lp_method = lp_method
         self.highs_options = LP_METHODS[lp_method]
         self.deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
         self.stages: list = []
@@ -184,12 +185,20 @@ class _Runner:
             log.debug("LP %r: %s without crossover ended %s; solved again by simplex", name,
                       self.highs_options.get("solver"), out.termination)
             model, out = self._solve({}, build)
-        self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
-                            "solve_s": out.solve_s + out.compile_s, **({"fallback": "simplex"} if fallback else {})})
+        self.record(name, out, **({"fallback": "simplex"} if fallback else {}))
         return model, out
 
+    def record(self, name, out, **extra) -> None:
+        """Log one solved LP."""
+        self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
+                            "solve_s": out.solve_s + out.compile_s, **extra})
+
+    def remaining(self) -> float | None:
+        """Seconds left of the time limit (None: no limit)."""
+        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+
     def _solve(self, highs_options, build):
-        remaining = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+        remaining = self.remaining()
         if self.backend == "pyomo":
             model = fg.build_model(self.mx, **build)
             return model, solve_model(model, time_limit_s=remaining, highs_options=highs_options)
@@ -305,7 +314,11 @@ def _require(out, policy, stage, hint="check the throughput matrix"):
 def _finish_time_fairness(mx, run, eq, opts):
     """min max_j rho_j by the scaled-floor LPs (8), each of which bounds the optimum from both sides; the next
     ``r`` is the secant root of ``tau(r) = 1`` through the last two LPs, or the bracket's middle when that
-    falls outside it or the bracket shrank less than half."""
+    falls outside it or the bracket shrank less than half.
+
+    With the arrays backend the search's LPs are one HiGHS instance re-solved warm by the dual simplex (``r``
+    changes only the epigraph column, :class:`_FtfSearch`), and the answer is the LP at the best ``r`` solved
+    once more by ``lp_method`` (an interior point of its optimal face with ``ipm``, as Gavel's solver gives)."""
     R = _need(mx, "remaining_steps", "finish_time_fairness")
     a = _need(mx, "elapsed_s", "finish_time_fairness")
     D = a + R / eq if mx.isolated_s is None else mx.isolated_s
@@ -313,16 +326,18 @@ def _finish_time_fairness(mx, run, eq, opts):
     hi = _ftf_rho(mx, *best, a, R, D)  # the equal share is feasible
     lo = float(np.max(a / D))
     sel = np.flatnonzero(R > 0)
-    status, seen, r = Termination.OPTIMAL, [], hi
+    search = _FtfSearch(mx, sel, run, R[sel]) if run.backend == "arrays" and len(sel) else None
+    status, seen, r, best_r = Termination.OPTIMAL, [], hi, None
     while len(sel) and hi - lo > opts["rel_tol"] * hi:
         if len(run.stages) >= opts["max_lps"]:
             status = Termination.ITERATION_LIMIT
             break
         gap = hi - lo
         slack = r * D[sel] - a[sel]
-        coef = np.zeros_like(mx.throughput)
-        coef[sel] = mx.throughput[sel] * (slack / R[sel])[:, None]
-        model, out = run.solve(f"ftf r={r:.6g}", objective="max_min", coef=coef, rows=sel)
+        if search is None:
+            model, out = run.solve(f"ftf r={r:.6g}", objective="max_min", coef=_ftf_coef(mx, sel, slack, R), rows=sel)
+        else:
+            model, out = search.solve(f"ftf r={r:.6g}", slack)
         if out.termination == Termination.TIME_LIMIT:
             status = Termination.TIME_LIMIT
             break
@@ -338,10 +353,50 @@ def _finish_time_fairness(mx, run, eq, opts):
         x, y = _solution(model, mx)
         rho = _ftf_rho(mx, x, y, a, R, D)
         if rho < hi:
-            hi, best = rho, (x, y)
+            hi, best, best_r = rho, (x, y), r
         seen = [*seen[-1:], (r, tau)]
         r = _ftf_next(seen, lo, hi, shrank=hi - lo <= 0.5 * gap)
+    if search is not None and best_r is not None and run.highs_options and status == Termination.OPTIMAL:
+        slack = best_r * D[sel] - a[sel]
+        model, out = run.solve(f"ftf r={best_r:.6g} ({run.lp_method})", objective="max_min",
+                               coef=_ftf_coef(mx, sel, slack, R), rows=sel)
+        _require(out, "finish_time_fairness", f"ftf r={best_r:.6g} ({run.lp_method})")
+        best = _solution(model, mx)
+        hi = _ftf_rho(mx, *best, a, R, D)
     return best[0], best[1], hi, status
+
+
+def _ftf_coef(mx, sel, slack, R):
+    """The max-min coefficients of the scaled-floor LP at ``r`` (``slack = r D - a`` of the jobs ``sel``)."""
+    coef = np.zeros_like(mx.throughput)
+    coef[sel] = mx.throughput[sel] * (slack / R[sel])[:, None]
+    return coef
+
+
+class _FtfSearch:
+    """The scaled-floor LPs of one allocation in one HiGHS instance, re-solved warm by the dual simplex.
+
+    Row ``j`` of the epigraph, ``t <= thr_j * slack_j / R_j``, is kept divided by ``slack_j / R_j``, so that
+    ``r`` changes only the epigraph column ``t``: its coefficient in row ``j`` is ``R_j / slack_j``. The LP and
+    its optimum ``t`` are the same; the last basis stays valid and the next solve starts from it.
+    """
+
+    def __init__(self, mx, sel, run, remaining):
+        self.run = run
+        self.arrays = fg.build_arrays(mx, objective="max_min", coef=mx.throughput, rows=sel)
+        self.session = HighsSession(self.arrays.model)
+        m = self.arrays.model
+        self.t_col = m.n_columns - 1
+        self.rows = np.arange(m.n_rows - len(sel), m.n_rows, dtype=np.int32)
+        self.remaining = remaining
+
+    def solve(self, name, slack):
+        h = self.session.h
+        for row, value in zip(self.rows.tolist(), (self.remaining / slack).tolist()):
+            h.changeCoeff(row, self.t_col, value)
+        out, values = self.session.solve(time_limit_s=self.run.remaining())
+        self.run.record(name, out)
+        return _Solved(self.arrays, values), out
 
 
 def _ftf_next(seen, lo, hi, shrank) -> float:
