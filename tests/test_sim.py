@@ -82,6 +82,25 @@ def test_gain_is_scale_times_efficiency(traces):
     assert app.gain(app.init_batch_size, 3) == pytest.approx(1.0)
 
 
+def test_a_remembered_gain_is_the_gain_computed_afresh(traces, monkeypatch):
+    # gains are remembered per (batch, epoch); asked again, in another numeric type, or after the memo was
+    # emptied for size, they are bit for bit scale * efficiency computed afresh
+    app = trace_truth(traces, ("cifar10",))["cifar10"]
+    m0 = app.init_batch_size
+
+    def afresh(b, e):
+        return float(b / m0 * gp.efficiency(b, app.phi(b, e), m0))
+
+    asks = [(1024, 10), (1024.0, 10), (np.int64(1024), 10), (256, 0), (1024, 11), (700, 10)]
+    fresh = [afresh(b, e) for b, e in asks]
+    assert [app.gain(b, e) for b, e in asks] == fresh
+    assert [app.gain(b, e) for b, e in asks] == fresh  # now from the memo
+    monkeypatch.setattr("goodopt.sim.truth.GAIN_MEMO_SIZE", 2)
+    more = [(b, 5) for b in (300, 400, 500, 600)]
+    assert [app.gain(b, e) for b, e in more] == [afresh(b, e) for b, e in more]
+    assert len(app.__dict__["_gain_memo"]) <= 2
+
+
 def test_model_truth_needs_epoch_iterations(truth):
     app = truth["cifar10"]
     assert app.epoch_end_progress[0] == pytest.approx(391.0)

@@ -71,6 +71,10 @@ def canonical_placement(counts) -> str | None:
     return min(rotations)
 
 
+#: Entries of an application's remembered gains (:meth:`AppTruth.gain`) before they are forgotten.
+GAIN_MEMO_SIZE = 100_000
+
+
 @dataclass
 class AppTruth:
     """Ground truth of one application (see the module docstring).
@@ -95,10 +99,22 @@ class AppTruth:
         raise NotImplementedError
 
     def gain(self, batch_size: float, epoch: int) -> float:
-        """Progress per optimiser step, ``scale * E`` (iterations at the initial batch)."""
-        m0 = self.init_batch_size
-        scale = batch_size / m0
-        return float(scale * gp.efficiency(batch_size, self.phi(batch_size, epoch), m0))
+        """Progress per optimiser step, ``scale * E`` (iterations at the initial batch).
+
+        Remembered per (batch size, epoch): the truth does not change during a run, and the same few batch
+        sizes are asked for every round (Optimus's and Tiresias's remaining-time estimates, the engine's
+        progress), so each is interpolated once.
+        """
+        memo = self.__dict__.setdefault("_gain_memo", {})
+        key = (float(batch_size), int(epoch))
+        value = memo.get(key)
+        if value is None:
+            if len(memo) >= GAIN_MEMO_SIZE:
+                memo.clear()
+            m0 = self.init_batch_size
+            scale = batch_size / m0
+            value = memo[key] = float(scale * gp.efficiency(batch_size, self.phi(batch_size, epoch), m0))
+        return value
 
     def iteration_time(self, placement, local_bsz: int, accum_steps: int) -> float:
         """Seconds per optimiser iteration with ``accum_steps`` extra micro-batches."""
