@@ -153,9 +153,9 @@ def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *
 
 
 #: Rough CPU seconds per workload job of a simulation, by policy (measured on the papers' workloads, 2026-11,
-#: one core), and per job of a rigid run (finish-time fairness about twice that). Only to start long tasks
+#: one core), and per job of a rigid run (finish-time fairness about 1.3 times that). Only to start long tasks
 #: first; no result depends on them.
-EST_CPU_PER_JOB = {"pollux": 0.6, "sia": 0.3, "optimus": 0.2}
+EST_CPU_PER_JOB = {"pollux": 0.6, "sia": 0.3, "optimus": 0.05}
 EST_CPU_PER_JOB_OTHER = 0.02
 EST_CPU_PER_RIGID_JOB = 0.006
 
@@ -166,7 +166,7 @@ def estimated_cpu_s(task: Task) -> float:
     if isinstance(task, SimTask):
         return EST_CPU_PER_JOB.get(task.policy, EST_CPU_PER_JOB_OTHER) * _workload_jobs(str(task.workload))
     if isinstance(task, RigidTask):
-        return EST_CPU_PER_RIGID_JOB * task.n_jobs * (2.0 if "finish_time" in str(task.config.get("policy")) else 1.0)
+        return EST_CPU_PER_RIGID_JOB * task.n_jobs * (1.3 if "finish_time" in str(task.config.get("policy")) else 1.0)
     return 1.0
 
 
