@@ -15,7 +15,7 @@ Columns, in order::
     t        1 column       epigraph value (p = ±inf only)
     y_j      J columns      the job that attains the maximum (p = +inf only)
     n, b, v  per GPU type   node-pattern columns (``placement=True``;
-                            :func:`goodopt.formulations.node_patterns.pattern_block`)
+                            :func:`goodopt.formulations.pattern_block.pattern_block`)
 
 Rows are ``row_lower <= A x <= row_upper``; the objective is maximised.
 """
@@ -27,7 +27,7 @@ import numpy as np
 
 from .configs import ConfigSet, type_layout
 from .matrix import CscArrays, MatrixModel
-from .node_patterns import pattern_block
+from .pattern_block import pattern_block
 from .objective import ScaledObjective
 
 
@@ -60,7 +60,7 @@ def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None
     """The configuration-level model as arrays (``objective`` for finite p, None for p = ±inf).
 
     ``placement`` (GPU type indices) adds, for those types, the node-pattern rows of
-    :func:`goodopt.formulations.node_patterns.pattern_block` (interference
+    :func:`goodopt.formulations.pattern_block.pattern_block` (interference
     avoidance only), which make every solution placeable; types whose
     patterns would exceed ``max_pattern_columns`` keep the aggregate rows only
     (listed in ``MatrixModel.aggregate_types``).

@@ -135,7 +135,6 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     Shapes: a (P, J, N) int64 -> same (modified in place and returned).
     """
     d, pr = data, data.pr
-    rows = np.arange(d.J)[None, :]
     free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N), kept up to date below
     # rows still on their current allocation (not restarted), kept up to date below
     kept_all = None if d.util_kept is None else np.all(a == pr.current[None], axis=2)  # (P, J)
@@ -146,24 +145,7 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
         sub = a[members]
         free = free_all[members]
         k = sub.sum(axis=2)  # (P, J)
-        nodes = (sub > 0).sum(axis=2)
-        # first placement of an idle job on node n (static gains per job and node)
-        start_ok = (k == 0)[:, :, None] & (free[:, None, :] >= d.need_clip[None, :, None])
-        gain = np.where(start_ok, d.gain_start[None], -np.inf)  # (P, J, N)
-        # grow a single-node job on its node by one GPU
-        node_of = sub.argmax(axis=2)  # (P, J)
-        t = pr.node_type[node_of]
-        kc = np.minimum(k, d.K)
-        kn = np.minimum(k + 1, d.K)
-        grow = ((nodes == 1) & (k < d.limit[None, :]) & d.single_ok[rows, t, kn]
-                & (np.take_along_axis(free, node_of, axis=1) >= 1))
-        base = d.util_single[rows, t, kc]
-        if kept_all is not None:
-            base = np.where(kept_all[members], d.util_kept[rows, t, kc], base)
-        gg = d.util_single[rows, t, kn] - base
-        pp, jj = np.nonzero(grow)
-        gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
-        gain[~(gain > 0)] = -np.inf
+        gain = _pass_gains(sub, free, k, None if kept_all is None else kept_all[members], d)
         noise = rng.random(gain.shape)
         # the r-th node with idle GPUs takes its r-th best candidate, so nodes of one type spread
         # over different idle jobs instead of all picking the same one
@@ -173,16 +155,7 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
             break
         jn = best[pn, nn]
         idle = k[pn, jn] == 0
-        # an idle job starts on one node per pass: its first picked node (pn, jn, nn run in (member, node) order)
-        key = (pn * d.J + jn)[idle]
-        first = np.ones(len(key), dtype=bool)
-        if len(key):
-            order = np.lexsort((nn[idle], key))
-            dup = np.zeros(len(key), dtype=bool)
-            dup[order[1:]] = key[order[1:]] == key[order[:-1]]
-            first = ~dup
-        keep = np.ones(len(pn), dtype=bool)
-        keep[np.flatnonzero(idle)] = first
+        keep = _one_start_per_idle_job(pn, jn, nn, idle, d.J)
         pn, jn, nn, idle = pn[keep], jn[keep], nn[keep], idle[keep]
         add = np.where(idle, d.need_clip[jn], 1)
         sub[pn, jn, nn] += add
@@ -192,6 +165,48 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
             mp = members[pn]
             kept_all[mp, jn] = np.all(a[mp, jn] == pr.current[jn], axis=1)
     return a
+
+
+def _pass_gains(sub, free, k, kept, d) -> np.ndarray:
+    """The gain of each (member, job, node) move of one refill pass (-inf: not a candidate): a first placement
+    of an idle job with its minimum GPUs, or one more GPU for a job running on that node only. ``kept``
+    (members, J) marks rows still on their current allocation (None when every re-allocation factor is 1).
+    Shapes: sub (P, J, N), free (P, N), k (P, J) -> (P, J, N)."""
+    pr, rows = d.pr, np.arange(d.J)[None, :]
+    nodes = (sub > 0).sum(axis=2)
+    # first placement of an idle job on node n (static gains per job and node)
+    start_ok = (k == 0)[:, :, None] & (free[:, None, :] >= d.need_clip[None, :, None])
+    gain = np.where(start_ok, d.gain_start[None], -np.inf)  # (P, J, N)
+    # grow a single-node job on its node by one GPU
+    node_of = sub.argmax(axis=2)  # (P, J)
+    t = pr.node_type[node_of]
+    kc = np.minimum(k, d.K)
+    kn = np.minimum(k + 1, d.K)
+    grow = ((nodes == 1) & (k < d.limit[None, :]) & d.single_ok[rows, t, kn]
+            & (np.take_along_axis(free, node_of, axis=1) >= 1))
+    base = d.util_single[rows, t, kc]
+    if kept is not None:
+        base = np.where(kept, d.util_kept[rows, t, kc], base)
+    gg = d.util_single[rows, t, kn] - base
+    pp, jj = np.nonzero(grow)
+    gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
+    gain[~(gain > 0)] = -np.inf
+    return gain
+
+
+def _one_start_per_idle_job(pn, jn, nn, idle, J) -> np.ndarray:
+    """Which picks to keep: an idle job starts on one node per pass, its first picked node (``pn``, ``jn``,
+    ``nn`` run in (member, node) order); every pick of a running job is kept. Shapes: (picks,) -> (picks,)."""
+    key = (pn * J + jn)[idle]
+    first = np.ones(len(key), dtype=bool)
+    if len(key):
+        order = np.lexsort((nn[idle], key))
+        dup = np.zeros(len(key), dtype=bool)
+        dup[order[1:]] = key[order[1:]] == key[order[:-1]]
+        first = ~dup
+    keep = np.ones(len(pn), dtype=bool)
+    keep[np.flatnonzero(idle)] = first
+    return keep
 
 
 def _rth_best(gain, noise, rank) -> np.ndarray:

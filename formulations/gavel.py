@@ -174,12 +174,21 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, ro
         if c_min is None:
             raise ValidationError("coef", "t_min needs coef = (objective coef, minimum coef)")
         m.keep_min = pyo.Constraint(sel, rule=lambda m, j: thr(j, c_min) >= float(t_min))
+    _set_objective(m, objective, mx, pairs, cols, sel, lambda j: thr(j, c_obj))
+    m._pairs = pairs
+    m._cols = cols
+    return m
+
+
+def _set_objective(m, objective, mx, pairs, cols, sel, thr_obj) -> None:
+    """The objective of :func:`build_model` (and the epigraph rows of ``max_min``); ``thr_obj(j)`` is job
+    ``j``'s sum with the objective's coefficients."""
     if objective == "max_min":
         m.t = pyo.Var()
-        m.epigraph = pyo.Constraint(sel, rule=lambda m, j: m.t <= thr(j, c_obj))
+        m.epigraph = pyo.Constraint(sel, rule=lambda m, j: m.t <= thr_obj(j))
         m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
     elif objective == "max_sum":
-        m.obj = pyo.Objective(expr=sum(thr(j, c_obj) for j in range(J)), sense=pyo.maximize)
+        m.obj = pyo.Objective(expr=sum(thr_obj(j) for j in range(mx.n_jobs)), sense=pyo.maximize)
     elif objective == "min_cost":
         m.obj = pyo.Objective(expr=sum(float(mx.price_per_gpu_h[k] * mx.scale_factor[j]) * m.X[j, k]
                                        for j, k in pairs)
@@ -187,9 +196,6 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, ro
                                     for p, k, mb, _ in cols), sense=pyo.minimize)
     else:
         m.obj = pyo.Objective(expr=0.0 * sum(m.X[j, k] for j, k in pairs[:1]), sense=pyo.minimize)
-    m._pairs = pairs
-    m._cols = cols
-    return m
 
 
 def _pair_columns(mx) -> list:
@@ -243,19 +249,12 @@ def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, r
     if objective not in OBJECTIVES:
         raise ValidationError("objective", f"must be one of {OBJECTIVES}, got {objective!r}")
     mx = matrix
-    J, K = mx.n_jobs, mx.n_types
-    jj, kk = np.nonzero(mx.runnable)
-    nx = len(jj)
-    x_index = np.full((J, K), -1, dtype=np.int64)
-    x_index[jj, kk] = np.arange(nx)
-    pc = _pair_arrays(mx)
-    ny = len(pc["p"])
-    y_index = np.full((0 if mx.pairs is None else len(mx.pairs), K), -1, dtype=np.int64)
-    y_index[pc["p"], pc["k"]] = nx + np.arange(ny)
+    J = mx.n_jobs
+    jj, kk, pc, x_index, y_index = _array_columns(mx)
+    nx, ny = len(jj), len(pc["p"])
     ycol = nx + np.arange(ny)
     t_col = nx + ny if objective == "max_min" else None
     n_col = nx + ny + (t_col is not None)
-    blocks, lo, up = [], [], []  # (rows, cols, vals) triplets; row bounds
 
     def thr_rows(c, jobs, first, sign=1.0):
         """Triplets of ``sign * thr_j`` with coefficients ``c`` for ``jobs`` on rows ``first, first + 1, ...``."""
@@ -267,18 +266,7 @@ def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, r
             parts.append((row_of[pc[m]], ycol, sign * c[pc[m], pc["k"]] * pc[r]))
         return [(rr[rr >= 0], cc[rr >= 0], vv[rr >= 0]) for rr, cc, vv in parts]
 
-    # (1), (1'): each job's time
-    blocks += [(jj, np.arange(nx), np.ones(nx)), (pc["a"], ycol, np.ones(ny)), (pc["b"], ycol, np.ones(ny))]
-    lo += [-np.inf] * J
-    up += [1.0] * J
-    # (2), (2'): each usable type's GPUs, a pair's once
-    types = np.unique(kk)
-    row_k = np.full(K, -1, dtype=np.int64)
-    row_k[types] = J + np.arange(len(types))
-    blocks += [(row_k[kk], np.arange(nx), mx.scale_factor[jj].astype(float)),
-               (row_k[pc["k"]], ycol, mx.scale_factor[pc["a"]].astype(float))]
-    lo += [-np.inf] * len(types)
-    up += [float(mx.capacity[k]) for k in types]
+    blocks, lo, up = _time_and_capacity_rows(mx, jj, kk, pc, ycol)
     if floor is not None:
         fl = np.asarray(floor, dtype=float)
         jobs = np.flatnonzero(fl > 0)
@@ -293,23 +281,13 @@ def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, r
         blocks += thr_rows(c_min, sel, len(lo))
         lo += [float(t_min)] * len(sel)
         up += [np.inf] * len(sel)
-    cost = np.zeros(n_col)
-    sense = 1
     if objective == "max_min":  # t - thr_j <= 0
         first = len(lo)
         blocks += thr_rows(c_obj, sel, first, sign=-1.0)
         blocks.append((first + np.arange(len(sel)), np.full(len(sel), t_col), np.ones(len(sel))))
         lo += [-np.inf] * len(sel)
         up += [0.0] * len(sel)
-        cost[t_col] = 1.0
-    elif objective == "max_sum":
-        c = np.asarray(c_obj, dtype=float)
-        cost[:nx] = c[jj, kk]
-        cost[nx:nx + ny] = c[pc["a"], pc["k"]] * pc["ra"] + c[pc["b"], pc["k"]] * pc["rb"]
-    elif objective == "min_cost":
-        sense = -1
-        cost[:nx] = -mx.price_per_gpu_h[kk] * mx.scale_factor[jj]
-        cost[nx:nx + ny] = -mx.price_per_gpu_h[pc["k"]] * mx.scale_factor[pc["a"]]
+    cost, sense = _array_cost(objective, mx, c_obj, jj, kk, pc, n_col, t_col)
     lower, upper = np.zeros(n_col), np.ones(n_col)
     if t_col is not None:
         lower[t_col], upper[t_col] = -np.inf, np.inf
@@ -319,6 +297,53 @@ def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, r
                         row_lower=np.array(lo, dtype=float), row_upper=np.array(up, dtype=float),
                         names=(f"gavel-{objective}",), n_configs=0, epigraph=t_col is not None)
     return GavelArrays(model, x_index, y_index, sense)
+
+
+def _time_and_capacity_rows(mx, jj, kk, pc, ycol):
+    """Rows (1), (1') (each job's time) and (2), (2') (each usable type's GPUs, a pair's once) of
+    :func:`build_arrays`: ``(triplet blocks, row lower bounds, row upper bounds)``."""
+    J, nx, ny = mx.n_jobs, len(jj), len(ycol)
+    blocks = [(jj, np.arange(nx), np.ones(nx)), (pc["a"], ycol, np.ones(ny)), (pc["b"], ycol, np.ones(ny))]
+    lo, up = [-np.inf] * J, [1.0] * J
+    types = np.unique(kk)
+    row_k = np.full(mx.n_types, -1, dtype=np.int64)
+    row_k[types] = J + np.arange(len(types))
+    blocks += [(row_k[kk], np.arange(nx), mx.scale_factor[jj].astype(float)),
+               (row_k[pc["k"]], ycol, mx.scale_factor[pc["a"]].astype(float))]
+    lo += [-np.inf] * len(types)
+    up += [float(mx.capacity[k]) for k in types]
+    return blocks, lo, up
+
+
+def _array_columns(mx):
+    """The columns of :func:`build_arrays`: ``X`` for every runnable (job, type), then ``Y`` for every usable
+    pair column. Returns ``(jj, kk, pair arrays, x_index (J, K), y_index (P, K))`` (-1: no column)."""
+    jj, kk = np.nonzero(mx.runnable)
+    nx = len(jj)
+    x_index = np.full((mx.n_jobs, mx.n_types), -1, dtype=np.int64)
+    x_index[jj, kk] = np.arange(nx)
+    pc = _pair_arrays(mx)
+    y_index = np.full((0 if mx.pairs is None else len(mx.pairs), mx.n_types), -1, dtype=np.int64)
+    y_index[pc["p"], pc["k"]] = nx + np.arange(len(pc["p"]))
+    return jj, kk, pc, x_index, y_index
+
+
+def _array_cost(objective, mx, c_obj, jj, kk, pc, n_col, t_col):
+    """``(cost, sense)`` of :func:`build_arrays`: the objective row over its columns (``X``, ``Y``, ``t``),
+    maximised (``sense`` -1: a minimisation negated)."""
+    cost = np.zeros(n_col)
+    nx, ny = len(jj), len(pc["p"])
+    if objective == "max_min":
+        cost[t_col] = 1.0
+    elif objective == "max_sum":
+        c = np.asarray(c_obj, dtype=float)
+        cost[:nx] = c[jj, kk]
+        cost[nx:nx + ny] = c[pc["a"], pc["k"]] * pc["ra"] + c[pc["b"], pc["k"]] * pc["rb"]
+    elif objective == "min_cost":
+        cost[:nx] = -mx.price_per_gpu_h[kk] * mx.scale_factor[jj]
+        cost[nx:nx + ny] = -mx.price_per_gpu_h[pc["k"]] * mx.scale_factor[pc["a"]]
+        return cost, -1
+    return cost, 1
 
 
 def _pair_arrays(mx) -> dict:

@@ -215,6 +215,21 @@ def build_model(problem, cs: ConfigSet, classes: list[PwlClass],
         rule=lambda m, j: (sum(m.d[q] for q in classes_of[j]) + (m.keep[j] if j in keep_ok else 0)
                            == 1 if must_run[j] else
                            sum(m.d[q] for q in classes_of[j]) + (m.keep[j] if j in keep_ok else 0) <= 1))  # (1)
+    _segment_rows(m, classes, lam_idx)  # (2), (3), (4)
+    keep_k = {j: int(cs.n_gpus[cs.keep_of_job[j]]) for j in keep_jobs}
+    keep_g = {j: int(cs.gpu_type[cs.keep_of_job[j]]) for j in keep_jobs}
+    m.capacity = pyo.Constraint(range(G), rule=lambda m, g: constraint(sum(m.n[q] for q in Q if classes[q].gpu_type == g)
+                                + sum(keep_k[j] * m.keep[j] for j in keep_jobs if keep_g[j] == g)
+                                <= int(total[g])))  # (5)
+    if pr.interference_avoidance:
+        _node_budget_rows(m, pr, classes, keep_jobs, keep_g, n_nodes, largest)  # (6)
+    _set_objective(m, pr, cs, classes, classes_of, keep_jobs, keep_ok, objective)
+    return m
+
+
+def _segment_rows(m, classes, lam_idx) -> None:
+    """(2) one segment per chosen class, (3) weights only on its segment's ends, (4) the GPU count they give."""
+    Q = range(len(classes))
     m.lam_sum = pyo.Constraint(Q, rule=lambda m, q: sum(m.lam[q, i] for i in range(len(classes[q].breaks))) == m.d[q])
     m.seg_sum = pyo.Constraint(
         [q for q in Q if len(classes[q].breaks) > 1],
@@ -228,38 +243,39 @@ def build_model(problem, cs: ConfigSet, classes: list[PwlClass],
     m.adjacent = pyo.Constraint([(q, i) for q, i in lam_idx if len(classes[q].breaks) > 1], rule=adjacency)  # (3)
     m.count = pyo.Constraint(Q, rule=lambda m, q: m.n[q] == sum(
         int(b) * m.lam[q, i] for i, b in enumerate(classes[q].breaks)))  # (4)
-    keep_k = {j: int(cs.n_gpus[cs.keep_of_job[j]]) for j in keep_jobs}
-    keep_g = {j: int(cs.gpu_type[cs.keep_of_job[j]]) for j in keep_jobs}
-    m.capacity = pyo.Constraint(range(G), rule=lambda m, g: constraint(sum(m.n[q] for q in Q if classes[q].gpu_type == g)
-                                + sum(keep_k[j] * m.keep[j] for j in keep_jobs if keep_g[j] == g)
-                                <= int(total[g])))  # (5)
-    if pr.interference_avoidance:
-        multi_q = [q for q in Q if classes[q].multi]
-        m.o = pyo.Var(multi_q, domain=pyo.NonNegativeIntegers, bounds=lambda m, q: (0, int(n_nodes[classes[q].gpu_type])))
-        m.o_min = pyo.Constraint(multi_q, rule=lambda m, q: m.o[q] >= 2 * m.d[q])
-        m.o_cap = pyo.Constraint(multi_q, rule=lambda m, q: int(largest[classes[q].gpu_type]) * m.o[q] >= m.n[q])
-        keep_nodes = {j: int((pr.current[j] > 0).sum()) for j in keep_jobs}
-        m.node_budget = pyo.Constraint(
-            range(G), rule=lambda m, g: constraint(sum(m.o[q] for q in multi_q if classes[q].gpu_type == g)
-            + sum(keep_nodes[j] * m.keep[j] for j in keep_jobs if keep_g[j] == g and keep_nodes[j] > 1)
-            <= int(n_nodes[g])))  # (6)
 
+
+def _node_budget_rows(m, pr, classes, keep_jobs, keep_g, n_nodes, largest) -> None:
+    """(6): multi-node classes take at least two nodes and no more than the type has, kept multi-node jobs
+    counted with their nodes."""
+    multi_q = [q for q in range(len(classes)) if classes[q].multi]
+    m.o = pyo.Var(multi_q, domain=pyo.NonNegativeIntegers, bounds=lambda m, q: (0, int(n_nodes[classes[q].gpu_type])))
+    m.o_min = pyo.Constraint(multi_q, rule=lambda m, q: m.o[q] >= 2 * m.d[q])
+    m.o_cap = pyo.Constraint(multi_q, rule=lambda m, q: int(largest[classes[q].gpu_type]) * m.o[q] >= m.n[q])
+    keep_nodes = {j: int((pr.current[j] > 0).sum()) for j in keep_jobs}
+    m.node_budget = pyo.Constraint(
+        range(pr.n_gpu_types), rule=lambda m, g: constraint(sum(m.o[q] for q in multi_q if classes[q].gpu_type == g)
+        + sum(keep_nodes[j] * m.keep[j] for j in keep_jobs if keep_g[j] == g and keep_nodes[j] > 1)
+        <= int(n_nodes[g])))
+
+
+def _set_objective(m, pr, cs, classes, classes_of, keep_jobs, keep_ok, objective) -> None:
+    """The objective: the epigraph of the smallest speedup (p = -inf), else the scaled terms' sum."""
     keep_s = {j: float(cs.speedup[cs.keep_of_job[j]]) for j in keep_jobs}
     if pr.p == -np.inf:
         m.t = pyo.Var(bounds=(pr.eps, None))
-        m.epigraph = pyo.Constraint(range(J), rule=lambda m, j: m.t <= pr.eps + sum(
+        m.epigraph = pyo.Constraint(range(pr.n_jobs), rule=lambda m, j: m.t <= pr.eps + sum(
             float(s) * m.lam[q, i] for q in classes_of[j] for i, s in enumerate(classes[q].speedups))
             + (keep_s[j] * m.keep[j] if j in keep_s else 0))
         m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
-    else:
-        base = objective.idle
-        expr = float(base.sum())
-        expr += sum((float(v) - base[classes[q].job]) * m.lam[q, i]
-                    for q in Q for i, v in enumerate(classes[q].values))
-        keep_term = {j: float(term(pr, [keep_s[j]], [j], objective)[0] - base[j]) for j in keep_ok}
-        expr += sum(keep_term[j] * m.keep[j] for j in keep_ok)
-        m.obj = pyo.Objective(expr=expr, sense=pyo.maximize)
-    return m
+        return
+    base = objective.idle
+    expr = float(base.sum())
+    expr += sum((float(v) - base[classes[q].job]) * m.lam[q, i]
+                for q in range(len(classes)) for i, v in enumerate(classes[q].values))
+    keep_term = {j: float(term(pr, [keep_s[j]], [j], objective)[0] - base[j]) for j in keep_ok}
+    expr += sum(keep_term[j] * m.keep[j] for j in keep_ok)
+    m.obj = pyo.Objective(expr=expr, sense=pyo.maximize)
 
 
 def decode(model, problem, cs: ConfigSet, classes: list[PwlClass]) -> np.ndarray:

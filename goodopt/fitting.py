@@ -278,6 +278,20 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
         raise FitError("no observations to fit")
     compute = np.maximum(step - sync, 1e-6 * step)
     multi = n > 1
+    x, free = _observed_start(k, m, multi, compute, sync)
+    if free.any():
+        x = _fit_observed_free(x, free, start, k, m, multi, compute, step, sync, optimism)
+    alpha_r, beta_r = x[2], x[3]
+    alpha_n = alpha_r + x[4] if free[4] else 1.1 * alpha_r
+    beta_n = beta_r + x[5] if free[5] else 1.1 * beta_r
+    return ThroughputParams(alpha_c=float(x[0]), beta_c=float(x[1]), alpha_r=float(alpha_r), beta_r=float(beta_r),
+                            alpha_n=float(alpha_n), beta_n=float(beta_n), gamma=float(np.clip(x[6], 1, 10)))
+
+
+def _observed_start(k, m, multi, compute, sync):
+    """``(x, free)``: the start of :func:`fit_observed` in its seven working parameters (``alpha_c, beta_c,
+    alpha_r, beta_r``, the inter-node offsets ``alpha_n - alpha_r, beta_n - beta_r``, ``gamma``) and which of
+    them the observations identify; the others keep their fixed values."""
     x = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
     free = np.ones(7, dtype=bool)
     ms = np.unique(m)
@@ -287,8 +301,7 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
     else:
         slope, icpt = np.polyfit(m, compute, 1)
         x[0], x[1] = max(icpt, 1e-6), max(slope, 1e-9)
-    has_sync = bool(np.any(k > 1))
-    if not has_sync:
+    if not np.any(k > 1):
         free[2:] = False
     else:
         x[2] = max(float(np.median(sync[k > 1])), 1e-6)
@@ -297,37 +310,38 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
     free[3] &= bool(np.any(~multi & (k > 2)))
     free[4] &= bool(np.any(multi))
     free[5] &= bool(np.any(multi & (k > 2)))
-    if free.any():
-        lower, upper = np.zeros(7), np.full(7, np.inf)
-        lower[6], upper[6] = 1.0, 10.0
-        if start is not None:
-            prev = start.as_array()
-            prev[4:6] = np.maximum(prev[4:6] - prev[2:4], 0.0)  # alpha_n, beta_n as offsets
-            x = np.where(free, prev, x)
-        x0 = np.clip(x, lower + 1e-12, upper)
-        log_c, log_s = np.log(compute), np.log(step)
-        has = (k > 1) & (sync > 0)
-        log_y = np.log(sync[has])
+    return x, free
 
-        def residuals(xf):
-            xx = x0.copy()
-            xx[free] = xf
-            tc, ts = _predict(xx, m, k, multi)
-            ty = gp.sync_time({"alpha_r": xx[2], "beta_r": xx[3], "alpha_n": xx[2] + xx[4],
-                               "beta_n": xx[3] + xx[5]}, k[has], multi[has])
-            return np.concatenate([np.log(np.maximum(tc, 1e-12)) - log_c, np.log(np.maximum(ts, 1e-12)) - log_s,
-                                   np.log(np.maximum(ty, 1e-12)) - log_y])
 
-        res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), method="trf", max_nfev=200)
-        x = x0.copy()
-        x[free] = res.x
-        if optimism > 0 and (free[3] or free[5]):
-            c, s = float(compute.mean()), float(np.median(sync[k > 1]))
-            typical = np.array([c, c / m.mean(), s, s / k.mean(), s, s / k.mean(), 1.0])
-            x = _optimistic(x, free, residuals, [len(log_c), len(log_s), len(log_y)], lower, upper, optimism,
-                            np.maximum(typical, 1e-9))
-    alpha_r, beta_r = x[2], x[3]
-    alpha_n = alpha_r + x[4] if free[4] else 1.1 * alpha_r
-    beta_n = beta_r + x[5] if free[5] else 1.1 * beta_r
-    return ThroughputParams(alpha_c=float(x[0]), beta_c=float(x[1]), alpha_r=float(alpha_r), beta_r=float(beta_r),
-                            alpha_n=float(alpha_n), beta_n=float(beta_n), gamma=float(np.clip(x[6], 1, 10)))
+def _fit_observed_free(x, free, start, k, m, multi, compute, step, sync, optimism):
+    """The free parameters of :func:`fit_observed` by least squares on log times (from ``start`` when given),
+    then refined on Pollux's objective with ``optimism``; returns all seven working parameters."""
+    lower, upper = np.zeros(7), np.full(7, np.inf)
+    lower[6], upper[6] = 1.0, 10.0
+    if start is not None:
+        prev = start.as_array()
+        prev[4:6] = np.maximum(prev[4:6] - prev[2:4], 0.0)  # alpha_n, beta_n as offsets
+        x = np.where(free, prev, x)
+    x0 = np.clip(x, lower + 1e-12, upper)
+    log_c, log_s = np.log(compute), np.log(step)
+    has = (k > 1) & (sync > 0)
+    log_y = np.log(sync[has])
+
+    def residuals(xf):
+        xx = x0.copy()
+        xx[free] = xf
+        tc, ts = _predict(xx, m, k, multi)
+        ty = gp.sync_time({"alpha_r": xx[2], "beta_r": xx[3], "alpha_n": xx[2] + xx[4],
+                           "beta_n": xx[3] + xx[5]}, k[has], multi[has])
+        return np.concatenate([np.log(np.maximum(tc, 1e-12)) - log_c, np.log(np.maximum(ts, 1e-12)) - log_s,
+                               np.log(np.maximum(ty, 1e-12)) - log_y])
+
+    res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), method="trf", max_nfev=200)
+    x = x0.copy()
+    x[free] = res.x
+    if optimism > 0 and (free[3] or free[5]):
+        c, s = float(compute.mean()), float(np.median(sync[k > 1]))
+        typical = np.array([c, c / m.mean(), s, s / k.mean(), s, s / k.mean(), 1.0])
+        x = _optimistic(x, free, residuals, [len(log_c), len(log_s), len(log_y)], lower, upper, optimism,
+                        np.maximum(typical, 1e-9))
+    return x

@@ -10,7 +10,6 @@ Adding a method is one entry in :data:`REGISTRY`.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -22,9 +21,9 @@ import numpy as np
 from goodopt.errors import ValidationError
 from goodopt.plugins import METHOD_GROUP, PluginRegistry
 from goodopt.progress import tracing
-from goodopt.validation import suggest
 from goodopt.formulations.configs import enumerate_configs
 
+from .gavel_method import solve_gavel_round
 from .options import OPTIONS, MethodOptions, ga_engine
 from .result import MethodOutcome, SolveResult, SolverStats, Termination
 
@@ -49,13 +48,13 @@ def _warm_starts(problem, evaluator, spec, opts, method):
             if s == "lp":
                 from .rounding import lp_rounding
 
-                a = lp_rounding(problem, evaluator, time_limit_s=opts["time_limit_s"])  # one LP, one thread
+                a = lp_rounding(problem, evaluator, time_limit_s=opts.time_limit_s)  # one LP, one thread
                 if a is not None:
                     out.append(a)
                 continue
-            sub = {"time_limit_s": opts["time_limit_s"]} if s == "milp" else {}
+            sub = {"time_limit_s": opts.time_limit_s} if s == "milp" else {}
             if s == "ga":
-                sub = {"seed": opts["seed"] if opts["seed"] is not None else 0}
+                sub = {"seed": opts.seed if opts.seed is not None else 0}
             res = solve(problem, method=s, options=sub)
             if res.has_solution:
                 out.append(res.x)
@@ -126,18 +125,18 @@ def _with_solver_log(opts: MethodOptions) -> MethodOptions:
     """``solver_log`` as HiGHS's own switches (the GA passes it to pymoo itself)."""
     if not opts.solver_log or "highs_options" not in opts:
         return opts
-    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **opts["highs_options"]})
+    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **opts.highs_options})
 
 
 def _run_milp(problem, ev, opts, t_start) -> MethodOutcome:
-    from .exact import solve_milp
+    from .milp import solve_milp
 
     starts = _warm_starts(problem, ev, opts.warm_start, opts, "milp")
     return solve_milp(problem, ev, opts.replace(warm_start=max(starts, key=ev.fitness) if starts else None), t_start)
 
 
 def _run_pwl(problem, ev, opts, t_start) -> MethodOutcome:
-    from .exact import solve_pwl
+    from .milp import solve_pwl
 
     return solve_pwl(problem, ev, opts, t_start)
 
@@ -146,7 +145,7 @@ def _run_genetic(two_objectives):
     def run(problem, ev, opts, t_start) -> MethodOutcome:
         from .genetic import solve_ga
 
-        engine = ga_engine(problem, opts.get("engine", "pymoo"), two_objectives)
+        engine = ga_engine(problem, getattr(opts, "engine", "pymoo"), two_objectives)
         warm = opts.warm_start
         if isinstance(warm, str) and warm == "auto":
             warm = "lp" if engine == "configs" else ["lp", "greedy"]
@@ -158,7 +157,7 @@ def _run_genetic(two_objectives):
 
 
 def _run_gavel(problem, ev, opts, t_start) -> MethodOutcome:
-    return _solve_gavel_round(problem, opts)
+    return solve_gavel_round(problem, opts)
 
 
 def _run_simple(method):
@@ -166,87 +165,6 @@ def _run_simple(method):
         return _solve_simple(problem, ev, method, opts)
 
     return run
-
-
-def _entity_groups(problem, entities) -> dict:
-    """The matrix's entity fields: the jobs' ``entity`` names weighted by ``entities`` (an entity the option
-    does not name has weight 1 and fairness inside); ``{}`` when no job names one."""
-    from types import SimpleNamespace
-
-    from goodopt.gavel import check_entities, entity_fields
-
-    named = problem.entities if problem.entities and any(problem.entities) else ()
-    if not named:
-        if entities:
-            raise ValidationError("options.entities", "no job names its entity", "give jobs an entity field")
-        return {}
-    unnamed = [problem.job_names[j] for j, e in enumerate(named) if not e]
-    if unnamed:
-        raise ValidationError(f"jobs.{unnamed[0]}.entity", "is missing while other jobs name theirs",
-                              "give every job an entity (hierarchical policies weigh entities, not jobs)")
-    spec = {**{e: {} for e in named}, **dict(entities)}
-    return entity_fields(check_entities(spec), [SimpleNamespace(entity=e) for e in named])
-
-
-def _job_work(problem, opts) -> dict:
-    """The matrix's ``remaining_steps`` and ``elapsed_s`` from the options (job -> number), each job named."""
-    out = {}
-    for name, default in (("remaining_steps", None), ("elapsed_s", 0.0)):
-        given = dict(opts[name] or {})
-        unknown = sorted(set(given) - set(problem.job_names))
-        if unknown:
-            raise ValidationError(f"options.{name}.{unknown[0]}", "is not a job of the scenario",
-                                  f"{suggest(unknown[0], problem.job_names)}name jobs of the scenario")
-        if not given:
-            continue
-        missing = [j for j in problem.job_names if j not in given]
-        if missing and default is None:
-            raise ValidationError(f"options.{name}", f"gives no value for job {missing[0]!r}",
-                                  "give every job of the scenario its remaining work")
-        out[name] = np.array([float(given.get(j, default)) for j in problem.job_names])
-    return out
-
-
-def _solve_gavel_round(problem, opts):
-    """Gavel's time fractions at fixed GPU counts, realised for one round (fresh history)."""
-    from goodopt.gavel import PACKED, matrix_from_problem, pairs_from_problem
-
-    from .gavel import solve_gavel
-    from .rounds import RoundMechanism, current_types, place_round
-
-    t0 = time.perf_counter()
-    n = opts["n_gpus"]
-    k = {"min_gpus": problem.min_gpus, "base": problem.base_gpus}.get(n) if isinstance(n, str) else None
-    if k is None:
-        k = np.full(problem.n_jobs, n)
-    mx = matrix_from_problem(problem, k)
-    groups = _entity_groups(problem, opts.get("entities") or {})
-    if groups:
-        mx = dataclasses.replace(mx, **groups)
-    mx = dataclasses.replace(mx, **_job_work(problem, opts))
-    if opts["policy"] in PACKED:
-        mx = dataclasses.replace(mx, **pairs_from_problem(problem, mx))
-    po = dict(opts["policy_options"] or {})
-    if opts["time_limit_s"] is not None:
-        po.setdefault("time_limit_s", opts["time_limit_s"])
-    build_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    fr = solve_gavel(mx, opts["policy"], po)
-    cur = problem.current
-    assigned = RoundMechanism(problem.type_names).assign(problem.job_names, fr.x, mx.scale_factor, mx.capacity,
-                                                         current_types(problem.node_type, cur))
-    alloc, failed = place_round(problem.node_type, problem.node_capacity, assigned, mx.scale_factor, cur)
-    extra = {"fractions": fr.to_dict(mx)["fractions"], "policy": fr.policy, "policy_objective": fr.fun,
-             "lp_stages": fr.stages, "unplaced_jobs": [problem.job_names[j] for j in failed]}
-    if mx.pairs is not None:  # two jobs on one GPU is no allocation of this model: reported, not realised
-        extra["pair_fractions"] = {f"{mx.job_names[a]}+{mx.job_names[b]}": {
-            t: float(v) for t, v in zip(mx.type_names, row) if v > 1e-9}
-            for (a, b), row in zip(mx.pairs, fr.pair_x) if row.sum() > 1e-9}
-    return MethodOutcome(alloc=alloc, status=Termination.COMPLETED if fr.success else fr.status, bound=np.nan,
-                objective=fr.fun, objective_bound=np.nan, build_s=build_s, solve_s=time.perf_counter() - t1,
-                nodes=None, solver="gavel", solver_version="", raw_status=str(fr.status), n_variables=None,
-                n_constraints=None, n_configs=None, extra=extra,
-                message=f"{fr.policy}: {fr.message} = {fr.fun:.6g}")
 
 
 def _solve_simple(problem, ev, method, opts):
@@ -260,7 +178,7 @@ def _solve_simple(problem, ev, method, opts):
     extra = {}
     bound = np.nan
     if method == "greedy":
-        start = problem.current if opts["start"] == "current" else None
+        start = problem.current if opts.start == "current" else None
         if start is not None and ev.violation(start) != 0:
             raise ValidationError("options.start", "the current allocation is infeasible",
                                   "use start='empty'")
@@ -271,7 +189,7 @@ def _solve_simple(problem, ev, method, opts):
         alloc, _ = equal_share(problem, cs)
         status = Termination.COMPLETED
     else:
-        alloc, fit, n = brute_force(problem, ev, max_allocations=opts["max_allocations"])
+        alloc, fit, n = brute_force(problem, ev, max_allocations=opts.max_allocations)
         extra["n_allocations"] = n
         status = Termination.OPTIMAL if alloc is not None else Termination.INFEASIBLE
         bound = fit if alloc is not None else np.nan
@@ -308,7 +226,7 @@ def _result(problem, ev, method, opts, f, t_start, trace=()) -> SolveResult:
         method=method, x=x, fitness=fitness, status=status, has_solution=has, message=message, bound=bound,
         objective=f.objective, objective_bound=f.objective_bound, feasible=not violations,
         violations=violations, speedups=speedups, stats=stats,
-        options={k: v for k, v in opts.items() if not isinstance(v, np.ndarray)}, seed=opts.get("seed"),
+        options={k: v for k, v in opts.items() if not isinstance(v, np.ndarray)}, seed=getattr(opts, "seed", None),
         extra=f.extra,
     )
     log.info("%s", res)

@@ -51,12 +51,12 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
     """Run the GA. ``seeds`` are (J, N) allocations for the initial population."""
     t0 = time.perf_counter()
     seeds = list(seeds)
-    if opts.get("initial_population") is not None:
-        init = np.asarray(opts["initial_population"], dtype=np.int64)
+    if getattr(opts, "initial_population", None) is not None:
+        init = np.asarray(opts.initial_population, dtype=np.int64)
         seeds.extend(init.reshape(-1, problem.n_jobs, problem.n_nodes))
-    pop_size = opts["pop_size"]
+    pop_size = opts.pop_size
     seeds = seeds[: max(pop_size - 1, 0)]
-    engine = opts.get("engine", "pymoo")
+    engine = getattr(opts, "engine", "pymoo")
     if engine == "configs" and not two_objectives:
         return _solve_configs(problem, evaluator, opts, t_start, seeds, t0)
     data = RepairData(problem)
@@ -66,24 +66,24 @@ def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=Fals
     operators = dict(
         pop_size=pop_size,
         sampling=AllocationSampling(data, seeds),
-        crossover=RowCrossover(data, prob=opts["crossover_prob"]),
-        mutation=AllocationMutation(data, opts["mutation_rate"]),
+        crossover=RowCrossover(data, prob=opts.crossover_prob),
+        mutation=AllocationMutation(data, opts.mutation_rate),
         repair=AllocationRepair(data),
         eliminate_duplicates=False,
     )
     algorithm = NSGA2(**operators) if two_objectives else GA(**operators)
-    limits = [MaximumGenerationTermination(opts["n_gen"])]
-    if opts["time_limit_s"] is not None:
-        remaining = max(opts["time_limit_s"] - (time.perf_counter() - t_start), 1e-3)
+    limits = [MaximumGenerationTermination(opts.n_gen)]
+    if opts.time_limit_s is not None:
+        remaining = max(opts.time_limit_s - (time.perf_counter() - t_start), 1e-3)
         limits.append(TimeBasedTermination(remaining))
     termination = TerminateIfAny(*limits)
     build_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    res = minimize(gaprob, algorithm, termination, seed=opts["seed"], verbose=bool(opts.get("solver_log")),
-                   save_history=False, callback=_GenerationReport(opts["n_gen"]))
+    res = minimize(gaprob, algorithm, termination, seed=opts.seed, verbose=bool(getattr(opts, "solver_log", None)),
+                   save_history=False, callback=_GenerationReport(opts.n_gen))
     solve_s = time.perf_counter() - t1
     n_gen = res.algorithm.n_gen - 1  # pymoo counts the initial population as generation 1
-    status = Termination.COMPLETED if n_gen >= opts["n_gen"] else Termination.TIME_LIMIT
+    status = Termination.COMPLETED if n_gen >= opts.n_gen else Termination.TIME_LIMIT
     final = res.pop.get("X").reshape(-1, problem.n_jobs, problem.n_nodes).astype(np.int64)
     ev = evaluator.evaluate(final)
     fit = np.where(ev.violation == 0, ev.fitness, -np.inf)
@@ -135,15 +135,15 @@ def _pymoo_version() -> str:
 
 def _solve_configs(problem, evaluator, opts, t_start, seeds, t0):
     """The GA over configurations (:mod:`goodopt.solvers.config_ga`), for large clusters."""
-    rng = np.random.default_rng(opts["seed"])
-    deadline = None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"]
+    rng = np.random.default_rng(opts.seed)
+    deadline = None if opts.time_limit_s is None else t_start + opts.time_limit_s
     build_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     alloc, pop, gen, timed_out = evolve(
-        problem, evaluator, seeds, pop_size=opts["pop_size"], n_gen=opts["n_gen"],
-        crossover_prob=opts["crossover_prob"], rng=rng, deadline=deadline,
-        stall=stall_for("configs", opts.get("stall_generations", "auto")),
-        on_generation=lambda g, p: _report_generation(g, opts["n_gen"], float(p.score[0])))
+        problem, evaluator, seeds, pop_size=opts.pop_size, n_gen=opts.n_gen,
+        crossover_prob=opts.crossover_prob, rng=rng, deadline=deadline,
+        stall=stall_for("configs", getattr(opts, "stall_generations", "auto")),
+        on_generation=lambda g, p: _report_generation(g, opts.n_gen, float(p.score[0])))
     status = Termination.TIME_LIMIT if timed_out else Termination.COMPLETED
     P = len(pop.score)
     return MethodOutcome(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
@@ -156,10 +156,10 @@ def _solve_configs(problem, evaluator, opts, t_start, seeds, t0):
 
 def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
     """The single-objective GA as whole-population array operations (see the module docstring)."""
-    rng = np.random.default_rng(opts["seed"])
-    P, J = opts["pop_size"], problem.n_jobs
-    rate = opts["mutation_rate"] if opts["mutation_rate"] is not None else min(1.0, 2.0 / max(J, 1))
-    deadline = None if opts["time_limit_s"] is None else t_start + opts["time_limit_s"]
+    rng = np.random.default_rng(opts.seed)
+    P, J = opts.pop_size, problem.n_jobs
+    rate = opts.mutation_rate if opts.mutation_rate is not None else min(1.0, 2.0 / max(J, 1))
+    deadline = None if opts.time_limit_s is None else t_start + opts.time_limit_s
 
     def score(pop):
         ev = evaluator.evaluate(pop)
@@ -170,9 +170,9 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
     pop = initial_population(data, seeds, P, rng)
     fit = score(pop)
     n_eval, gen, since_best = P, 0, 0
-    stall = stall_for("numpy", opts.get("stall_generations"))
+    stall = stall_for("numpy", getattr(opts, "stall_generations", None))
     status = Termination.COMPLETED
-    while gen < opts["n_gen"]:
+    while gen < opts.n_gen:
         if stall is not None and since_best >= stall:
             break
         if deadline is not None and time.perf_counter() >= deadline:
@@ -183,7 +183,7 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
         parents = np.where(fit[cand[0]] >= fit[cand[1]], cand[0], cand[1]).reshape(2, n_pairs)
         A, B = pop[parents[0]], pop[parents[1]]
         c1, c2 = row_crossover(A, B, rng)
-        cross = (rng.random(n_pairs) < opts["crossover_prob"])[:, None, None]
+        cross = (rng.random(n_pairs) < opts.crossover_prob)[:, None, None]
         kids = np.concatenate([np.where(cross, c1, A), np.where(cross, c2, B)])[:P]
         kids = repair(mutate(kids, data, rng, rate), data, rng)
         merged = np.concatenate([pop, kids])
@@ -193,7 +193,7 @@ def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
         pop, fit = merged[best], merged_fit[best]
         n_eval += len(kids)
         gen += 1
-        _report_generation(gen, opts["n_gen"], fit[0])
+        _report_generation(gen, opts.n_gen, fit[0])
     solve_s = time.perf_counter() - t1
     alloc = pop[0] if np.isfinite(fit[0]) else None
     return MethodOutcome(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,

@@ -13,9 +13,8 @@ import time
 
 import numpy as np
 
-from goodopt.errors import ValidationError
-
-from .backend import MilpOutcome, _out_of_range, new_highs, read_highs, run_highs
+from .backend import MilpOutcome
+from .highs_run import apply_highs_options, new_highs, out_of_range, read_highs, run_highs
 from .result import Termination
 
 
@@ -28,15 +27,12 @@ class HighsSession:
         self._hs = highspy
         t0 = time.perf_counter()
         self.model = model
-        self.bad = _out_of_range(("objective", model.cost), ("matrix", model.A.data),
+        self.bad = out_of_range(("objective", model.cost), ("matrix", model.A.data),
                                  ("row bounds", np.where(np.isfinite(model.row_upper), model.row_upper, 0.0)))
         h = new_highs()
         if threads is not None:
             h.setOptionValue("threads", int(threads))
-        for key, value in (highs_options or {}).items():
-            if h.setOptionValue(str(key), value) != highspy.HighsStatus.kOk:
-                raise ValidationError(f"highs_options.{key}", f"HiGHS rejected the value {value!r}",
-                                      "see the HiGHS option list (e.g. presolve='off', mip_heuristic_effort=0.1)")
+        apply_highs_options(h, highs_options)
         inf = highspy.kHighsInf
         lp = highspy.HighsLp()
         A = model.A
@@ -78,10 +74,9 @@ class HighsSession:
         hs, h, model = self._hs, self.h, self.model
         t0 = time.perf_counter()
         if self.bad:
-            nan = float("nan")
-            return MilpOutcome(Termination.NUMERICAL, False, nan, nan, float("inf"), None, 0.0, 0.0,
-                               f"model refused: {self.bad}", "highs", self.version, model.n_columns,
-                               self.n_rows), None
+            return MilpOutcome.without_solve(Termination.NUMERICAL, f"model refused: {self.bad}", solver="highs",
+                                             solver_version=self.version, n_variables=model.n_columns,
+                                             n_constraints=self.n_rows), None
         h.setOptionValue("time_limit", float(time_limit_s) if time_limit_s is not None else hs.kHighsInf)
         for key, value in (("mip_rel_gap", mip_rel_gap), ("mip_abs_gap", mip_abs_gap)):
             if value is not None:
@@ -118,6 +113,8 @@ class HighsSession:
         x = np.asarray(h.getSolution().col_value, float) if has_solution else None
         if x is not None and integer:
             x = np.where(model.integer, np.round(x), x)
-        return MilpOutcome(term, has_solution, objective, bound, gap, nodes, solve_s, setup_s, raw, "highs",
-                           self.version, model.n_columns, self.n_rows), x
+        return MilpOutcome(termination=term, has_solution=has_solution, objective=objective, bound=bound,
+                           mip_gap=gap, nodes=nodes, solve_s=solve_s, compile_s=setup_s, raw_status=raw,
+                           solver="highs", solver_version=self.version, n_variables=model.n_columns,
+                           n_constraints=self.n_rows), x
 

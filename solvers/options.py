@@ -18,71 +18,11 @@ import numpy as np
 from goodopt.errors import ValidationError
 from goodopt.validation import MAX_WHOLE, suggest
 
-#: Longest time limit accepted (about 11.6 days).
-MAX_SECONDS = 1e6
-#: Largest population of the genetic methods (a population is P x jobs x nodes whole numbers in memory).
-MAX_POPULATION = 100_000
 from goodopt.gavel import POLICY_NAMES, check_entities
 
-from .backend import new_highs
 from .gavel import check_policy_options
-
-
-#: Most solver threads an option may ask for (HiGHS allocates its pool up front: 1e8 threads ended in
-#: ``std::bad_alloc``).
-MAX_THREADS = 1024
-
-
-def _whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
-    if v is None and none_ok:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-        raise ValidationError(f"options.{name}", f"must be a whole number in [{lo}, {hi}], got {v!r}", fix)
-
-
-def _whole_if_int(cls, name: str, value):
-    """A whole float given for a whole-number option (``1e3`` in YAML 1.2) as the int it stands for."""
-    types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-             for f in dataclasses.fields(cls)}
-    if types.get(name, "").startswith("int") and isinstance(value, float) and value.is_integer() \
-            and abs(value) <= MAX_WHOLE:
-        return int(value)
-    return value
-
-
-#: What a declared option type accepts (the class's own ``__post_init__`` checks ranges and choices).
-_DECLARED = {"int": (int, np.integer), "float": (int, float, np.integer, np.floating), "bool": (bool, np.bool_),
-             "str": (str,)}
-
-
-def _check_declared_type(cls, name: str, value) -> None:
-    """A value of the plain type its field declares (``int``, ``float``, ``bool``, ``str``, or ``... | None``), so
-    a method's options -- a plug-in's too -- never reach it with a value of the wrong type."""
-    types = {f.name: f.type for f in dataclasses.fields(cls)}
-    t = types.get(name, "")
-    declared = t if isinstance(t, str) else getattr(t, "__name__", str(t))  # with or without postponed annotations
-    base, _, none = declared.partition(" | ")
-    if base not in _DECLARED or (value is None and none == "None"):
-        return
-    ok = isinstance(value, _DECLARED[base]) and (base == "bool" or not isinstance(value, (bool, np.bool_)))
-    if base == "float" and ok and not np.isfinite(value):
-        ok = False
-    if not ok:
-        what = {"int": "a whole number", "float": "a finite number", "bool": "true or false", "str": "text"}[base]
-        raise ValidationError(f"options.{name}", f"must be {what}{' or omitted' if none else ''}, got {value!r}")
-
-
-def _seconds(name, v, fix=None):
-    if v is None:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SECONDS:
-        raise ValidationError(f"options.{name}", f"must be a number of seconds in (0, {MAX_SECONDS:.0e}], "
-                              f"got {v!r}", fix)
-
-
-def _choice(name, v, choices):
-    if v not in choices:
-        raise ValidationError(f"options.{name}", f"must be one of {tuple(choices)}, got {v!r}")
+from .option_checks import (MAX_POPULATION, MAX_SECONDS, MAX_THREADS, check_declared_type,  # noqa: F401
+                            check_highs_options, choice, job_numbers, seconds, whole, whole_if_int)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,11 +39,11 @@ class MethodOptions(Mapping):
     method: ClassVar[str] = ""
 
     def __post_init__(self):
-        _seconds("time_limit_s", self.time_limit_s, "omit it for no limit")
-        _whole("seed", self.seed, 0, none_ok=True)
-        _whole("threads", self.threads, 1, f"HiGHS starts a thread pool of that size; give at most the machine's "
+        seconds("time_limit_s", self.time_limit_s, "omit it for no limit")
+        whole("seed", self.seed, 0, none_ok=True)
+        whole("threads", self.threads, 1, f"HiGHS starts a thread pool of that size; give at most the machine's "
                f"cores (<= {MAX_THREADS}), or omit it for one thread", none_ok=True, hi=MAX_THREADS)
-        _choice("solver_log", self.solver_log, (True, False))
+        choice("solver_log", self.solver_log, (True, False))
         if self.randomised and self.seed is None:
             raise ValidationError("options.seed", f"method {self.method!r} is randomised and needs a seed",
                                   "pass options={'seed': 0} (same seed, same result)")
@@ -122,7 +62,7 @@ class MethodOptions(Mapping):
         if unknown:
             raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
                                   f"{suggest(unknown[0], names)}valid options: {', '.join(sorted(names))}")
-        options = {k: _whole_if_int(cls, k, v) for k, v in options.items()}
+        options = {k: whole_if_int(cls, k, v) for k, v in options.items()}
         try:  # the class's own checks speak first: they name the range or the choices
             built = cls(**options)
         except ValidationError:
@@ -130,7 +70,7 @@ class MethodOptions(Mapping):
         except (TypeError, ValueError, ArithmeticError) as exc:  # a check that met a value of the wrong type
             built = exc
         for key, value in options.items():  # what a class checks not at all (a plug-in's, say) is typed here
-            _check_declared_type(cls, key, value)
+            check_declared_type(cls, key, value)
         if isinstance(built, Exception):
             raise ValidationError("options", f"not accepted by method {cls.method!r}: {built}",
                                   f"see goodopt options {cls.method}") from None
@@ -175,38 +115,7 @@ class _MilpBase(MethodOptions):
         g = self.mip_rel_gap
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g < 1:
             raise ValidationError("options.mip_rel_gap", f"must be in [0, 1), got {g!r}")
-        _check_highs_options(self.highs_options)
-
-
-def _job_numbers(name: str, value, strict: bool) -> None:
-    """A mapping job name -> finite number (> 0 when ``strict``, else >= 0)."""
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"options.{name}", f"must map job -> number, got {value!r}", "e.g. {job-0: 5000}")
-    for job, v in value.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (strict and v == 0):
-            raise ValidationError(f"options.{name}.{job}", f"must be a finite number {'>' if strict else '>='} 0, "
-                                  f"got {v!r}")
-
-
-def _check_highs_options(options) -> None:
-    """Native HiGHS options: a mapping whose every name HiGHS knows and whose every value it accepts."""
-    import highspy
-
-    if not isinstance(options, Mapping):
-        raise ValidationError("options.highs_options", f"must map HiGHS option -> value, got {options!r}",
-                              "e.g. {presolve: 'off', mip_heuristic_effort: 0.1}")
-    if not options:
-        return
-    h = new_highs()
-    for key, value in options.items():
-        try:
-            ok = isinstance(key, str) and isinstance(value, (bool, int, float, str)) \
-                and h.setOptionValue(key, value) == highspy.HighsStatus.kOk
-        except (TypeError, ValueError, RuntimeError):
-            ok = False
-        if not ok:
-            raise ValidationError(f"options.highs_options.{key}", f"HiGHS does not accept {key}={value!r}",
-                                  "see HiGHS's option list for its name, type and range")
+        check_highs_options(self.highs_options)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,19 +139,19 @@ class MilpOptions(_MilpBase):
 
     def __post_init__(self):
         super().__post_init__()
-        _choice("formulation", self.formulation, ("auto", "placement", "config"))
+        choice("formulation", self.formulation, ("auto", "placement", "config"))
         if self.write_model is not None and (not isinstance(self.write_model, str)
                                              or not self.write_model.lower().endswith((".mps", ".lp"))):
             raise ValidationError("options.write_model", f"must be a file name ending in .mps or .lp, got "
                                   f"{self.write_model!r}", "e.g. write_model='model.mps'")
-        _choice("symmetry", self.symmetry, ("order", "none"))
-        _choice("model_route", self.model_route, ("auto", "arrays", "pyomo"))
-        _choice("lp_rounding", self.lp_rounding, ("auto", True, False))
-        _choice("config_placement", self.config_placement, ("patterns", "cuts"))
-        _seconds("placement_check_s", self.placement_check_s)
-        _whole("max_placement_pairs", self.max_placement_pairs, 1)
-        _whole("placement_cuts", self.placement_cuts, 1)
-        _whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
+        choice("symmetry", self.symmetry, ("order", "none"))
+        choice("model_route", self.model_route, ("auto", "arrays", "pyomo"))
+        choice("lp_rounding", self.lp_rounding, ("auto", True, False))
+        choice("config_placement", self.config_placement, ("patterns", "cuts"))
+        seconds("placement_check_s", self.placement_check_s)
+        whole("max_placement_pairs", self.max_placement_pairs, 1)
+        whole("placement_cuts", self.placement_cuts, 1)
+        whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
         if self.model_route == "arrays" and self.solver != "highs":
             raise ValidationError("options.model_route", "the array route feeds HiGHS only",
                                   "use model_route='pyomo' (or 'auto') with another solver")
@@ -257,14 +166,14 @@ class PwlOptions(_MilpBase):
 
     def __post_init__(self):
         super().__post_init__()
-        _whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
+        whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
         b = self.breakpoints
         if isinstance(b, (list, tuple)):
             if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):
                 raise ValidationError("options.breakpoints", f"a list must hold GPU counts >= 1, got {b!r}")
         elif isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 2:
             raise ValidationError("options.breakpoints", f"must be an integer >= 2 or a list of GPU counts, got {b!r}")
-        _choice("spacing", self.spacing, ("adaptive", "uniform"))
+        choice("spacing", self.spacing, ("adaptive", "uniform"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,8 +192,8 @@ class _GeneticBase(MethodOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        _whole("pop_size", self.pop_size, 1, hi=MAX_POPULATION)
-        _whole("n_gen", self.n_gen, 1)
+        whole("pop_size", self.pop_size, 1, hi=MAX_POPULATION)
+        whole("n_gen", self.n_gen, 1)
         for name, r in (("mutation_rate", self.mutation_rate), ("crossover_prob", self.crossover_prob)):
             if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1):
                 raise ValidationError(f"options.{name}", f"must be a number in [0, 1], got {r!r}")
@@ -300,9 +209,9 @@ class GaOptions(_GeneticBase):
 
     def __post_init__(self):
         super().__post_init__()
-        _choice("engine", self.engine, ENGINES)
+        choice("engine", self.engine, ENGINES)
         if self.stall_generations != "auto":
-            _whole("stall_generations", self.stall_generations, 1, "omit it to always run n_gen generations",
+            whole("stall_generations", self.stall_generations, 1, "omit it to always run n_gen generations",
                    none_ok=True)
         if self.stall_generations not in (None, "auto") and self.engine not in ("numpy", "configs"):
             raise ValidationError("options.stall_generations", "is supported by the numpy and configs engines only",
@@ -349,7 +258,7 @@ class GreedyOptions(MethodOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        _choice("start", self.start, ("empty", "current"))
+        choice("start", self.start, ("empty", "current"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -364,7 +273,7 @@ class BruteForceOptions(MethodOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        _whole("max_allocations", self.max_allocations, 1)
+        whole("max_allocations", self.max_allocations, 1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -383,7 +292,7 @@ class GavelOptions(MethodOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        _choice("policy", self.policy, POLICY_NAMES)
+        choice("policy", self.policy, POLICY_NAMES)
         if not isinstance(self.entities, Mapping):
             raise ValidationError("options.entities", f"must map entity -> {{weight, policy}}, got {self.entities!r}",
                                   "e.g. {alice: {weight: 2}, bob: {policy: fifo}}")
@@ -394,8 +303,8 @@ class GavelOptions(MethodOptions):
             field_name = exc.field if exc.field.startswith("entities") else \
                 f"policy_options{exc.field.removeprefix('options')}"
             raise ValidationError(f"options.{field_name}", exc.problem, exc.fix) from None
-        _job_numbers("remaining_steps", self.remaining_steps, strict=True)
-        _job_numbers("elapsed_s", self.elapsed_s, strict=False)
+        job_numbers("remaining_steps", self.remaining_steps, strict=True)
+        job_numbers("elapsed_s", self.elapsed_s, strict=False)
         n = self.n_gpus
         if n not in ("min_gpus", "base") and (isinstance(n, bool) or not isinstance(n, int)
                                               or not 1 <= n <= MAX_WHOLE):

@@ -139,7 +139,7 @@ def test_finish_time_fairness_takes_the_isolated_finish_time_it_is_given(seed):
 def test_an_interior_point_that_does_not_conclude_is_settled_by_simplex(monkeypatch):
     import dataclasses
 
-    import goodopt.solvers.gavel as sg
+    import goodopt.solvers.gavel.runner as sg
     from goodopt.solvers.result import Termination
 
     class Stalling(sg.HighsSession):  # the interior-point method ends without a verdict, as it can on a feasibility LP

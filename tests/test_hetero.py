@@ -10,7 +10,7 @@ from goodopt.errors import ScenarioError, SimulationError, ValidationError
 from goodopt.families import family
 from goodopt.scenario import Objective
 from goodopt.sim import generate_workload, model_truth, simulate
-from goodopt.sim.engine import SimConfig
+from goodopt.sim.config import SimConfig
 from goodopt.sim.workload import Workload
 from goodopt.solvers import Termination
 from goodopt.solvers.rounds import RoundMechanism, place_round

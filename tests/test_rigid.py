@@ -221,7 +221,7 @@ GAVEL_SEED0_RATE5 = [("ResNet-18 (batch size 64)", 8, 0.0, 17484476.26110642),
 
 def test_gavels_generator_gives_gavels_jobs_for_a_seed(request):
     from goodopt.gavel import read_gavel_throughputs
-    from goodopt.gavel_generator import gavel_trace_exact
+    from goodopt.gavel.generator import gavel_trace_exact
 
     from .conftest import _traces_path
 

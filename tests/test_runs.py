@@ -86,6 +86,48 @@ def test_no_import_circles_and_no_imports_of_the_facade():
     assert facade == [], f"modules importing the goodopt facade: {facade}"
 
 
+#: The floors of the house, bottom up: a module imports only from its own floor or the ones below. The core
+#: modules of ``goodopt`` (models, data, the problem and its evaluator) sit below the solvers; only the facade
+#: ``goodopt`` itself reaches up to ``solvers``.
+FLOORS = ("goodopt.formulations", "goodopt.solvers", "goodopt.sim", "goodopt.runs", "goodopt.reproduce",
+          "goodopt.bench", "goodopt.cli")
+
+
+def _floor(module: str) -> int | None:
+    for i, prefix in enumerate(FLOORS):
+        if module == prefix or module.startswith(prefix + "."):
+            return i
+    return None
+
+
+def test_every_import_goes_down_or_sideways():
+    up = []
+    for m, deps in _import_graph().items():
+        here = _floor(m)
+        for d in deps:
+            there = _floor(d)
+            if there is None or m == "goodopt":
+                continue
+            # the core (no floor) may use formulations, nothing higher; a floor may use its own and lower ones
+            if (here is None and there > 0) or (here is not None and there > here):
+                up.append(f"{m} -> {d}")
+    assert up == [], f"upward imports: {up}"
+
+
+def test_no_module_over_400_lines_and_no_function_over_60():
+    big, long_ = [], []
+    for folder in ("goodopt", "solvers", "formulations", "paper_figures"):
+        for f in (ROOT / folder).rglob("*.py"):
+            text = f.read_text()
+            if text.count("\n") > 400:
+                big.append(f"{f.relative_to(ROOT)} ({text.count(chr(10))} lines)")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                        node.end_lineno - node.lineno + 1 > 60:
+                    long_.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert big == [] and long_ == [], f"modules over 400 lines: {big}; functions over 60 lines: {long_}"
+
+
 def test_documented_import_paths_keep_working():
     from goodopt.runs import compare as c1, run_sweep as r1
     from goodopt.runs.tables import summary  # noqa: F401

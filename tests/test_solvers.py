@@ -12,7 +12,7 @@ from goodopt.families import FAMILIES, GREEDY_SUBOPTIMAL, family_scenario
 from goodopt.generate import random_scenario
 from goodopt.scenario import Objective
 from goodopt.solvers import Termination
-from goodopt.solvers.exact import objective_to_fitness
+from goodopt.solvers.milp import objective_to_fitness
 
 from .synthetic import make_problem
 
@@ -319,7 +319,7 @@ def test_the_watchdog_holds_a_solver_to_its_time_limit(in_worker, caplog):
     import threading
     import time
 
-    from goodopt.solvers.backend import run_highs, watchdog_grace_s
+    from goodopt.solvers.highs_run import run_highs, watchdog_grace_s
 
     h, box = _StuckHighs(), {}
 
@@ -350,7 +350,7 @@ def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
     # error, with that incumbent and a bound: maximise sum_i v_i x_i over 40 binaries, sum_i w_i x_i <= 50.
     import highspy
 
-    from goodopt.solvers.backend import new_highs, read_highs, run_highs
+    from goodopt.solvers.highs_run import new_highs, read_highs, run_highs
 
     rng = np.random.default_rng(0)
     n = 40

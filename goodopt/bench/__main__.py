@@ -40,89 +40,120 @@ def _save(out, name, rows, seed, baseline):
     return df
 
 
+def _part_exact(con, bar, out, seed) -> None:
+    task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES))
+    df = _save(out, "exact", solvers.exact_solves(seed, progress=lambda: bar.advance(task)),
+               seed, "the same model through pyomo's standard-form compiler (model_route='pyomo')")
+    con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes): build + solve seconds, "
+                     "status, gap; ratio of the pyomo route to the array route, same run", df,
+                     ["family", "n_gpus", "n_jobs", "n_configs", "enumerate_s", "build_solve_s", "total_s",
+                      "status", "gap", "pyomo_total_s", "ratio_pyomo_to_arrays", "same_fitness"], digits=3))
+    for _, row in df.iterrows():
+        con.print(f"  {row['family']}: {row['stages']}")
+    first = solvers.first_solve_overhead()
+    con.print(f"  first solve in a fresh process ({first['family']}): {first['first_s']:.3f} s, "
+              f"steady state {first['steady_s']:.3f} s, overhead {first['overhead_s']:.3f} s")
+
+
+def _part_evaluator(con, bar, out, seed) -> None:
+    task = bar.add_task("evaluator", total=len(evaluator.CASES))
+    df = _save(out, "evaluator", evaluator.run(seed=seed, progress=lambda: bar.advance(task)),
+               seed, "per-job speedup-function loop (Pollux artifact style)")
+    con.print(_table("Evaluator: evaluations/s (population of 100) and ratio to the per-job loop", df,
+                     ["case", "vectorised_evals_per_s", "with_violation_evals_per_s",
+                      "per_job_loop_evals_per_s", "speedup_ratio", "table_build_s"]))
+
+
+def _part_ga(con, bar, out, seed) -> None:
+    task = bar.add_task("GA rounds", total=len(solvers.GA_JOBS))
+    df = _save(out, "ga_round", solvers.ga_rounds(seed, progress=lambda: bar.advance(task)),
+               seed, "same GA and seed with the per-job loop evaluator")
+    con.print(_table("GA round (population 100, 100 generations): seconds, ratio to the per-job loop",
+                     df, ["case", "ga_round_s", "loop_ga_round_s", "ratio", "evaluation_share", "fitness",
+                          "same_result"], digits=3))
+
+
+def _part_milp(con, bar, out, seed) -> None:
+    task = bar.add_task("MILP scaling", total=len(solvers.MILP_CASES))
+    df = _save(out, "milp", solvers.milp_scaling(seed, progress=lambda: bar.advance(task)),
+               seed, "greedy on the same problem")
+    con.print(_table("Exact MILP: seconds, proven gap, ratio to greedy", df,
+                     ["case", "n_configs", "build_s", "solve_s", "total_s", "status", "gap", "stages",
+                      "greedy_s", "ratio_to_greedy", "greedy_relative_fitness"], digits=4))
+
+
+def _part_simulation(con, bar, out, seed) -> None:
+    task = bar.add_task("simulations", total=len(simulation.RUNS))
+    df = _save(out, "simulation", simulation.run(seed, progress=lambda: bar.advance(task)),
+               seed, "Pollux policy with pymoo's GA loop on the same workload")
+    con.print(_table("Simulator: seconds per round (policy / engine) and wall-time ratio to pymoo-GA Pollux",
+                     df, ["policy", "n_jobs", "n_rounds", "wall_s", "policy_s_per_round",
+                          "engine_s_per_round", "policy_share", "ratio_to_baseline", "avg_jct_s",
+                          "restarts"], digits=3))
+
+
+def _part_choices(con, bar, out, seed) -> None:
+    task = bar.add_task("model choices", total=6)
+    df = _save(out, "model_choices", solvers.model_choices(seed, progress=lambda: bar.advance(task)),
+               seed, "the other setting on the same model")
+    con.print(_table("Model choices: solve seconds and ratio (baseline / variant)", df,
+                     ["choice", "instance", "baseline", "baseline_s", "variant", "variant_s", "ratio",
+                      "note"], digits=3))
+
+
+def _part_quality(con, bar, out, seed) -> None:
+    task = bar.add_task("quality", total=len(solvers.QUALITY_FAMILIES) * 3)
+    df = _save(out, "quality", solvers.quality(progress=lambda: bar.advance(task)), seed,
+               "certified optimum or best proven bound of the exact MILP")
+    summ = df.groupby("family", sort=False).agg(
+        milp_status=("milp_status", lambda s: ",".join(sorted(set(s)))), milp_gap=("milp_gap", "max"),
+        milp_s=("milp_s", "mean"), greedy=("greedy_rel", "mean"), greedy_min=("greedy_rel", "min"),
+        ga=("ga_rel", "mean"), ga_min=("ga_rel", "min"), pwl4=("pwl_k4_rel", "mean"),
+        pwl8=("pwl_k8_rel", "mean"), pwl16=("pwl_k16_rel", "mean"), ga_s=("ga_s", "mean"),
+        greedy_s=("greedy_s", "mean")).reset_index()
+    con.print(_table("Quality: fitness / certified optimum (or best bound), mean over 3 seeds", summ,
+                     list(summ.columns), digits=4))
+
+
+def _part_ga_scale(con, bar, out, seed) -> None:
+    task = bar.add_task("GA at scale", total=len(solvers.GA_SCALE_FAMILIES))
+    df = _save(out, "ga_scale", solvers.ga_at_scale(seed, progress=lambda: bar.advance(task)),
+               seed, "certified optimum of the exact MILP on the same instance")
+    con.print(_table("GA at scale (default options): fitness / optimum, CPU s, peak MB (tracemalloc)", df,
+                     ["family", "n_gpus", "engine", "ga_rel", "ga_cpu_s", "ga_peak_mb", "lp_rounding_rel",
+                      "lp_rounding_cpu_s", "generations"], digits=4))
+
+
+#: The benchmark's parts, in the order they run by default.
+PARTS = {
+    "exact": _part_exact,
+    "evaluator": _part_evaluator,
+    "ga": _part_ga,
+    "milp": _part_milp,
+    "simulation": _part_simulation,
+    "choices": _part_choices,
+    "quality": _part_quality,
+    "ga-scale": _part_ga_scale,
+}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench_out", help="folder for the CSV results")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", nargs="*",
-                    choices=["exact", "evaluator", "ga", "ga-scale", "milp", "choices", "quality", "simulation"],
+                    choices=list(PARTS),
                     help="run only these parts")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     con = Console(highlight=False, width=160)
-    parts = args.only or ["exact", "evaluator", "ga", "ga-scale", "milp", "choices", "quality", "simulation"]
+    parts = [name for name in PARTS if name in (args.only or PARTS)]
     con.print(f"machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
               f"{platform.processor() or 'cpu'}); python {platform.python_version()}")
     with Progress(console=con, transient=True) as bar:
-        if "exact" in parts:
-            task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES))
-            df = _save(out, "exact", solvers.exact_solves(args.seed, progress=lambda: bar.advance(task)),
-                       args.seed, "the same model through pyomo's standard-form compiler (model_route='pyomo')")
-            con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes): build + solve seconds, "
-                             "status, gap; ratio of the pyomo route to the array route, same run", df,
-                             ["family", "n_gpus", "n_jobs", "n_configs", "enumerate_s", "build_solve_s", "total_s",
-                              "status", "gap", "pyomo_total_s", "ratio_pyomo_to_arrays", "same_fitness"], digits=3))
-            for _, row in df.iterrows():
-                con.print(f"  {row['family']}: {row['stages']}")
-            first = solvers.first_solve_overhead()
-            con.print(f"  first solve in a fresh process ({first['family']}): {first['first_s']:.3f} s, "
-                      f"steady state {first['steady_s']:.3f} s, overhead {first['overhead_s']:.3f} s")
-        if "evaluator" in parts:
-            task = bar.add_task("evaluator", total=len(evaluator.CASES))
-            df = _save(out, "evaluator", evaluator.run(seed=args.seed, progress=lambda: bar.advance(task)),
-                       args.seed, "per-job speedup-function loop (Pollux artifact style)")
-            con.print(_table("Evaluator: evaluations/s (population of 100) and ratio to the per-job loop", df,
-                             ["case", "vectorised_evals_per_s", "with_violation_evals_per_s",
-                              "per_job_loop_evals_per_s", "speedup_ratio", "table_build_s"]))
-        if "ga" in parts:
-            task = bar.add_task("GA rounds", total=len(solvers.GA_JOBS))
-            df = _save(out, "ga_round", solvers.ga_rounds(args.seed, progress=lambda: bar.advance(task)),
-                       args.seed, "same GA and seed with the per-job loop evaluator")
-            con.print(_table("GA round (population 100, 100 generations): seconds, ratio to the per-job loop",
-                             df, ["case", "ga_round_s", "loop_ga_round_s", "ratio", "evaluation_share", "fitness",
-                                  "same_result"], digits=3))
-        if "milp" in parts:
-            task = bar.add_task("MILP scaling", total=len(solvers.MILP_CASES))
-            df = _save(out, "milp", solvers.milp_scaling(args.seed, progress=lambda: bar.advance(task)),
-                       args.seed, "greedy on the same problem")
-            con.print(_table("Exact MILP: seconds, proven gap, ratio to greedy", df,
-                             ["case", "n_configs", "build_s", "solve_s", "total_s", "status", "gap", "stages",
-                              "greedy_s", "ratio_to_greedy", "greedy_relative_fitness"], digits=4))
-        if "simulation" in parts:
-            task = bar.add_task("simulations", total=len(simulation.RUNS))
-            df = _save(out, "simulation", simulation.run(args.seed, progress=lambda: bar.advance(task)),
-                       args.seed, "Pollux policy with pymoo's GA loop on the same workload")
-            con.print(_table("Simulator: seconds per round (policy / engine) and wall-time ratio to pymoo-GA Pollux",
-                             df, ["policy", "n_jobs", "n_rounds", "wall_s", "policy_s_per_round",
-                                  "engine_s_per_round", "policy_share", "ratio_to_baseline", "avg_jct_s",
-                                  "restarts"], digits=3))
-        if "choices" in parts:
-            task = bar.add_task("model choices", total=6)
-            df = _save(out, "model_choices", solvers.model_choices(args.seed, progress=lambda: bar.advance(task)),
-                       args.seed, "the other setting on the same model")
-            con.print(_table("Model choices: solve seconds and ratio (baseline / variant)", df,
-                             ["choice", "instance", "baseline", "baseline_s", "variant", "variant_s", "ratio",
-                              "note"], digits=3))
-        if "quality" in parts:
-            task = bar.add_task("quality", total=len(solvers.QUALITY_FAMILIES) * 3)
-            df = _save(out, "quality", solvers.quality(progress=lambda: bar.advance(task)), args.seed,
-                       "certified optimum or best proven bound of the exact MILP")
-            summ = df.groupby("family", sort=False).agg(
-                milp_status=("milp_status", lambda s: ",".join(sorted(set(s)))), milp_gap=("milp_gap", "max"),
-                milp_s=("milp_s", "mean"), greedy=("greedy_rel", "mean"), greedy_min=("greedy_rel", "min"),
-                ga=("ga_rel", "mean"), ga_min=("ga_rel", "min"), pwl4=("pwl_k4_rel", "mean"),
-                pwl8=("pwl_k8_rel", "mean"), pwl16=("pwl_k16_rel", "mean"), ga_s=("ga_s", "mean"),
-                greedy_s=("greedy_s", "mean")).reset_index()
-            con.print(_table("Quality: fitness / certified optimum (or best bound), mean over 3 seeds", summ,
-                             list(summ.columns), digits=4))
-        if "ga-scale" in parts:
-            task = bar.add_task("GA at scale", total=len(solvers.GA_SCALE_FAMILIES))
-            df = _save(out, "ga_scale", solvers.ga_at_scale(args.seed, progress=lambda: bar.advance(task)),
-                       args.seed, "certified optimum of the exact MILP on the same instance")
-            con.print(_table("GA at scale (default options): fitness / optimum, CPU s, peak MB (tracemalloc)", df,
-                             ["family", "n_gpus", "engine", "ga_rel", "ga_cpu_s", "ga_peak_mb", "lp_rounding_rel",
-                              "lp_rounding_cpu_s", "generations"], digits=4))
+        for name in parts:
+            PARTS[name](con, bar, out, args.seed)
     con.print(f"wrote CSV + JSON to {out}/")
     return 0
 

@@ -24,11 +24,11 @@ from pathlib import Path
 import pandas as pd
 
 from goodopt.errors import ValidationError
+from goodopt.outputs import OutputSet, check_output, output_set
 from goodopt.runs.cache import task_key
 from goodopt.runs.sweep import as_spec, jobs_path, run_sweep, run_tasks
-from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s, expand
-from goodopt.outputs import OutputSet, check_output, output_set
 from goodopt.runs.tables import write_table_into
+from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s, expand
 from goodopt.traces import traces_dir
 from goodopt.validation import suggest
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from goodopt._version import __version__
 from goodopt.outputs import atomic_path, json_default, remove_debris, sha256_file
 
-from .tasks import RigidTask, SimTask, SolveTask, Task
+from .task_types import RigidTask, SimTask, SolveTask, Task
 
 log = logging.getLogger(__name__)
 

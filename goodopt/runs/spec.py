@@ -2,8 +2,46 @@
 
 A :class:`SweepSpec` names scenarios x methods x seeds (x objective ``p``) for
 ``kind: solve``, or workloads x policies x seeds (x engine settings in
-``vary``) for ``kind: simulate``; :func:`spec_from_dict` lists every field.
+``vary``) for ``kind: simulate``; the fields are listed below and
+:func:`spec_from_dict` checks them.
 :mod:`goodopt.runs.tasks` expands a spec into tasks.
+
+Fields
+------
+
+Common fields: ``name``, ``kind`` (``solve`` or ``simulate``), ``seeds``
+(list of whole numbers, or a count ``n`` meaning ``0..n-1``, at most
+:data:`MAX_SEEDS`), ``description``.
+
+``kind: solve``: ``scenarios`` (files, shipped names, ``family:NAME:SEED``),
+``families`` (``{names: [...], seeds: [...]}``, expanded to family
+scenarios), ``methods`` (names or ``{label, method, options}``), ``options``
+(method or label -> options), ``time_limit_s`` (wall clock: results then
+depend on the machine's load), ``node_limit`` (a deterministic budget of
+branch-and-bound nodes per MILP, for every method that takes one; the GA's is ``n_gen``), ``p``
+(objective ``p`` values to sweep; ``-inf`` allowed). Seeds apply to
+randomised methods only.
+
+``kind: simulate``: ``workloads`` (CSV files, folders, ``generated:LOAD:SEED[:HOURS]``),
+``generated`` (``{loads, seeds, hours}``), ``policies`` (names or
+``{label, policy, options}``), ``options`` (policy or label -> options),
+``cluster`` (a scenario whose cluster is used; default ``pollux-testbed``),
+``truth`` (``model``, ``traces`` = ``$GOODOPT_TRACES``, or a folder),
+``config`` (engine settings: ``interval_s``, ``restart_delay_s``,
+``interference_slowdown``, ``max_time_s``), ``vary`` (engine setting -> list
+of values, an extra grid axis each).
+
+``kind: rigid`` (rigid throughput-only jobs, :mod:`goodopt.sim.rigid`):
+``rates`` (jobs per hour), ``n_jobs`` per trace, ``window`` (``[lo, hi)``
+job indices measured; default all), ``capacity`` (GPU type -> GPUs;
+default Gavel's 36 V100 + 36 P100 + 36 K80), ``throughputs`` (Gavel's
+file or a traces folder; default ``$GOODOPT_TRACES``), ``policies`` (Gavel
+policy names or ``{label, policy, options}``; options: ``agnostic``,
+``round_s``, ``max_time_s``, ``arrivals``, ``max_active_jobs``, ``options`` of
+the LP), and for every policy ``generator`` (``gavel``: Gavel's own jobs for a
+seed; ``numpy``), ``scale_factors`` (GPUs -> probability), ``arrivals`` and
+``mechanism`` (``goodopt`` or ``gavel``: Gavel's own round mechanism).
+A trace per rate and seed.
 """
 
 from __future__ import annotations
@@ -14,12 +52,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goodopt.errors import ValidationError
-from goodopt.validation import Reader, check_number, read_yaml, suggest, usable_path
+from goodopt.validation import Reader, check_number, read_yaml, suggest
+
+from .spec_fields import (MAX_SEEDS, check_name, checked, local_path, p_to_json, plain_list,  # noqa: F401
+                          refuse_idle_settings, seeds_of, strings)
 
 KINDS = ("solve", "simulate", "rigid")
-#: Bounds on a sweep's size: seeds per grid point, tasks in all, and a generated workload's load and hours.
-MAX_SEEDS, MAX_TASKS, MAX_LOAD, MAX_HOURS = 10_000, 1_000_000, 100.0, 24 * 365.0
-#: The fields of a sweep spec (see :func:`spec_from_dict`).
+#: Bounds on a sweep's size: tasks in all, and a generated workload's load and hours (seeds: MAX_SEEDS).
+MAX_TASKS, MAX_LOAD, MAX_HOURS = 1_000_000, 100.0, 24 * 365.0
+#: The fields of a sweep spec (the module docstring says what each means).
 SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
                "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary",
                "rates", "n_jobs", "window", "capacity", "throughputs", "generator", "scale_factors", "arrivals",
@@ -77,7 +118,7 @@ class SweepSpec:
 
 
 def load_spec(path) -> SweepSpec:
-    """Read a sweep spec from YAML (see :func:`spec_from_dict` for the fields)."""
+    """Read a sweep spec from YAML (its fields: the module docstring)."""
     p = Path(path)
     data = read_yaml(p, "sweep spec")
     return spec_from_dict(data, base_dir=p.parent, default_name=p.stem)
@@ -86,43 +127,9 @@ def load_spec(path) -> SweepSpec:
 def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") -> SweepSpec:
     """Validate a sweep mapping, every field and every file it names, before any work.
 
-    Common fields: ``name``, ``kind`` (``solve`` or ``simulate``), ``seeds``
-    (list of whole numbers, or a count ``n`` meaning ``0..n-1``, at most
-    :data:`MAX_SEEDS`), ``description``.
-
-    ``kind: solve``: ``scenarios`` (files, shipped names, ``family:NAME:SEED``),
-    ``families`` (``{names: [...], seeds: [...]}``, expanded to family
-    scenarios), ``methods`` (names or ``{label, method, options}``), ``options``
-    (method or label -> options), ``time_limit_s`` (wall clock: results then
-    depend on the machine's load), ``node_limit`` (a deterministic budget of
-    branch-and-bound nodes per MILP, for every method that takes one; the GA's is ``n_gen``), ``p``
-    (objective ``p`` values to sweep; ``-inf`` allowed). Seeds apply to
-    randomised methods only.
-
-    ``kind: simulate``: ``workloads`` (CSV files, folders, ``generated:LOAD:SEED[:HOURS]``),
-    ``generated`` (``{loads, seeds, hours}``), ``policies`` (names or
-    ``{label, policy, options}``), ``options`` (policy or label -> options),
-    ``cluster`` (a scenario whose cluster is used; default ``pollux-testbed``),
-    ``truth`` (``model``, ``traces`` = ``$GOODOPT_TRACES``, or a folder),
-    ``config`` (engine settings: ``interval_s``, ``restart_delay_s``,
-    ``interference_slowdown``, ``max_time_s``), ``vary`` (engine setting -> list
-    of values, an extra grid axis each).
-
-    ``kind: rigid`` (rigid throughput-only jobs, :mod:`goodopt.sim.rigid`):
-    ``rates`` (jobs per hour), ``n_jobs`` per trace, ``window`` (``[lo, hi)``
-    job indices measured; default all), ``capacity`` (GPU type -> GPUs;
-    default Gavel's 36 V100 + 36 P100 + 36 K80), ``throughputs`` (Gavel's
-    file or a traces folder; default ``$GOODOPT_TRACES``), ``policies`` (Gavel
-    policy names or ``{label, policy, options}``; options: ``agnostic``,
-    ``round_s``, ``max_time_s``, ``arrivals``, ``max_active_jobs``, ``options`` of
-    the LP), and for every policy ``generator`` (``gavel``: Gavel's own jobs for a
-    seed; ``numpy``), ``scale_factors`` (GPUs -> probability), ``arrivals`` and
-    ``mechanism`` (``goodopt`` or ``gavel``: Gavel's own round mechanism).
-    A trace per rate and seed.
-
-    Every key is checked (a misspelt one is an error with a suggestion), as are
-    every method's or policy's options, every scenario, workload and cluster
-    named, and the grid's size (at most :data:`MAX_TASKS` tasks).
+    The fields are those of the module docstring; every key is checked (a misspelt one is an error with a
+    suggestion), as are every method's or policy's options, every scenario, workload and cluster named, and
+    the grid's size (at most :data:`MAX_TASKS` tasks).
     """
     r = Reader(d, "spec", ValidationError)
     r.expect(SPEC_FIELDS)
@@ -130,7 +137,7 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     kind = r.string("kind", choices=KINDS)
     name = check_name(r.path("name"), r.optional("name", default_name.lstrip(".") or "sweep"))
     r.optional("description", "")
-    seeds = _seeds(r.raw("seeds", [0]), "spec.seeds")
+    seeds = seeds_of(r.raw("seeds", [0]), "spec.seeds")
     options = r.sub("options") if r.has("options") and r.data["options"] is not None else None
     if kind == "solve":
         spec = _solve_spec(r, name, seeds, options, base)
@@ -157,20 +164,20 @@ def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     from goodopt.sources import check_source
 
     variants = _variants(r, "methods", "method", METHODS, options)
-    scenarios = [_local(s, base) for s in _strings(r, "scenarios")]
+    scenarios = [local_path(s, base) for s in strings(r, "scenarios")]
     if r.has("families"):
         fam = r.sub("families")
-        names = _strings(fam, "names")
-        fam_seeds = _seeds(fam.raw("seeds", [0]), fam.path("seeds"))
+        names = strings(fam, "names")
+        fam_seeds = seeds_of(fam.raw("seeds", [0]), fam.path("seeds"))
         fam.done()
         scenarios += [f"family:{n}:{s}" for n in names for s in fam_seeds]
     if not scenarios:
         raise ValidationError("spec.scenarios", "no scenarios", "list scenarios or families")
     for i, sc in enumerate(scenarios):
-        _checked(f"spec.scenarios[{i}]", check_source, sc)
+        checked(f"spec.scenarios[{i}]", check_source, sc)
     t = r.number("time_limit_s", None, minimum=0, strict=True)
     nl = r.integer("node_limit", None, minimum=1)
-    p_values = tuple(_checked(f"spec.p[{i}]", check_p, p) for i, p in enumerate(_plain_list(r, "p")))
+    p_values = tuple(checked(f"spec.p[{i}]", check_p, p) for i, p in enumerate(plain_list(r, "p")))
     for v in variants:
         _check_method_options(v, t, nl)
     return SweepSpec(name, "solve", variants, seeds, scenarios=tuple(scenarios), time_limit_s=t, node_limit=nl,
@@ -179,32 +186,32 @@ def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     from goodopt.sim.autoscale import check_elastic, check_one_group
-    from goodopt.sim.engine import SimConfig
+    from goodopt.sim.config import SimConfig
     from goodopt.sim.policies import POLICIES, make_policy
     from goodopt.sim.workload import check_workloads, expand_workloads
     from goodopt.sources import load_scenario
 
     variants = _variants(r, "policies", "policy", tuple(POLICIES), options)
     for v in variants:
-        _checked(f"spec.policies.{v.label}.options", lambda v=v: make_policy(v.name, **dict(v.options)))
-    workloads = [_local(w, base) for w in _strings(r, "workloads")]
+        checked(f"spec.policies.{v.label}.options", lambda v=v: make_policy(v.name, **dict(v.options)))
+    workloads = [local_path(w, base) for w in strings(r, "workloads")]
     if r.has("generated"):
         workloads += _generated(r.sub("generated"))
-    workloads = _checked("spec.workloads", expand_workloads, workloads)
+    workloads = checked("spec.workloads", expand_workloads, workloads)
     if not workloads:
         raise ValidationError("spec.workloads", "no workloads", "list workloads or a generated block")
     config = _engine_settings(r, "config", lambda v: [v])
     vary = _engine_settings(r, "vary", lambda v: v if isinstance(v, list) else None)
     for key, values in vary.items():  # every value now, not on a worker
         for i, v in enumerate(values):
-            _checked(f"spec.vary.{key}[{i}]", lambda: SimConfig(**{**config, key: v}))
-    _checked("spec.config", lambda: SimConfig(**config))
-    _refuse_idle_settings(config, vary)
+            checked(f"spec.vary.{key}[{i}]", lambda: SimConfig(**{**config, key: v}))
+    checked("spec.config", lambda: SimConfig(**config))
+    refuse_idle_settings(config, vary)
     scaled = [a for a in vary.get("autoscale", [config.get("autoscale", "none")]) if a != "none"]
     for v in variants if scaled else ():
         check_elastic(make_policy(v.name, **dict(v.options)), scaled[0], f"spec.policies.{v.label}")
-    cluster = _local(str(r.string("cluster", "pollux-testbed")), base)
-    the_cluster = _checked("spec.cluster", lambda: load_scenario(cluster).cluster)
+    cluster = local_path(str(r.string("cluster", "pollux-testbed")), base)
+    the_cluster = checked("spec.cluster", lambda: load_scenario(cluster).cluster)
     n_gpus = the_cluster.n_gpus
     if scaled:
         check_one_group(the_cluster, "spec.cluster")
@@ -216,7 +223,7 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
         traces_dir()  # $GOODOPT_TRACES (or the default folder) must exist now, not on a worker
     elif truth != "model":
-        truth = _local(truth, base)
+        truth = local_path(truth, base)
         if not Path(truth).is_dir():
             raise ValidationError("spec.truth", f"{truth!r} is neither model, traces nor a traces folder",
                                   f"{suggest(truth, ('model', 'traces'))}write model, traces, or a folder path")
@@ -226,13 +233,13 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     from goodopt.gavel import GAVEL_CLUSTER, POLICY_NAMES, read_gavel_throughputs
-    from goodopt.gavel_generator import check_job_table
+    from goodopt.gavel.generator import check_job_table
     from goodopt.sim.rigid import RigidConfig
     from goodopt.traces import traces_dir
 
     variants = _variants(r, "policies", "policy", POLICY_NAMES, options)
     rates = tuple(check_number(f"{r.path('rates')}[{i}]", x, minimum=0, strict=True, maximum=1e6,
-                               error=ValidationError) for i, x in enumerate(_plain_list(r, "rates", required=True)))
+                               error=ValidationError) for i, x in enumerate(plain_list(r, "rates", required=True)))
     if not rates:
         raise ValidationError("spec.rates", "is empty", "list job rates per hour, e.g. [2, 4]")
     n_jobs = r.integer("n_jobs", 500, minimum=1)
@@ -248,8 +255,8 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     if not isinstance(capacity, Mapping) or not capacity:
         raise ValidationError("spec.capacity", f"must map GPU type -> GPUs, got {capacity!r}", "e.g. {v100: 36}")
     src = r.raw("throughputs", None)
-    src = str(traces_dir()) if src in (None, "traces") else _local(src, base)
-    thr = _checked("spec.throughputs", read_gavel_throughputs, src)
+    src = str(traces_dir()) if src in (None, "traces") else local_path(src, base)
+    thr = checked("spec.throughputs", read_gavel_throughputs, src)
     for t, n in capacity.items():
         if t not in thr.gpu_types:
             raise ValidationError(f"spec.capacity.{t}", "no throughputs for this GPU type",
@@ -259,12 +266,12 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     common = {k: r.raw(k) for k in RIGID_COMMON if r.raw(k, None) is not None}
     if "scale_factors" in common and isinstance(common["scale_factors"], Mapping):
         common["scale_factors"] = tuple(common["scale_factors"].items())
-    _checked("spec", lambda: RigidConfig(**common))
+    checked("spec", lambda: RigidConfig(**common))
     for v in variants:
         if {**common, **dict(v.options)}.get("generator", RigidConfig.generator) == "gavel":
             check_job_table(thr, "spec.generator")
     for v in variants:
-        _checked(f"spec.policies.{v.label}.options",
+        checked(f"spec.policies.{v.label}.options",
                  lambda v=v: RigidConfig(policy=v.name, **{**common, **dict(v.options)}))
     return SweepSpec(name, "rigid", variants, seeds, rates=rates, n_jobs=n_jobs,
                      window=None if window is None else tuple(window), capacity=dict(capacity), throughputs=src,
@@ -275,56 +282,18 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 RIGID_COMMON = ("generator", "scale_factors", "arrivals", "mechanism")
 
 
-#: The longest sweep name (it names the default output files).
-MAX_NAME = 128
-
-
-def check_name(where: str, name) -> str:
-    """A sweep's name: a label, not a path (the default output ``NAME.csv`` is written beside the spec)."""
-    fix = "give a plain label such as grid-2024, and choose where the results go with --out"
-    if not isinstance(name, str) or not name.strip():
-        raise ValidationError(where, f"must be a non-empty label, got {name!r}", fix)
-    if "\0" in name or any(not c.isprintable() for c in name):
-        raise ValidationError(where, f"must be printable text, got {name!r}", fix)
-    if "/" in name or "\\" in name or name.startswith(".") or name.strip() != name or len(name) > MAX_NAME:
-        problem = ("holds a path separator" if "/" in name or "\\" in name else
-                   "starts with a dot (a hidden file or a parent folder)" if name.startswith(".") else
-                   "has leading or trailing spaces" if name.strip() != name else f"is longer than {MAX_NAME}")
-        raise ValidationError(where, f"{problem}: {name!r}", fix)
-    return name
-
-
-#: Engine settings of elastic clusters only.
-ELASTIC_FIELDS = ("min_nodes", "provision_delay_s", "autoscale_options")
-
-
-def _refuse_idle_settings(config: Mapping, vary: Mapping) -> None:
-    """Refuse settings that would change nothing: an empty ``vary`` list (a table of no rows) and elastic
-    settings without an auto-scaler."""
-    for key, values in vary.items():
-        if not values:
-            raise ValidationError(f"spec.vary.{key}", "is empty, so the sweep would have no rows",
-                                  "list at least one value, or drop the key")
-    if set(vary.get("autoscale", [config.get("autoscale", "none")])) == {"none"}:
-        for key in ELASTIC_FIELDS:
-            if key in config or key in vary:
-                raise ValidationError(f"spec.{'config' if key in config else 'vary'}.{key}",
-                                      "applies to an elastic cluster only, and no auto-scaler is set",
-                                      "set config.autoscale (or vary it), or drop the setting")
-
-
 def _generated(g: Reader) -> list[str]:
     """The workloads of a ``generated: {loads, seeds, hours}`` block."""
     loads = [check_number(f"{g.path('loads')}[{i}]", x, minimum=0, strict=True, maximum=MAX_LOAD,
-                          error=ValidationError) for i, x in enumerate(_plain_list(g, "loads", required=True))]
-    seeds = _seeds(g.raw("seeds", [0]), g.path("seeds"))
+                          error=ValidationError) for i, x in enumerate(plain_list(g, "loads", required=True))]
+    seeds = seeds_of(g.raw("seeds", [0]), g.path("seeds"))
     hours = g.number("hours", 8, minimum=0, strict=True, maximum=MAX_HOURS)
     g.done()
     return [f"generated:{ld:g}:{s}:{hours:g}" for ld in loads for s in seeds]
 
 
 def _engine_settings(r: Reader, key: str, values_of) -> dict:
-    from goodopt.sim.engine import SimConfig
+    from goodopt.sim.config import SimConfig
 
     if not r.has(key) or r.data[key] is None:
         r.seen.add(key)
@@ -337,7 +306,7 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
             raise ValidationError(sub.path(str(k)), "not an engine setting",
                                   f"{suggest(k, known)}valid settings: {', '.join(known)}")
         if k in MAPPING_FIELDS:  # application / GPU type -> number, checked by SimConfig
-            out[k] = [_checked(sub.path(k), lambda v: dict(SimConfig(**{k: v}).__dict__[k]), sub.raw(k))]
+            out[k] = [checked(sub.path(k), lambda v: dict(SimConfig(**{k: v}).__dict__[k]), sub.raw(k))]
             continue
         values = values_of(sub.raw(k))
         if values is None:
@@ -358,19 +327,6 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
     return {k: v[0] for k, v in out.items()} if key == "config" else out
 
 
-def _checked(where: str, check, *args):
-    """``check(*args)``, with a validation error re-raised under ``where`` unless it already names a file."""
-    try:
-        return check(*args)
-    except ValidationError as exc:
-        field = exc.field or ""
-        if ":" in field or "/" in field or field.endswith((".yaml", ".csv")):
-            raise
-        same = field == where.rsplit(".", 1)[-1].split("[")[0]
-        raise ValidationError(where, f"{field}: {exc.problem}" if field and not same else exc.problem,
-                              exc.fix) from None
-
-
 def _check_method_options(v: Variant, time_limit, node_limit) -> None:
     from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, _check_options
 
@@ -379,53 +335,11 @@ def _check_method_options(v: Variant, time_limit, node_limit) -> None:
         opts.setdefault("time_limit_s", time_limit)
     if node_limit is not None and "node_limit" in METHOD_OPTIONS[v.name]:
         opts.setdefault("node_limit", node_limit)
-    _checked(f"spec.methods.{v.label}.options", _check_options, v.name, opts)
-
-
-def _plain_list(r: Reader, key: str, required: bool = False) -> list:
-    value = r.raw(key) if required else r.raw(key, [])
-    if value is None:
-        return []
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return [value]
-    if not isinstance(value, (list, tuple)):
-        raise ValidationError(r.path(key), f"must be a list, got {type(value).__name__}")
-    return list(value)
-
-
-def _strings(r: Reader, key: str) -> list[str]:
-    out = _plain_list(r, key)
-    for i, v in enumerate(out):
-        if not isinstance(v, str) or not v:
-            raise ValidationError(f"{r.path(key)}[{i}]", f"must be a non-empty string, got {v!r}")
-    return out
-
-
-def _seeds(v, where) -> tuple[int, ...]:
-    if isinstance(v, int) and not isinstance(v, bool):
-        if not 1 <= v <= MAX_SEEDS:
-            raise ValidationError(where, f"a count of seeds must lie in [1, {MAX_SEEDS}], got {v}",
-                                  "or list the seeds")
-        return tuple(range(v))
-    out = [v] if isinstance(v, str) else v
-    if not isinstance(out, list) or not out or len(out) > MAX_SEEDS or any(
-            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2 ** 32 for s in out):
-        raise ValidationError(where, f"must be whole numbers in [0, 2**32) (or a count), got {v!r}",
-                              f"e.g. [0, 1, 2] or 3; at most {MAX_SEEDS} seeds")
-    return tuple(out)
-
-
-def _local(s, base) -> str:
-    """A relative file path is taken relative to the spec's folder (names and families are kept)."""
-    s = str(s)
-    if base is None or s.startswith(("family:", "generated:")) or Path(s).is_absolute():
-        return s
-    cand = usable_path(base / s, "spec")
-    return str(cand) if cand.exists() else s
+    checked(f"spec.methods.{v.label}.options", _check_options, v.name, opts)
 
 
 def _variants(r: Reader, field_name, key, known, options) -> tuple[Variant, ...]:
-    entries = _plain_list(r, field_name, required=True)
+    entries = plain_list(r, field_name, required=True)
     if not entries:
         raise ValidationError(r.path(field_name), "is empty", f"list at least one {key}")
     out = []
@@ -476,5 +390,3 @@ def spec_to_dict(spec: SweepSpec) -> dict:
     return out
 
 
-def p_to_json(p: float):
-    return p if math.isfinite(p) else str(p)

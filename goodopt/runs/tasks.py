@@ -1,4 +1,5 @@
-"""Tasks: one solve or one simulation, self-contained, and how each is run.
+"""Tasks: one solve or one simulation, self-contained (the types: :mod:`goodopt.runs.task_types`), and how each
+is made and run.
 
 A task holds everything its result depends on (besides files and code, which
 :mod:`goodopt.runs.cache` hashes): a :class:`SolveTask` names a scenario, a
@@ -16,127 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 from goodopt.errors import ValidationError
-from goodopt.outputs import json_default
 
-from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec, p_to_json
+from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec
 from .tables import result_row
-
-#: Columns that measure time: they differ between runs of the same task.
-TIMING_COLUMNS = ("seconds", "build_s", "solve_s", "policy_s", "engine_s", "wall_s", "cpu_s")
-#: Run-level columns of a simulation row (after the workload, load, hours, policy and seed).
-SUMMARY_COLUMNS = ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "restarts", "avg_utilisation",
-                   "avg_ftf_rho", "max_ftf_rho", "cost", "cost_per_job", "gpu_hours", "used_gpu_hours", "avg_gpus",
-                   "n_rounds", "policy_s", "engine_s", "wall_s")
-
-
-def to_json(value):
-    """``value`` as plain JSON types (tuples as lists, numpy scalars as numbers, ``inf`` kept)."""
-    return json.loads(json.dumps(value, default=json_default))
-
-
-@dataclass(frozen=True)
-class SolveTask:
-    """One solve: ``method`` with ``options`` (all of them) on ``scenario`` (at objective ``p`` if given).
-
-    ``scenario`` is a file, a shipped name or ``family:NAME:SEED``; in-process
-    runs may pass a :class:`~goodopt.scenario.Scenario` object instead (such
-    tasks are not cached).
-    """
-
-    scenario: object
-    method: str
-    options: Mapping
-    p: float | None = None
-    seed: int | None = None
-    label: str = ""
-    kind: ClassVar[str] = "solve"
-
-    def inputs(self) -> dict:
-        """The task's inputs as canonical JSON (the naming field ``label`` left out)."""
-        return to_json({"kind": self.kind, "scenario": str(self.scenario), "method": self.method,
-                        "options": dict(sorted(self.options.items())),
-                        "p": None if self.p is None else p_to_json(self.p), "seed": self.seed})
-
-    def describe(self) -> str:
-        name = getattr(self.scenario, "name", self.scenario)
-        return f"{name} / {self.label or self.method}" + (f" seed {self.seed}" if self.seed is not None else "")
-
-
-@dataclass(frozen=True)
-class SimTask:
-    """One simulation: ``workload`` on the cluster of ``cluster`` under ``policy``.
-
-    ``workload`` is a CSV file or ``generated:LOAD:SEED[:HOURS]``; ``cluster``
-    a scenario (file, shipped name, family member) whose cluster is used, or a
-    mapping ``{"node_groups": [...]}``; ``truth`` is ``"model"`` or a traces
-    folder; ``config`` holds every engine setting; ``policy_described`` the
-    policy's own description of itself with these options (defaults included).
-    """
-
-    workload: str
-    policy: str
-    cluster: object
-    truth: str = "model"
-    config: Mapping = field(default_factory=dict)
-    seed: int = 0
-    options: Mapping = field(default_factory=dict)
-    policy_described: Mapping = field(default_factory=dict)
-    label: str = ""
-    vary: Mapping = field(default_factory=dict)
-    kind: ClassVar[str] = "simulate"
-
-    def inputs(self) -> dict:
-        """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
-        return to_json({"kind": self.kind, "workload": str(self.workload), "policy": self.policy,
-                        "cluster": self.cluster, "truth": self.truth, "config": dict(sorted(self.config.items())),
-                        "seed": self.seed, "options": dict(sorted(self.options.items())),
-                        "policy_described": self.policy_described})
-
-    def describe(self) -> str:
-        return f"{workload_stem(self.workload)} / {self.label or self.policy} seed {self.seed}"
-
-
-@dataclass(frozen=True)
-class RigidTask:
-    """One simulation of rigid throughput-only jobs (:mod:`goodopt.sim.rigid`), Gavel's kind.
-
-    ``n_jobs`` jobs drawn by Gavel's generator (:func:`~goodopt.gavel.gavel_trace`)
-    at ``rate_per_h`` with ``seed``, on ``capacity`` (GPU type -> GPUs), with the
-    throughputs of ``throughputs`` (a traces folder or Gavel's JSON file);
-    ``config`` holds every :class:`~goodopt.sim.rigid.RigidConfig` field.
-    """
-
-    throughputs: str
-    capacity: Mapping
-    rate_per_h: float
-    n_jobs: int
-    config: Mapping
-    seed: int = 0
-    label: str = ""
-    vary: Mapping = field(default_factory=dict)
-    kind: ClassVar[str] = "rigid"
-
-    def inputs(self) -> dict:
-        """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
-        return to_json({"kind": self.kind, "throughputs": str(self.throughputs),
-                        "capacity": dict(sorted(self.capacity.items())), "rate_per_h": float(self.rate_per_h),
-                        "n_jobs": int(self.n_jobs), "config": dict(sorted(self.config.items())), "seed": self.seed})
-
-    def describe(self) -> str:
-        return f"rate {self.rate_per_h:g}/h / {self.label or self.config.get('policy')} seed {self.seed}"
-
-    def throughput_file(self) -> Path:
-        p = Path(self.throughputs)
-        return p / "gavel" / "simulation_throughputs.json" if p.is_dir() else p
+# the task types, also importable from here
+from .task_types import (SUMMARY_COLUMNS, TIMING_COLUMNS, RigidTask, SimTask, SolveTask, Task,  # noqa: F401
+                         to_json, workload_stem)
 
 
 def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *, seed: int = 0,
@@ -183,18 +75,6 @@ def _workload_jobs(workload: str) -> int:
         return 100
 
 
-def workload_stem(workload) -> str:
-    """A short name of a workload spec: ``generated-1.0-0`` or ``<folder>-<file stem>``."""
-    w = str(workload)
-    if w.startswith("generated:"):
-        return w.replace(":", "-")
-    p = Path(w)
-    return f"{p.parent.name}-{p.stem}" if p.parent.name else p.stem
-
-
-Task = SolveTask | SimTask | RigidTask
-
-
 # ------------------------------------------------------------------ making tasks
 def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None, seed=None,
                label: str = "") -> SolveTask:
@@ -211,7 +91,7 @@ def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None,
 def sim_task(workload, policy: str, cluster, *, truth: str = "model", config: Mapping | None = None, seed: int = 0,
              options: Mapping | None = None, label: str = "", vary: Mapping | None = None) -> SimTask:
     """A simulation task with every engine setting explicit and the policy's options checked."""
-    from goodopt.sim.engine import SimConfig
+    from goodopt.sim.config import SimConfig
     from goodopt.sim.policies import make_policy
 
     cfg = SimConfig(**dict(config or {}))
@@ -344,7 +224,7 @@ def _run_rigid(task: RigidTask) -> dict:
     import numpy as np
 
     from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
-    from goodopt.gavel_generator import gavel_trace_exact
+    from goodopt.gavel.generator import gavel_trace_exact
     from goodopt.sim.rigid import RigidConfig, simulate_rigid, simulate_rigid_steady
 
     thr = read_gavel_throughputs(task.throughputs)
@@ -391,9 +271,9 @@ def run_simulation(task: SimTask, progress: bool = False):
 
 
 def check_sim_tasks(tasks) -> None:
-    """Every check a simulation makes before its first round (:func:`goodopt.sim.engine.check_setup`), for
+    """Every check a simulation makes before its first round (:func:`goodopt.sim.config.check_setup`), for
     each distinct workload, cluster, policy and settings among ``tasks`` (simulation tasks; others skipped)."""
-    from goodopt.sim.engine import check_setup
+    from goodopt.sim.config import check_setup
     from goodopt.sim.policies import make_policy
     from goodopt.sim.workload import resolve_workload
 
@@ -412,7 +292,7 @@ def check_sim_tasks(tasks) -> None:
 
 
 def _sim_config(config: Mapping):
-    from goodopt.sim.engine import SimConfig
+    from goodopt.sim.config import SimConfig
 
     return SimConfig(**dict(config))
 

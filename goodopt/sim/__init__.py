@@ -22,7 +22,8 @@ from goodopt.errors import ValidationError
 
 from goodopt.progress import task_progress
 
-from .engine import FIXED_APPS, Engine, SimConfig
+from .config import FIXED_APPS, SimConfig
+from .engine import Engine
 from .policies import POLICIES, Policy, make_policy
 from .result import ALLOCATION_COLUMNS, JOB_COLUMNS, SimulationResult, summarise
 from .truth import Truth, model_truth, packed_placement, trace_truth

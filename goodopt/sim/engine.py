@@ -46,191 +46,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from goodopt.cluster import Cluster
 from goodopt.errors import SimulationError, ValidationError
-from goodopt.fitting import OPTIMISM
-from goodopt.validation import check_number, check_whole
 
-from .agent import AGENT_FITS, HeteroAgent, JobAgent
+from .agent import HeteroAgent, JobAgent
+from .config import SimConfig, check_elastic_setup, fixed_gpus
 from .elastic import NodePool
-from .state import RoundState
+from .state import RoundState, SimJob
 
 log = logging.getLogger(__name__)
-
-#: Applications whose batch and GPU count the Pollux runs kept fixed: app -> (batch, GPUs).
-FIXED_APPS = {"ncf": (32768, 1)}
-
-
-#: Most rounds a simulation may take (max_time_s / interval_s).
-MAX_ROUNDS = 10_000_000
-#: Sia's simulator: checkpoint-restore seconds charged per re-allocation, per application (others: the flat
-#: ``restart_delay_s``), from the Sia artifact's simulator.
-SIA_SIM_RESTART_DELAYS_S = {"cifar10": 50.0, "deepspeech2": 25.0, "bert": 120.0, "yolov3": 80.0, "imagenet": 250.0}
-#: Sia's simulator: each job's true goodput is divided by a calibration slowdown (its jobs observe unslowed
-#: times), from the Sia artifact's simulator.
-SIA_SIM_SLOWDOWNS = {"cifar10": 1.8, "ncf": 1.5, "bert": 1.2, "deepspeech2": 1.2, "imagenet": 1.2, "yolov3": 1.2}
-
-
-def _per_app(name: str, value, minimum: float) -> tuple:
-    """A per-application setting (mapping or pairs) as sorted ``(app, number)`` pairs, each checked."""
-    pairs = value.items() if isinstance(value, Mapping) else value
-    try:
-        pairs = [(str(app), v) for app, v in pairs]
-    except (TypeError, ValueError):
-        raise ValidationError(name, f"must map application -> number, got {value!r}", "e.g. {cifar10: 50}") \
-            from None
-    return tuple(sorted((app, check_number(f"{name}.{app}", v, minimum=minimum)) for app, v in pairs))
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    """Engine settings (times in seconds)."""
-
-    interval_s: float = 60.0
-    restart_delay_s: float = 30.0
-    #: Fraction of progress lost by a multi-node job sharing a node with another multi-node job.
-    interference_slowdown: float = 0.0
-    max_time_s: float = 60 * 86400.0
-    fixed_apps: tuple = tuple(FIXED_APPS.items())
-    gpu_type: str = "t4"
-    log_allocations: bool = True
-    #: Weight of the job agents' optimism regulariser (Pollux's 1e-2; 0 = plain least squares).
-    agent_optimism: float = OPTIMISM
-    #: How job agents fit their throughput model: "pollux" (Pollux's agent: all parameters jointly from fixed
-    #: starts, :func:`goodopt.agent_fit.fit_agent`) or "goodopt" (constrained least squares on log times, then
-    #: the optimism refinement, :func:`goodopt.fitting.fit_observed`).
-    agent_fit: str = "pollux"
-    #: Per-application restart seconds overriding ``restart_delay_s`` (e.g. :data:`SIA_SIM_RESTART_DELAYS_S`).
-    restart_delays_s: tuple = ()
-    #: Per-application calibration slowdowns >= 1 dividing the true goodput (e.g. :data:`SIA_SIM_SLOWDOWNS`).
-    slowdowns: tuple = ()
-    #: Pollux's simulator's rule for fixed-batch jobs (ncf under Pollux, every job under the baselines): one GPU
-    #: running a total batch above the application's initial batch takes at least one accumulation step.
-    single_gpu_accumulation: bool = True
-    #: Price per GPU-hour of GPU types (USD), over :data:`goodopt.prices.PRICES_PER_GPU_H`.
-    prices_per_gpu_h: tuple = ()
-    #: Auto-scaler of an elastic cluster (:data:`goodopt.sim.autoscale.AUTOSCALERS`), or "none": a fixed cluster.
-    autoscale: str = "none"
-    #: Options of the auto-scaler (name -> number), e.g. ``{"every_s": 600}``.
-    autoscale_options: tuple = ()
-    #: Fewest nodes an elastic cluster keeps (the largest is the simulation's cluster); it starts with these.
-    min_nodes: int = 1
-    #: Seconds from requesting a node to its joining (billed meanwhile): cloud GPU instances boot in minutes.
-    provision_delay_s: float = 180.0
-
-    @classmethod
-    def sia(cls, **changes) -> "SimConfig":
-        """The settings of Sia's simulator: its per-application restart delays and calibration slowdowns."""
-        return cls(**{"restart_delays_s": SIA_SIM_RESTART_DELAYS_S, "slowdowns": SIA_SIM_SLOWDOWNS, **changes})
-
-    def restart_delay_of(self, app: str) -> float:
-        return dict(self.restart_delays_s).get(app, self.restart_delay_s)
-
-    def slowdown_of(self, app: str) -> float:
-        return dict(self.slowdowns).get(app, 1.0)
-
-    def price_of(self, gpu_type: str) -> float:
-        """USD per GPU-hour of ``gpu_type`` (NaN without a published or given price)."""
-        from goodopt.prices import price_per_gpu_h
-
-        return price_per_gpu_h(gpu_type, self.prices_per_gpu_h)
-
-    def __post_init__(self):
-        object.__setattr__(self, "restart_delays_s", _per_app("restart_delays_s", self.restart_delays_s, 0.0))
-        object.__setattr__(self, "slowdowns", _per_app("slowdowns", self.slowdowns, 1.0))
-        object.__setattr__(self, "prices_per_gpu_h", _per_app("prices_per_gpu_h", self.prices_per_gpu_h, 0.0))
-        check_number("interval_s", self.interval_s, minimum=0, strict=True)
-        check_number("restart_delay_s", self.restart_delay_s, minimum=0)
-        check_number("max_time_s", self.max_time_s, minimum=0, strict=True)
-        check_number("agent_optimism", self.agent_optimism, minimum=0)
-        if self.agent_fit not in AGENT_FITS:
-            raise ValidationError("agent_fit", f"unknown fit {self.agent_fit!r}", f"choose {' or '.join(AGENT_FITS)}")
-        check_number("provision_delay_s", self.provision_delay_s, minimum=0)
-        object.__setattr__(self, "min_nodes", check_whole("min_nodes", self.min_nodes, 0))
-        options = dict(self.autoscale_options.items() if isinstance(self.autoscale_options, Mapping)
-                       else self.autoscale_options)
-        object.__setattr__(self, "autoscale_options", tuple(sorted(options.items())))
-        if self.autoscale != "none":
-            from .autoscale import make_autoscaler
-
-            make_autoscaler(self.autoscale, **options)  # names and options checked here, once
-        if not isinstance(self.single_gpu_accumulation, bool):
-            raise ValidationError("single_gpu_accumulation", f"must be true or false, got {self.single_gpu_accumulation!r}")
-        if self.max_time_s / self.interval_s > MAX_ROUNDS:
-            raise ValidationError("interval_s", f"{self.interval_s:g} s rounds over max_time_s = "
-                                  f"{self.max_time_s:g} s would be more than {MAX_ROUNDS:.0e} rounds",
-                                  f"use an interval >= {self.max_time_s / MAX_ROUNDS:g} s or a lower max_time_s")
-        if not 0 <= self.interference_slowdown < 1:
-            raise ValidationError("interference_slowdown", f"must lie in [0, 1), got {self.interference_slowdown}",
-                                  "0.25 means a 25% slower job")
-
-
-@dataclass(eq=False)
-class SimJob:
-    """A job's state in the simulation (mutable; owned by the engine)."""
-
-    index: int
-    name: str
-    application: str
-    arrival_s: float
-    num_replicas: int
-    batch_size: int
-    agent: JobAgent
-    fixed_gpus: int | None = None
-    row: np.ndarray = field(default=None)
-    local_bsz: int = 0
-    accum_steps: int = 0
-    progress: float = 0.0
-    epoch: int = 0
-    restart_left_s: float = 0.0
-    n_starts: int = 0
-    n_restarts: int = 0
-    attained_gpu_s: float = 0.0
-    cost: float = 0.0  # USD for the GPU-seconds it held
-    start_s: float | None = None
-    completion_s: float | None = None
-    gpu_type: str | None = None  # type of the GPUs it holds (None when it holds none)
-    entity: str = ""  # the user or group it belongs to (hierarchical policies)
-
-    @property
-    def n_gpus(self) -> int:
-        return int(self.row.sum())
-
-    @property
-    def placement(self) -> tuple[int, ...]:
-        return tuple(int(x) for x in self.row[self.row > 0])
-
-
-def check_setup(workload, cluster: Cluster, policy, config: SimConfig) -> None:
-    """Every check a run makes before its first round, without running it (dry runs call this too)."""
-    check_elastic_setup(policy, config, cluster)
-    policy.check_workload(workload, cluster, fixed_gpus(config))
-
-
-def fixed_gpus(config: SimConfig) -> dict:
-    """Application -> the GPU count the engine fixes its jobs to (only applications that fix one)."""
-    return {app: gpus for app, (_, gpus) in dict(config.fixed_apps).items() if gpus}
-
-
-def check_elastic_setup(policy, config: SimConfig, cluster: Cluster) -> None:
-    """An elastic cluster needs one node group, ``min_nodes`` within it and a policy that plans on whatever
-    is provisioned; a fixed cluster takes no ``min_nodes`` other than the default."""
-    if config.autoscale == "none":
-        return
-    from .autoscale import check_elastic, check_one_group
-
-    check_one_group(cluster)
-    fewest = min(g.n_nodes for g in cluster.groups)
-    if config.min_nodes > fewest:
-        raise ValidationError("min_nodes", f"{config.min_nodes} is more than the cluster's {fewest} nodes "
-                              f"({cluster.describe()}), the most an elastic cluster may grow to",
-                              f"use at most {fewest}, or a larger cluster")
-    check_elastic(policy, config.autoscale)
 
 
 class Engine:
@@ -287,73 +114,101 @@ class Engine:
     # ----------------------------------------------------------------- loop
     def run(self, progress=None):
         """Run rounds until every job has completed (a :class:`SimulationError` at ``max_time_s`` names the
-        unfinished ones); ``progress(time_s, n_done, n_jobs)`` is called each round."""
-        cfg = self.config
-        pending = list(self.jobs)
-        active: list[SimJob] = []
-        t, r = 0.0, 0
-        done = 0
-        self.policy.reset(self.pool.view().cluster or self.cluster, self.rng)
-        if self.scaler is not None:
-            self.scaler.reset(self.cluster, self.rng)
-        view = None
-        while pending or active:
-            if t > cfg.max_time_s:
-                left = [j.name for j in pending + active][:5]
-                raise SimulationError(f"simulated time exceeded max_time_s={cfg.max_time_s:g}; unfinished jobs "
-                                      f"include {left} (a policy may be starving them)")
-            e0 = time.perf_counter()
-            while pending and pending[0].arrival_s <= t:
-                job = pending.pop(0)
-                if self.hetero and self.aware and self.policy.adaptive_batch:
-                    apps = {ty: self.truth.on(job.application, ty) for ty in self.types}
-                    app0 = apps[self.types[0]]
-                    job.agent.bootstrap(apps, app0.phi(app0.init_batch_size, 0))
-                active.append(job)
-            scale = self._scale(active, t, r)
-            cost_per_h = self.pool.record(t)
-            if not active:  # skip to the next arrival, or to the auto-scaler's next look at the idle cluster
-                t_next = max(t + cfg.interval_s, np.floor(pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
-                if self.scaler is not None:
-                    tick = np.ceil(self._next_scale_s / cfg.interval_s) * cfg.interval_s
-                    t_next = min(t_next, max(t + cfg.interval_s, tick))
-                t = t_next
-                continue
-            if self.pool.view() is not view:
-                view = self.pool.view()
-                if view.cluster is not None and view.cluster is not self.policy.cluster:
-                    self.policy.resize(view.cluster)
-            e1 = time.perf_counter()
-            alloc = self._allocate(active, view, t, r)
-            e2 = time.perf_counter()
-            finished = self._apply_and_advance(active, alloc, t)
-            gpus, gpus_up, billed = alloc.sum(), self.pool.gpus_up(), self.pool.billed
-            stats = getattr(self.policy, "last_stats", {}) or {}
-            self.rounds.append({
-                "round": r, "time_s": t, "n_active": len(active), "n_running": int((alloc.sum(axis=1) > 0).sum()),
-                "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
-                "utilisation": float(gpus / gpus_up) if gpus_up else 0.0, "n_completed": len(finished),
-                "nodes_up": int(self.pool.up.sum()), "nodes_billed": int(billed.sum()),
-                "gpus_billed": int(self.pool.capacity[billed].sum()),
-                "cost_per_h": cost_per_h, **scale,
-                "policy_s": e2 - e1, **{f"policy_{k}": v for k, v in stats.items()},
-            })
-            log.debug("round %d at %.0f s: %d active, %d GPUs allocated, %d finished, policy %.3f s", r, t,
-                      len(active), int(gpus), len(finished), e2 - e1)
-            active = [j for j in active if j.completion_s is None]
-            done += len(finished)
-            t_next = t + cfg.interval_s
-            if not t_next > t:
-                raise SimulationError(f"round {r}: time did not move forward ({t} -> {t_next})")
-            t, r = t_next, r + 1
-            self.policy_s += e2 - e1
-            self.engine_s += (time.perf_counter() - e0) - (e2 - e1)
-            if progress is not None:
-                progress(t, done, len(self.jobs))
+        unfinished ones); ``progress(time_s, n_done, n_jobs)`` is called after each round."""
+        self.start()
+        while True:
+            r = self.r
+            if not self.step():
+                break
+            if progress is not None and self.r > r:
+                progress(self.t, self.n_done, len(self.jobs))
         missing = [j.name for j in self.jobs if j.completion_s is None]
         if missing:
             raise SimulationError(f"jobs never completed: {missing[:5]}")
         return self
+
+    def start(self) -> None:
+        """Time 0: every job waits for its arrival; the policy (and the auto-scaler) start afresh."""
+        self._pending: list[SimJob] = list(self.jobs)
+        self._active: list[SimJob] = []
+        self.t, self.r, self.n_done = 0.0, 0, 0
+        self._view = None
+        self.policy.reset(self.pool.view().cluster or self.cluster, self.rng)
+        if self.scaler is not None:
+            self.scaler.reset(self.cluster, self.rng)
+
+    def step(self) -> bool:
+        """One round at the current time, or a jump to the next arrival when no job is active; False once every
+        job has completed (nothing was done)."""
+        if not (self._pending or self._active):
+            return False
+        cfg, t = self.config, self.t
+        if t > cfg.max_time_s:
+            left = [j.name for j in self._pending + self._active][:5]
+            raise SimulationError(f"simulated time exceeded max_time_s={cfg.max_time_s:g}; unfinished jobs "
+                                  f"include {left} (a policy may be starving them)")
+        e0 = time.perf_counter()
+        self._admit(t)
+        scale = self._scale(self._active, t, self.r)
+        cost_per_h = self.pool.record(t)
+        if not self._active:
+            self.t = self._next_look(t)
+            return True
+        if self.pool.view() is not self._view:
+            self._view = self.pool.view()
+            if self._view.cluster is not None and self._view.cluster is not self.policy.cluster:
+                self.policy.resize(self._view.cluster)
+        e1 = time.perf_counter()
+        alloc = self._allocate(self._active, self._view, t, self.r)
+        e2 = time.perf_counter()
+        finished = self._apply_and_advance(self._active, alloc, t)
+        self._record_round(alloc, finished, cost_per_h, scale, e2 - e1)
+        self._active = [j for j in self._active if j.completion_s is None]
+        self.n_done += len(finished)
+        t_next = t + cfg.interval_s
+        if not t_next > t:
+            raise SimulationError(f"round {self.r}: time did not move forward ({t} -> {t_next})")
+        self.t, self.r = t_next, self.r + 1
+        self.policy_s += e2 - e1
+        self.engine_s += (time.perf_counter() - e0) - (e2 - e1)
+        return True
+
+    def _admit(self, t) -> None:
+        """Jobs that have arrived by ``t`` become active (on a heterogeneous cluster, aware policies' agents
+        first profile every type)."""
+        while self._pending and self._pending[0].arrival_s <= t:
+            job = self._pending.pop(0)
+            if self.hetero and self.aware and self.policy.adaptive_batch:
+                apps = {ty: self.truth.on(job.application, ty) for ty in self.types}
+                app0 = apps[self.types[0]]
+                job.agent.bootstrap(apps, app0.phi(app0.init_batch_size, 0))
+            self._active.append(job)
+
+    def _next_look(self, t) -> float:
+        """With no job active: the next arrival's round, or the auto-scaler's next look at the idle cluster."""
+        cfg = self.config
+        t_next = max(t + cfg.interval_s, np.floor(self._pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
+        if self.scaler is not None:
+            tick = np.ceil(self._next_scale_s / cfg.interval_s) * cfg.interval_s
+            t_next = min(t_next, max(t + cfg.interval_s, tick))
+        return t_next
+
+    def _record_round(self, alloc, finished, cost_per_h, scale, policy_s) -> None:
+        """The round log's row (one per round)."""
+        active, t = self._active, self.t
+        gpus, gpus_up, billed = alloc.sum(), self.pool.gpus_up(), self.pool.billed
+        stats = getattr(self.policy, "last_stats", {}) or {}
+        self.rounds.append({
+            "round": self.r, "time_s": t, "n_active": len(active), "n_running": int((alloc.sum(axis=1) > 0).sum()),
+            "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
+            "utilisation": float(gpus / gpus_up) if gpus_up else 0.0, "n_completed": len(finished),
+            "nodes_up": int(self.pool.up.sum()), "nodes_billed": int(billed.sum()),
+            "gpus_billed": int(self.pool.capacity[billed].sum()),
+            "cost_per_h": cost_per_h, **scale,
+            "policy_s": policy_s, **{f"policy_{k}": v for k, v in stats.items()},
+        })
+        log.debug("round %d at %.0f s: %d active, %d GPUs allocated, %d finished, policy %.3f s", self.r, t,
+                  len(active), int(gpus), len(finished), policy_s)
 
     def _scale(self, active, t, r) -> dict:
         """Provisioned nodes join; the auto-scaler (when due) resizes the pool; jobs on removed nodes stop."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from goodopt.cluster import Cluster
+
+from .agent import JobAgent
 
 
 @dataclass(frozen=True)
@@ -29,3 +31,39 @@ class RoundState:
     @property
     def n_jobs(self) -> int:
         return len(self.jobs)
+
+
+@dataclass(eq=False)
+class SimJob:
+    """A job's state in the simulation (mutable; owned by the engine)."""
+
+    index: int
+    name: str
+    application: str
+    arrival_s: float
+    num_replicas: int
+    batch_size: int
+    agent: JobAgent
+    fixed_gpus: int | None = None
+    row: np.ndarray = field(default=None)
+    local_bsz: int = 0
+    accum_steps: int = 0
+    progress: float = 0.0
+    epoch: int = 0
+    restart_left_s: float = 0.0
+    n_starts: int = 0
+    n_restarts: int = 0
+    attained_gpu_s: float = 0.0
+    cost: float = 0.0  # USD for the GPU-seconds it held
+    start_s: float | None = None
+    completion_s: float | None = None
+    gpu_type: str | None = None  # type of the GPUs it holds (None when it holds none)
+    entity: str = ""  # the user or group it belongs to (hierarchical policies)
+
+    @property
+    def n_gpus(self) -> int:
+        return int(self.row.sum())
+
+    @property
+    def placement(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.row[self.row > 0])

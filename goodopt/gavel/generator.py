@@ -27,8 +27,9 @@ import math
 import random
 from collections.abc import Mapping
 
-from .errors import TraceError, ValidationError
-from .gavel import GAVEL_REFERENCE_TYPE, GAVEL_SCALE_FACTORS, GavelThroughputs, RigidJob, job_type_slug
+from ..errors import TraceError, ValidationError
+from .published import GAVEL_REFERENCE_TYPE, GAVEL_SCALE_FACTORS, GavelThroughputs, job_type_slug
+from .traces import RigidJob
 
 #: Gavel's job table, in its order: (job type, whether it can run on several GPUs).
 GAVEL_JOB_TABLE = (

@@ -1,0 +1,324 @@
+r"""Node-pattern rows that make the configuration level's choices on one GPU type placeable.
+
+The model of :mod:`goodopt.formulations.node_patterns` with the choice left
+open: counts of single-node moves of size ``s`` and multi-node moves of size
+``k`` are sums of their ``z_c``, and kept jobs are decisions too. A node
+touched by keep configurations chooses which of them it keeps,
+``b_nS ∈ {0, 1}`` for subsets ``S`` of them (fitting, at most one multi-node
+job), and then joins the class of its residual; free nodes are in the class of
+their capacity::
+
+    (P1)  Σ_π n_qπ - Σ_{(n,S) -> q} b_nS = |free nodes of class q|      ∀ q = (residual, blocked)
+    (B1)  Σ_S b_nS = 1                                                  ∀ touched node n
+    (B2)  Σ_{S ∋ c} b_nS = z_c                                          ∀ keep c, n in its row
+    (P2)  Σ slots_s(π) n_qπ - Σ_{c single move, k_c = s} z_c >= 0      ∀ s
+    (P3)  Σ_{π: c_π = c} n_qπ - Σ_{k,σ} (c's in σ) v_kσ >= 0           ∀ c
+    (P4)  Σ_σ v_kσ - Σ_{c multi move, k_c = k} z_c = 0                 ∀ k
+
+Sizes with more than :data:`MAX_SPLITS_PER_SIZE` splits (e.g. 64 GPUs on
+8-GPU nodes: 116 k splits) give each of their configurations chunk columns
+``w_{c,ch} >= 0`` instead, counted in (P3)::
+
+    (M1)  Σ_ch ch w_{c,ch} = k_c z_c,     (M2)  Σ_ch w_{c,ch} >= 2 z_c
+
+Every solution's choice places (the fixed-choice model's counts are part of
+it), and every placeable choice extends to a solution.
+
+The block's columns are laid out once (:class:`BlockLayout`: patterns ``n``,
+keep choices ``b``, splits ``v``, chunk columns ``w``, in that order from
+``col0``); each row family is one builder over that layout
+(:data:`ROW_BUILDERS`), as :mod:`goodopt.formulations.config_matrix` builds its
+rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .node_patterns import fillings, partitions
+
+#: Splits listed per multi-node job size before that size switches to per-configuration chunk columns.
+MAX_SPLITS_PER_SIZE = 400
+#: Keep configurations touching one node beyond which its keep subsets (2^n of them) are not listed.
+MAX_KEEPS_PER_NODE = 8
+
+
+@dataclass(frozen=True, eq=False)
+class PatternBlock:
+    """Columns ``col0 .. col0 + n_columns - 1`` and rows (arguments of ``_Rows.add``) of one type's block."""
+
+    gpu_type: int
+    col0: int
+    n_columns: int
+    upper: np.ndarray
+    rows: list
+
+
+@dataclass(frozen=True, eq=False)
+class BlockLayout:
+    """What one type's block is made of, and where its columns lie.
+
+    ``choices``: ``(node, kept configurations, residual, blocked)`` per ``b``
+    column; ``classes``: ``(residual, blocked)`` per node class; ``patterns``:
+    ``(class, chunk, single sizes)`` per ``n`` column; ``splits``: ``(k,
+    chunks)`` per ``v`` column; ``big``: the multi-node move configurations
+    with chunk columns (their sizes are ``by_config``). Column arrays: ``pcol``
+    (patterns,), ``bcol`` (choices,), ``vcol`` (splits,), ``wcol`` (big, chunk
+    sizes).
+    """
+
+    moves: np.ndarray
+    single_sizes: tuple
+    multi_sizes: list
+    touching: dict
+    choices: list
+    free: list
+    classes: list
+    splits: list
+    by_config: list
+    chunk_sizes: list
+    big: np.ndarray
+    patterns: list
+    pcol: np.ndarray
+    bcol: np.ndarray
+    vcol: np.ndarray
+    wcol: np.ndarray
+
+    @property
+    def class_of(self) -> dict:
+        return {q: i for i, q in enumerate(self.classes)}
+
+
+def pattern_block(problem, configs, gpu_type, col0, max_columns=20_000):
+    """The rows of the module docstring for ``gpu_type``, its columns from ``col0``.
+
+    Returns None without interference avoidance, when a node is touched by
+    more than :data:`MAX_KEEPS_PER_NODE` keep configurations, or above
+    ``max_columns`` columns.
+    """
+    pr, cs = problem, configs
+    if not pr.interference_avoidance:
+        return None
+    nodes = np.flatnonzero(pr.node_type == int(gpu_type))
+    layout = block_layout(pr, cs, int(gpu_type), nodes, col0, max_columns)
+    if layout is None:
+        return None
+    rows = [build(pr, cs, layout) for build in ROW_BUILDERS]
+    L = layout
+    upper = np.concatenate([np.full(len(L.patterns), float(len(nodes))), np.ones(len(L.choices)),
+                            np.full(len(L.splits) + L.wcol.size, float(len(nodes)))])
+    n_columns = len(L.patterns) + len(L.choices) + len(L.splits) + L.wcol.size
+    return PatternBlock(gpu_type=int(gpu_type), col0=col0, n_columns=n_columns, upper=upper,
+                        rows=[r for r in rows if r is not None])
+
+
+def block_layout(pr, cs, g, nodes, col0, max_columns) -> BlockLayout | None:
+    """The columns of type ``g``'s block (see :class:`BlockLayout`), or None where the block does not apply."""
+    of_type = cs.gpu_type == g
+    moves = of_type & ~cs.keep
+    single_sizes = tuple(sorted({int(k) for k in cs.n_gpus[moves & ~cs.multi]}, reverse=True))
+    multi_sizes = sorted({int(k) for k in cs.n_gpus[moves & cs.multi]})
+    kept = _keep_choices(pr, cs, nodes, np.flatnonzero(of_type & cs.keep))
+    if kept is None:
+        return None
+    touching, choices = kept
+    cap = pr.node_capacity
+    free = [n for n, cl in touching.items() if not cl]
+    classes = sorted({(int(cap[n]), False) for n in free} | {(r, b) for _, _, r, b in choices})
+    room = max((r for r, b in classes if not b), default=0)
+    splits, by_config = _splits(multi_sizes, room)
+    chunk_sizes = sorted({c for _, sp in splits for c in sp} | (set(range(1, room + 1)) if by_config else set()))
+    big = np.flatnonzero(moves & cs.multi & np.isin(cs.n_gpus, by_config))
+    fixed = len(splits) + len(choices) + len(big) * len(chunk_sizes)
+    if len(big) * len(chunk_sizes) > max_columns:
+        return None
+    patterns = _patterns(classes, chunk_sizes, single_sizes, max_columns - fixed)
+    if patterns is None:
+        return None
+    n_pat, n_ch = len(patterns), len(choices)
+    first_w = col0 + n_pat + n_ch + len(splits)
+    return BlockLayout(moves=moves, single_sizes=single_sizes, multi_sizes=multi_sizes, touching=touching,
+                       choices=choices, free=free, classes=classes, splits=splits, by_config=by_config,
+                       chunk_sizes=chunk_sizes, big=big, patterns=patterns, pcol=col0 + np.arange(n_pat),
+                       bcol=col0 + n_pat + np.arange(n_ch), vcol=col0 + n_pat + n_ch + np.arange(len(splits)),
+                       wcol=(first_w + np.arange(len(big) * len(chunk_sizes))).reshape(len(big), len(chunk_sizes)))
+
+
+def _keep_choices(pr, cs, nodes, keeps):
+    """``(touching, choices)``: the keep configurations touching each node of the type, and every fitting
+    subset of them a touched node may keep, as ``(node, subset, residual, blocked)``; None when a node is
+    touched by more than :data:`MAX_KEEPS_PER_NODE`."""
+    touching = {int(n): [] for n in nodes}
+    for c in keeps:
+        for n in np.flatnonzero(pr.current[cs.job[c]]):
+            if int(n) in touching:
+                touching[int(n)].append(int(c))
+    cap = pr.node_capacity
+    choices = []
+    for n, cl in touching.items():
+        if len(cl) > MAX_KEEPS_PER_NODE:
+            return None
+        for mask in range(1 << len(cl)) if cl else ():
+            sub = [cl[i] for i in range(len(cl)) if mask >> i & 1]
+            used = sum(int(pr.current[cs.job[c], n]) for c in sub)
+            n_multi = sum(bool(cs.multi[c]) for c in sub)
+            if used <= cap[n] and n_multi <= 1:
+                choices.append((n, tuple(sub), int(cap[n]) - used, n_multi == 1))
+    return touching, choices
+
+
+def _splits(multi_sizes, room):
+    """``(splits, by_config)``: every split of the sizes with few splits, and the sizes with too many (those get
+    per-configuration chunk columns)."""
+    splits, by_config = [], []
+    for k in multi_sizes:
+        these = []
+        for sp in partitions(k, max(min(k - 1, room), 1)):
+            if len(sp) >= 2:
+                these.append((k, sp))
+            if len(these) > MAX_SPLITS_PER_SIZE:
+                break
+        if len(these) <= MAX_SPLITS_PER_SIZE:
+            splits += these
+        else:
+            by_config.append(k)
+    return splits, by_config
+
+
+def _patterns(classes, chunk_sizes, single_sizes, budget):
+    """Every maximal node pattern ``(class, chunk, single sizes)`` of every class; None beyond ``budget``."""
+    patterns = []
+    for qi, (r, b) in enumerate(classes):
+        for c in [0] + ([c for c in chunk_sizes if c <= r] if not b else []):
+            patterns.extend((qi, c, fill) for fill in fillings(r - c, single_sizes))
+        if len(patterns) > budget:
+            return None
+    return patterns
+
+
+# ------------------------------------------------------------------ one builder per row family
+def _triplets(r_, c_, v_):
+    return np.array(r_, np.int64), np.array(c_, np.int64), np.array(v_, float)
+
+
+def rows_p1(pr, cs, L):
+    """(P1): each class's nodes, free or freed by their keep choice, hold one pattern each."""
+    free_count = np.zeros(len(L.classes))
+    class_of = L.class_of
+    for n in L.free:
+        free_count[class_of[(int(pr.node_capacity[n]), False)]] += 1
+    pat_cls = np.array([p[0] for p in L.patterns], np.int64)
+    ch_cls = np.array([class_of[(r, b)] for _, _, r, b in L.choices], np.int64)
+    return (np.concatenate([pat_cls, ch_cls]), np.concatenate([L.pcol, L.bcol]),
+            np.concatenate([np.ones(len(L.patterns)), -np.ones(len(L.choices))]), free_count, free_count, "P1")
+
+
+def rows_b1(pr, cs, L):
+    """(B1): a touched node keeps exactly one subset of its keep configurations."""
+    touched = sorted({n for n, *_ in L.choices})
+    pos = {n: i for i, n in enumerate(touched)}
+    ones = np.ones(len(touched))
+    return (np.array([pos[n] for n, *_ in L.choices], np.int64), L.bcol, np.ones(len(L.choices)), ones, ones, "B1")
+
+
+def rows_b2(pr, cs, L):
+    """(B2): a keep configuration is chosen exactly when every node of its row keeps it."""
+    pairs = sorted({(c, n) for n, sub, *_ in L.choices for c in L.touching[n]})
+    pos = {pq: i for i, pq in enumerate(pairs)}
+    r_, c_, v_ = [], [], []
+    for i, (n, sub, _, _) in enumerate(L.choices):
+        for c in sub:
+            r_.append(pos[(c, n)])
+            c_.append(L.bcol[i])
+            v_.append(1.0)
+    for (c, n), i in pos.items():
+        r_.append(i)
+        c_.append(c)
+        v_.append(-1.0)
+    zeros = np.zeros(len(pairs))
+    return (*_triplets(r_, c_, v_), zeros, zeros, "B2")
+
+
+def rows_p2(pr, cs, L):
+    """(P2): enough single-node slots of each size for the single-node moves of that size."""
+    r_, c_, v_ = [], [], []
+    for si, s in enumerate(L.single_sizes):
+        for i, (_, _, fill) in enumerate(L.patterns):
+            m = fill.count(s)
+            if m:
+                r_.append(si)
+                c_.append(L.pcol[i])
+                v_.append(float(m))
+        idx = np.flatnonzero(L.moves & ~cs.multi & (cs.n_gpus == s))
+        r_ += [si] * len(idx)
+        c_ += idx.tolist()
+        v_ += [-1.0] * len(idx)
+    n = len(L.single_sizes)
+    return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P2")
+
+
+def rows_p3(pr, cs, L):
+    """(P3): enough nodes holding a chunk of each size for the splits and chunk columns that use it."""
+    r_, c_, v_ = [], [], []
+    for ci, ch in enumerate(L.chunk_sizes):
+        for i, (_, c, _) in enumerate(L.patterns):
+            if c == ch:
+                r_.append(ci)
+                c_.append(L.pcol[i])
+                v_.append(1.0)
+        for t, (_, sp) in enumerate(L.splits):
+            m = sp.count(ch)
+            if m:
+                r_.append(ci)
+                c_.append(L.vcol[t])
+                v_.append(-float(m))
+        r_ += [ci] * len(L.big)
+        c_ += L.wcol[:, ci].tolist()
+        v_ += [-1.0] * len(L.big)
+    n = len(L.chunk_sizes)
+    return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P3")
+
+
+def rows_m1(pr, cs, L):
+    """(M1): a large multi-node move's chunk columns add up to its GPUs (None without such moves)."""
+    if not len(L.big):
+        return None
+    n_b, n_c = L.wcol.shape
+    local = np.repeat(np.arange(n_b), n_c)
+    return (np.concatenate([local, np.arange(n_b)]), np.concatenate([L.wcol.ravel(), L.big]),
+            np.concatenate([np.tile(np.asarray(L.chunk_sizes, float), n_b), -cs.n_gpus[L.big].astype(float)]),
+            np.zeros(n_b), np.zeros(n_b), "M1")
+
+
+def rows_m2(pr, cs, L):
+    """(M2): a large multi-node move takes at least two chunks (None without such moves)."""
+    if not len(L.big):
+        return None
+    n_b, n_c = L.wcol.shape
+    local = np.repeat(np.arange(n_b), n_c)
+    return (np.concatenate([local, np.arange(n_b)]), np.concatenate([L.wcol.ravel(), L.big]),
+            np.concatenate([np.ones(n_b * n_c), np.full(n_b, -2.0)]), np.zeros(n_b), np.full(n_b, np.inf), "M2")
+
+
+def rows_p4(pr, cs, L):
+    """(P4): as many splits of each listed size as multi-node moves of that size."""
+    sizes = [k for k in L.multi_sizes if k not in L.by_config]
+    r_, c_, v_ = [], [], []
+    for ki, k in enumerate(sizes):
+        for t, (kk, _) in enumerate(L.splits):
+            if kk == k:
+                r_.append(ki)
+                c_.append(L.vcol[t])
+                v_.append(1.0)
+        idx = np.flatnonzero(L.moves & cs.multi & (cs.n_gpus == k))
+        r_ += [ki] * len(idx)
+        c_ += idx.tolist()
+        v_ += [-1.0] * len(idx)
+    zeros = np.zeros(len(sizes))
+    return (*_triplets(r_, c_, v_), zeros, zeros, "P4")
+
+
+#: The row families in the order they are added (the order of the original single builder).
+ROW_BUILDERS = (rows_p1, rows_b1, rows_b2, rows_p2, rows_p3, rows_m1, rows_m2, rows_p4)

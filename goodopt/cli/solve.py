@@ -1,0 +1,88 @@
+"""``goodopt solve``: one method on one scenario; a table or JSON."""
+
+from __future__ import annotations
+
+import json
+
+from rich.table import Table
+
+from ..errors import ValidationError
+from .common import SECONDS, SEED, LazyHelp, NamesAction, console, fmt, key_values, method_names, warn_pinned
+
+
+def add_parser(add) -> None:
+    """The ``solve`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
+    p = add("solve", help="solve a scenario's allocation problem with one method")
+    p.add_argument("scenario", help="scenario file, shipped name, or family:NAME:SEED")
+    p.add_argument("--method", default="milp", action=NamesAction, known=method_names, single=True,
+                   help=LazyHelp(lambda: ", ".join(method_names()) + " (goodopt options METHOD lists its options)"))
+    p.add_argument("--time-limit", type=SECONDS, default=None, help="time limit in seconds")
+    p.add_argument("--seed", type=SEED, default=None, help="seed of randomised methods (0 when not given)")
+    p.add_argument("--option", action="append", help="method option KEY=VALUE (repeatable; see docs/options.md)")
+    p.add_argument("--solver-log", action="store_true",
+                   help="print the solver's own log (HiGHS's, or pymoo's table per generation)")
+    p.add_argument("--write-model", default=None, metavar="PATH",
+                   help="milp: also write the model HiGHS solved last to PATH (.mps or .lp), for other solvers")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--quiet", action="store_true", help="no status line while solving")
+    p.set_defaults(func=run)
+
+
+def _method_options(args, method):
+    from ..solvers import METHOD_OPTIONS
+
+    opts = {}
+    allowed = METHOD_OPTIONS[method] if method in METHOD_OPTIONS else {}
+    if args.time_limit is not None:
+        opts["time_limit_s"] = args.time_limit
+    if getattr(args, "seed", None) is not None and "seed" in allowed:
+        opts["seed"] = args.seed
+    opts.update(key_values(getattr(args, "option", None)))
+    return opts
+
+
+def run(args) -> int:
+    """``goodopt solve``: one method on one scenario; a table or JSON."""
+    from ..progress import status_line
+    from ..solvers import solve
+    from ..solvers.api import RANDOMISED
+    from ..sources import load_scenario
+
+    sc = load_scenario(args.scenario)
+    pr = sc.problem()
+    warn_pinned(sc, pr)
+    opts = _method_options(args, args.method)
+    if args.method in RANDOMISED and "seed" not in opts:
+        opts["seed"] = 0
+    if args.solver_log:
+        opts["solver_log"] = True
+    if args.write_model is not None:
+        if args.method != "milp":
+            raise ValidationError("--write-model", f"writes the exact method's model; {args.method} has none",
+                                  "use --method milp")
+        from ..outputs import check_output
+
+        check_output(args.write_model, option="--write-model", inputs=[args.scenario])
+        opts["write_model"] = args.write_model
+    with status_line(f"{args.method} on {sc.name}", enabled=not (args.quiet or args.json or args.solver_log)):
+        res = solve(pr, args.method, opts)
+    out = res.to_dict(pr)
+    out["scenario"] = sc.name
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0 if res.has_solution else 1
+    con = console()
+    con.print(f"[bold]{sc.name}[/bold]: {args.method} -> {res.status} in {res.stats.total_s:.3f} s")
+    con.print(f"fitness {fmt(res.fitness, 6)}  bound {fmt(res.bound, 6)}  gap {fmt(res.gap, 6)}")
+    if res.message:
+        con.print(res.message)
+    if res.has_solution:
+        t = Table(title="allocation")
+        for col in ("job", "GPUs", "nodes", "speedup"):
+            t.add_column(col, justify="left" if col in ("job", "nodes") else "right", overflow="fold")
+        for j, name in enumerate(pr.job_names):
+            row = out["allocation"][name]
+            t.add_row(name, str(int(res.x[j].sum())), ", ".join(f"{n}:{g}" for n, g in row.items()),
+                      fmt(res.speedups[j]))
+        con.print(t)
+    return 0 if res.has_solution else 1

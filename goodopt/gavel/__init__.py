@@ -1,0 +1,52 @@
+"""Jobs x GPU-types throughput data: Gavel's input, its published file, and conversions.
+
+:class:`ThroughputMatrix` is what Gavel's policies optimise over: for each job
+its scale factor (GPUs it runs on), its throughput on every GPU type at that
+scale (steps/s; 0 = cannot run there), its priority weight and, for the
+finish-time and makespan policies, its remaining steps and elapsed time.
+Per-type capacities (GPUs) and prices complete it.
+
+Sources:
+
+* :func:`read_gavel_throughputs` — Gavel's ``simulation_throughputs.json``
+  (26 job types x {k80, p100, v100} x scale factors 1, 2, 4, 8, consolidated
+  and unconsolidated, plus space-sharing pairs), as :class:`GavelThroughputs`;
+  :meth:`GavelThroughputs.profiles` turns its job types into throughput-only
+  profiles (:class:`~goodopt.profiles.ThroughputProfile`) that every goodopt
+  method can schedule;
+* :func:`matrix_from_problem` — any :class:`~goodopt.problem.AllocationProblem`
+  (each job at a chosen GPU count, packed on the fewest nodes).
+
+Modules: :mod:`.matrix`, :mod:`.published` (Gavel's file and constants),
+:mod:`.traces` and :mod:`.generator` (rigid-job traces: numpy's draw, Gavel's
+own draw for draw), :mod:`.conversions`.
+"""
+
+from .conversions import gavel_scenario, matrix_from_problem, pairs_from_problem
+from .matrix import (
+                     ENTITY_POLICIES,
+                     PACKED,
+                     POLICY_NAMES,
+                     ThroughputMatrix,
+                     check_entities,
+                     entity_fields,
+                     spread,
+                     useful_pairs,
+)
+from .published import (
+                     GAVEL_CLUSTER,
+                     GAVEL_DURATIONS,
+                     GAVEL_PRICES_PER_GPU_H,
+                     GAVEL_REFERENCE_TYPE,
+                     GAVEL_SCALE_FACTORS,
+                     GavelThroughputs,
+                     job_type_slug,
+                     read_gavel_throughputs,
+)
+from .traces import RigidJob, assign_entities, draw_job_type, gavel_jobs, gavel_trace
+
+__all__ = ["ENTITY_POLICIES", "GAVEL_CLUSTER", "GAVEL_DURATIONS", "GAVEL_PRICES_PER_GPU_H", "GAVEL_REFERENCE_TYPE",
+           "GAVEL_SCALE_FACTORS", "PACKED", "POLICY_NAMES", "GavelThroughputs", "RigidJob", "ThroughputMatrix",
+           "assign_entities", "check_entities", "draw_job_type", "entity_fields", "gavel_jobs", "gavel_scenario",
+           "gavel_trace", "job_type_slug", "matrix_from_problem", "pairs_from_problem", "read_gavel_throughputs",
+           "spread", "useful_pairs"]

@@ -1,0 +1,112 @@
+"""Readers and checks a sweep spec's fields share (:mod:`goodopt.runs.spec` uses them): names, lists, seeds,
+paths relative to the spec, settings that would change nothing."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from goodopt.errors import ValidationError
+from goodopt.validation import Reader, usable_path
+
+
+#: Most seeds per grid point.
+MAX_SEEDS = 10_000
+
+
+#: The longest sweep name (it names the default output files).
+MAX_NAME = 128
+
+
+def check_name(where: str, name) -> str:
+    """A sweep's name: a label, not a path (the default output ``NAME.csv`` is written beside the spec)."""
+    fix = "give a plain label such as grid-2024, and choose where the results go with --out"
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError(where, f"must be a non-empty label, got {name!r}", fix)
+    if "\0" in name or any(not c.isprintable() for c in name):
+        raise ValidationError(where, f"must be printable text, got {name!r}", fix)
+    if "/" in name or "\\" in name or name.startswith(".") or name.strip() != name or len(name) > MAX_NAME:
+        problem = ("holds a path separator" if "/" in name or "\\" in name else
+                   "starts with a dot (a hidden file or a parent folder)" if name.startswith(".") else
+                   "has leading or trailing spaces" if name.strip() != name else f"is longer than {MAX_NAME}")
+        raise ValidationError(where, f"{problem}: {name!r}", fix)
+    return name
+
+
+#: Engine settings of elastic clusters only.
+ELASTIC_FIELDS = ("min_nodes", "provision_delay_s", "autoscale_options")
+
+
+def refuse_idle_settings(config: Mapping, vary: Mapping) -> None:
+    """Refuse settings that would change nothing: an empty ``vary`` list (a table of no rows) and elastic
+    settings without an auto-scaler."""
+    for key, values in vary.items():
+        if not values:
+            raise ValidationError(f"spec.vary.{key}", "is empty, so the sweep would have no rows",
+                                  "list at least one value, or drop the key")
+    if set(vary.get("autoscale", [config.get("autoscale", "none")])) == {"none"}:
+        for key in ELASTIC_FIELDS:
+            if key in config or key in vary:
+                raise ValidationError(f"spec.{'config' if key in config else 'vary'}.{key}",
+                                      "applies to an elastic cluster only, and no auto-scaler is set",
+                                      "set config.autoscale (or vary it), or drop the setting")
+
+
+def checked(where: str, check, *args):
+    """``check(*args)``, with a validation error re-raised under ``where`` unless it already names a file."""
+    try:
+        return check(*args)
+    except ValidationError as exc:
+        field = exc.field or ""
+        if ":" in field or "/" in field or field.endswith((".yaml", ".csv")):
+            raise
+        same = field == where.rsplit(".", 1)[-1].split("[")[0]
+        raise ValidationError(where, f"{field}: {exc.problem}" if field and not same else exc.problem,
+                              exc.fix) from None
+
+
+def plain_list(r: Reader, key: str, required: bool = False) -> list:
+    value = r.raw(key) if required else r.raw(key, [])
+    if value is None:
+        return []
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValidationError(r.path(key), f"must be a list, got {type(value).__name__}")
+    return list(value)
+
+
+def strings(r: Reader, key: str) -> list[str]:
+    out = plain_list(r, key)
+    for i, v in enumerate(out):
+        if not isinstance(v, str) or not v:
+            raise ValidationError(f"{r.path(key)}[{i}]", f"must be a non-empty string, got {v!r}")
+    return out
+
+
+def seeds_of(v, where) -> tuple[int, ...]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        if not 1 <= v <= MAX_SEEDS:
+            raise ValidationError(where, f"a count of seeds must lie in [1, {MAX_SEEDS}], got {v}",
+                                  "or list the seeds")
+        return tuple(range(v))
+    out = [v] if isinstance(v, str) else v
+    if not isinstance(out, list) or not out or len(out) > MAX_SEEDS or any(
+            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2 ** 32 for s in out):
+        raise ValidationError(where, f"must be whole numbers in [0, 2**32) (or a count), got {v!r}",
+                              f"e.g. [0, 1, 2] or 3; at most {MAX_SEEDS} seeds")
+    return tuple(out)
+
+
+def local_path(s, base) -> str:
+    """A relative file path is taken relative to the spec's folder (names and families are kept)."""
+    s = str(s)
+    if base is None or s.startswith(("family:", "generated:")) or Path(s).is_absolute():
+        return s
+    cand = usable_path(base / s, "spec")
+    return str(cand) if cand.exists() else s
+
+
+def p_to_json(p: float):
+    return p if math.isfinite(p) else str(p)

@@ -1,0 +1,46 @@
+"""The simulation policy's interface: what the engine gives it and reads from it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Policy:
+    """Base class: see the module docstring."""
+
+    name = "policy"
+    adaptive_batch = True
+    needs_oracle = False
+    #: Whether the policy tells GPU types apart (heterogeneous clusters only).
+    hetero_aware = True
+    #: Whether the policy plans on whatever nodes are provisioned each round (elastic clusters).
+    elastic = False
+
+    def __init__(self):
+        self.last_stats: dict = {}
+        self.rng = None
+        self.cluster = None
+
+    def reset(self, cluster, rng: np.random.Generator) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        self.cluster, self.rng = cluster, rng
+        self.last_stats = {}
+
+    def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
+        raise NotImplementedError
+
+    def resize(self, cluster) -> None:
+        """The provisioned nodes of an elastic cluster changed: plan on ``cluster`` from this round on."""
+        self.cluster = cluster
+
+    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
+        """Refuse (:class:`ValidationError`) a job of ``workload`` this policy can never run on ``cluster``
+        (``fixed_gpus``: application -> the GPUs the engine fixes it to); called before the first round, and
+        by dry runs."""
+
+    def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
+        return {"name": self.name}

@@ -1,0 +1,256 @@
+"""Fixed-size baselines (``optimus``, ``tiresias``, ``fifo``): each job at the workload's batch, placed as
+Pollux's simulator placed them."""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+from goodopt.formulations.placement import place_packed
+
+from ..truth import packed_placement
+from .base import Policy
+
+#: Tiresias' attained-service threshold between its two queues (GPU-seconds).
+TIRESIAS_THRESHOLD_GPU_S = 16 * 3600.0
+
+
+# -------------------------------------------------------------- fixed size
+class FixedSizePolicy(Policy):
+    """Shared machinery: fixed batch, placements kept when sizes are unchanged, new ones placed by ``placement``.
+
+    ``placement="most-free"`` (default, as Pollux's simulator placed its baselines): jobs in ascending size
+    order, each taking GPUs from the node with the most free GPUs first; ``"packed"``: largest jobs first,
+    each on one node if it fits (best fit), else on the fewest nodes.
+    """
+
+    adaptive_batch = False
+    #: Whether a job that does not fit at its size may run on fewer GPUs.
+    shrink_to_fit = False
+
+    hetero_aware = False
+
+    def __init__(self, *, placement: str = "most-free"):
+        super().__init__()
+        if placement not in PLACEMENTS:
+            raise ValidationError("placement", f"unknown placement {placement!r}",
+                                  f"choose one of {', '.join(PLACEMENTS)}")
+        self.placement = placement
+
+    def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
+        return {"name": self.name, "placement": self.placement}
+
+    def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        super().reset(cluster, rng)
+        types = cluster.gpu_type_names
+        self._node_type = np.array([types.index(t) for t in cluster.node_gpu_types], dtype=np.int64)
+
+    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
+        """A fixed-size policy never runs a job asking for more GPUs than the cluster has."""
+        fixed = fixed_gpus or {}
+        for job in workload.jobs:
+            k = fixed.get(job.application) or job.num_replicas
+            if k > cluster.n_gpus:
+                raise ValidationError(f"{job.where}.num_replicas", f"requests {k} GPUs but the cluster has "
+                                      f"{cluster.n_gpus}", "use a larger cluster, a goodput policy, or edit the "
+                                      "workload")
+
+    def _requested(self, job) -> int:
+        k = job.fixed_gpus or job.num_replicas
+        if k > self.cluster.n_gpus:
+            raise ValidationError(f"workload[{job.name}].num_replicas",
+                                  f"requests {k} GPUs but the cluster has {self.cluster.n_gpus}",
+                                  "use a larger cluster or edit the workload")
+        return k
+
+    def _place(self, state, sizes) -> np.ndarray:
+        """Rows for target GPU counts ``sizes`` (J,): unchanged jobs keep their rows, others packed.
+
+        A job that cannot be placed at its size gets the largest smaller size that fits
+        (fixed-GPU jobs get nothing). Shapes: sizes (J,) -> (J, N).
+        """
+        cap = self.cluster.node_capacity
+        alloc = np.zeros_like(state.current)
+        keep = (state.current.sum(axis=1) == sizes) & (sizes > 0)
+        alloc[keep] = state.current[keep]
+        free = cap - alloc.sum(axis=0)
+        blocked = np.zeros(len(cap), dtype=bool)
+        most_free = self.placement == "most-free"
+        order = [j for j in np.argsort(sizes if most_free else -sizes, kind="stable") if sizes[j] > 0 and not keep[j]]
+        for j in order:
+            job = state.jobs[j]
+            k = int(sizes[j])
+            lowest = k if (job.fixed_gpus or not self.shrink_to_fit) else 1
+            for kk in range(k, lowest - 1, -1):
+                row = None
+                for g in range(len(self.cluster.gpu_type_names)):  # first type with room (agnostic)
+                    row = place_most_free(self._node_type, free, g, kk) if most_free else \
+                        place_packed(self._node_type, free, blocked, g, kk)
+                    if row is not None:
+                        break
+                if row is not None:
+                    alloc[j] = row
+                    free -= row
+                    break
+        return alloc
+
+
+#: Placements of the fixed-size policies (see :class:`FixedSizePolicy`).
+PLACEMENTS = ("most-free", "packed")
+
+
+def place_most_free(node_type, free, g, k):
+    """``k`` GPUs of type ``g`` taken one node at a time from the node with the most free GPUs; ``None`` if
+    the type has fewer than ``k`` free. Nothing is modified. Shapes: (N,) arrays -> (N,) or None."""
+    nodes = np.flatnonzero(node_type == g)
+    if free[nodes].sum() < k:
+        return None
+    row = np.zeros(len(free), dtype=np.int64)
+    left = free.copy()
+    while k > 0:
+        n = nodes[np.argmax(left[nodes])]  # ties: the lowest-numbered node
+        take = min(k, int(left[n]))
+        row[n] += take
+        left[n] -= take
+        k -= take
+    return row
+
+
+class OptimusPolicy(FixedSizePolicy):
+    """Optimus+Oracle: GPUs one at a time to the job whose oracle remaining time drops most.
+
+    Every job first gets one GPU in arrival order; then each further GPU goes to
+    the job with the largest decrease of ``remaining iterations x iteration
+    time`` (true step times, fixed batch), up to ``batch_size / m_min`` GPUs.
+    """
+
+    name = "optimus"
+    needs_oracle = True
+    shrink_to_fit = True
+
+    def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
+        truth, cl = state.truth, self.cluster
+        J, total = state.n_jobs, cl.n_gpus
+        per_node = int(cl.node_capacity.max())
+        sizes = np.zeros(J, dtype=np.int64)
+        steps_left = np.zeros(J)
+        limit = np.zeros(J, dtype=np.int64)
+        for j, job in enumerate(state.jobs):
+            app = truth[job.application]
+            steps_left[j] = app.remaining_steps(job.progress, job.epoch, job.batch_size)
+            limit[j] = job.fixed_gpus or max(1, min(job.batch_size // app.min_local_bsz, total))
+
+        def t_rem(j, k):
+            job = state.jobs[j]
+            app = truth[job.application]
+            placement = packed_placement(k, per_node)
+            local, accum = app.fixed_config(job.batch_size, k,
+                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
+            return steps_left[j] * app.iteration_time(placement, local, accum)
+
+        free = total
+        for j in range(J):  # one GPU each, in arrival order
+            if free == 0:
+                break
+            sizes[j], free = 1, free - 1
+        heap = []
+        for j in np.flatnonzero((sizes > 0) & (sizes < limit)):
+            heapq.heappush(heap, (-(t_rem(j, 1) - t_rem(j, 2)), int(j)))
+        while free > 0 and heap:
+            neg_gain, j = heapq.heappop(heap)
+            if -neg_gain <= 0:
+                break
+            sizes[j] += 1
+            free -= 1
+            if sizes[j] < limit[j]:
+                heapq.heappush(heap, (-(t_rem(j, sizes[j]) - t_rem(j, sizes[j] + 1)), j))
+        self.last_stats = {"gpus_planned": int(sizes.sum())}
+        return self._place(state, sizes)
+
+
+class TiresiasPolicy(FixedSizePolicy):
+    """Two-queue discretised least-attained-service (Tiresias).
+
+    Jobs run with their requested GPUs and batch. A job moves to the low-priority
+    queue once it has attained ``threshold_gpu_s`` GPU-seconds; within a queue
+    jobs are served first-come first-served; lower-priority running jobs are
+    preempted when a higher-priority job needs their GPUs; a job that does not
+    fit is skipped so smaller ones behind it may run (work conserving).
+    """
+
+    name = "tiresias"
+    shrink_to_fit = False
+
+    def __init__(self, *, threshold_gpu_s: float = TIRESIAS_THRESHOLD_GPU_S, placement: str = "most-free"):
+        super().__init__(placement=placement)
+        self.threshold_gpu_s = threshold_gpu_s
+        self._demoted: dict[str, float] = {}
+
+    def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        super().reset(cluster, rng)
+        self._demoted = {}
+
+    def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
+        return {**super().describe(), "threshold_gpu_s": self.threshold_gpu_s}
+
+    def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
+        J = state.n_jobs
+        queue = np.array([job.attained_gpu_s >= self.threshold_gpu_s for job in state.jobs], dtype=int)
+        for j in np.flatnonzero(queue):
+            self._demoted.setdefault(state.jobs[j].name, state.time_s)
+        demoted = np.array([self._demoted.get(job.name, 0.0) for job in state.jobs])
+        # the first queue in arrival order, the second in order of demotion (then arrival)
+        order = np.lexsort((np.arange(J), demoted, queue))
+        sizes = self._admit(state, order, backfill=True)
+        return self._place_admitted(state, sizes)
+
+    def _admit(self, state, order, backfill):
+        free = self.cluster.n_gpus
+        sizes = np.zeros(state.n_jobs, dtype=np.int64)
+        for j in order:
+            k = self._requested(state.jobs[j])
+            if k <= free:
+                sizes[j] = k
+                free -= k
+            elif not backfill:
+                break
+        return sizes
+
+    def _place_admitted(self, state, sizes):
+        alloc = self._place(state, sizes)
+        self.last_stats = {"n_unplaced": int(((alloc.sum(axis=1) == 0) & (sizes > 0)).sum())}
+        return alloc
+
+
+class FifoPolicy(TiresiasPolicy):
+    """First-come first-served, non-preemptive, no backfilling (head-of-line blocking)."""
+
+    name = "fifo"
+
+    def __init__(self, *, placement: str = "most-free"):
+        super().__init__(threshold_gpu_s=np.inf, placement=placement)
+
+    def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
+        return {"name": self.name}
+
+    def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
+        running = state.current.sum(axis=1) > 0
+        order = np.concatenate([np.flatnonzero(running), np.flatnonzero(~running)])
+        sizes = self._admit(state, order, backfill=False)
+        return self._place_admitted(state, sizes)

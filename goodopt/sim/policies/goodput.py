@@ -1,0 +1,260 @@
+"""Goodput-aware policies: an allocation problem from what the job agents report, solved each round
+(``pollux``: the GA; ``milp``, ``sia``: the exact method; ``greedy``; ``equal-share``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.errors import SimulationError, ValidationError
+from goodopt.objective import PRESETS, Objective
+from goodopt.scenario import Job, Scenario
+from goodopt.solvers import solve
+
+from .base import Policy
+
+
+# ----------------------------------------------------------- goodput-aware
+def goodput_problem(state, objective: Objective, max_gpus: int | None = None):
+    """The round's allocation problem as the job agents report it (each job at most ``max_gpus`` GPUs if
+    given, besides its agent's limit).
+
+    Shapes: -> AllocationProblem with J = state.n_jobs, N = cluster nodes.
+    """
+    cl = state.cluster
+    profiles, jobs = {}, []
+    for j, job in enumerate(state.jobs):
+        profiles[job.name] = job.agent.profile(job.name)
+        row = state.current[j]
+        alloc = {cl.node_names[n]: int(row[n]) for n in np.flatnonzero(row)}
+        jobs.append(Job(name=job.name, application=job.name, age_s=max(state.time_s - job.arrival_s, 0.0),
+                        n_reallocs=job.n_restarts, allocation=alloc, min_gpus=job.fixed_gpus or 1,
+                        max_gpus=_cap(job.agent.gpu_limit(), max_gpus), phi=job.agent.phi or 1e12))
+    if objective.restart_delays_s:  # per-application delays, keyed by the job names used as profile keys
+        objective = dataclasses.replace(objective, restart_delays_s={
+            job.name: objective.restart_delay_of(job.application) for job in state.jobs})
+    problem = Scenario(cluster=cl, jobs=tuple(jobs), profiles=profiles, objective=objective).problem()
+    idle = state.current.sum(axis=1) == 0
+    return dataclasses.replace(problem, realloc=np.where(idle, 1.0, problem.realloc))
+
+
+def _cap(limit, max_gpus):
+    return limit if max_gpus is None else max_gpus if limit is None else min(limit, max_gpus)
+
+
+class VirtualNodes:
+    """A cluster seen as nodes of at most ``size`` GPUs: each node of ``k * size`` GPUs is ``k`` virtual nodes.
+
+    Sia's simulator runs its Pollux baseline this way (4-GPU virtual nodes on
+    its 8-GPU machines): the policy plans on the virtual nodes, so two of them
+    on one machine count as two nodes in its model, while the job runs on the
+    machine. ``physical[v]`` is the machine of virtual node ``v``.
+    """
+
+    def __init__(self, cluster, size: int):
+        groups, physical, first = [], [], 0
+        for g in cluster.groups:
+            if g.gpus_per_node % size and g.gpus_per_node > size:
+                raise ValidationError("virtual_node_gpus", f"{size} does not divide the {g.gpus_per_node} GPUs of "
+                                      f"the {g.gpu_type} nodes", "use a divisor of every node's GPU count")
+            k = max(g.gpus_per_node // size, 1)
+            groups.append(NodeGroup(g.gpu_type, min(g.gpus_per_node, size), g.n_nodes * k, g.prefix))
+            physical += [first + i for i in range(g.n_nodes) for _ in range(k)]
+            first += g.n_nodes
+        self.cluster = Cluster(tuple(groups))
+        self.physical = np.array(physical, dtype=np.int64)
+        self.size = size
+
+    def to_virtual(self, current) -> np.ndarray:
+        """Each job's GPUs on a machine filled into its virtual nodes in order. Shapes: (J, N) -> (J, V)."""
+        cap = self.cluster.node_capacity
+        out = np.zeros((current.shape[0], len(self.physical)), dtype=np.int64)
+        for j, n in zip(*np.nonzero(current)):
+            left = int(current[j, n])
+            for v in np.flatnonzero(self.physical == n):
+                take = min(left, int(cap[v] - out[:, v].sum()))
+                out[j, v], left = take, left - take
+        return out
+
+    def to_physical(self, x) -> np.ndarray:
+        """GPUs per machine. Shapes: (J, V) -> (J, N)."""
+        x = np.asarray(x)
+        out = np.zeros((x.shape[0], int(self.physical.max()) + 1), dtype=np.int64)
+        np.add.at(out.T, self.physical, x.T)
+        return out
+
+
+class GoodputPolicy(Policy):
+    """Solve the goodput problem each round with one :func:`goodopt.solve` method.
+
+    ``max_gpus`` caps every job's GPUs; ``virtual_node_gpus`` plans on nodes of
+    at most that many GPUs (:class:`VirtualNodes`). Sia's simulator runs its
+    Pollux baseline with 16 and 4.
+    """
+
+    method = "greedy"
+    elastic = True
+
+    def __init__(self, *, p: float | None = None, base: str | None = None, interference_avoidance: bool = True,
+                 restart_delay_s: float = 30.0, preset: str = "pollux", idle_penalty: float | None = None,
+                 max_gpus: int | None = None, virtual_node_gpus: int | None = None, options: dict | None = None):
+        """``preset="sia"`` starts from Sia's objective (:meth:`Objective.sia`); ``p``, ``base`` and
+        ``idle_penalty`` override the preset's values."""
+        super().__init__()
+        for name, value in (("max_gpus", max_gpus), ("virtual_node_gpus", virtual_node_gpus)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValidationError(name, f"must be a whole number >= 1 or None, got {value!r}")
+        self.max_gpus, self.virtual_node_gpus = max_gpus, virtual_node_gpus
+        self._virtual = None
+        if preset not in PRESETS:
+            raise ValidationError("preset", f"unknown objective preset {preset!r}", f"choose one of {list(PRESETS)}")
+        start = Objective.sia() if preset == "sia" else Objective()
+        changes = {"interference_avoidance": interference_avoidance, "restart_delay_s": restart_delay_s}
+        for name, value in (("p", p), ("base", base), ("idle_penalty", idle_penalty)):
+            if value is not None:
+                changes[name] = value
+        self.objective = dataclasses.replace(start, **changes)
+        self.preset = preset
+        self.options = dict(options or {})
+
+    def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
+        return {"name": self.name, "method": self.method, "preset": self.preset, "p": self.objective.p,
+                "base": self.objective.base, "idle_penalty": self.objective.idle_penalty,
+                "interference_avoidance": self.objective.interference_avoidance, "max_gpus": self.max_gpus,
+                "virtual_node_gpus": self.virtual_node_gpus, "options": self.options}
+
+    def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        super().reset(cluster, rng)
+        self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
+
+    def resize(self, cluster) -> None:
+        """Plan on ``cluster`` (an elastic cluster's provisioned nodes) from this round on."""
+        super().resize(cluster)
+        self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
+
+    def _options(self, state, problem) -> dict:
+        return dict(self.options)
+
+    def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
+        vn = self._virtual
+        if vn is not None:
+            state = dataclasses.replace(state, cluster=vn.cluster, current=vn.to_virtual(state.current))
+        problem = goodput_problem(state, self.objective, self.max_gpus)
+        res = solve(problem, self.method, self._options(state, problem))
+        if not res.has_solution or not res.feasible:
+            raise SimulationError(f"round {state.round_index} (t={state.time_s:g}s): {self.name} returned no "
+                                  f"feasible allocation: status {res.status}, {res.message}, bound {res.bound}, "
+                                  f"gap {res.gap}")
+        self.last_stats = {"fitness": res.fitness, "status": str(res.status), "gap": res.gap,
+                           "solve_s": res.stats.total_s}
+        self._after(state, problem, res)
+        return res.x if vn is None else vn.to_physical(res.x)
+
+    def _after(self, state, problem, res) -> None:
+        pass
+
+
+class PolluxPolicy(GoodputPolicy):
+    """Pollux: the GA with population 100, up to 100 generations, seeded by last round's population.
+
+    ``engine="numpy"`` (default) runs the GA's whole-population loop, ``"pymoo"``
+    the same operators in pymoo's loop (slower; see :mod:`goodopt.solvers.genetic`).
+    ``stall_generations`` (default 20 with the numpy engine) ends a round's
+    search after that many generations without a better allocation; ``None``
+    always runs all ``n_gen`` generations (about 3.5x slower).
+    """
+
+    name = "pollux"
+    method = "ga"
+    hetero_aware = False  # Pollux treats every GPU as the same type
+
+    def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy",
+                 stall_generations: int | None | str = "auto", **kw):
+        super().__init__(**kw)
+        # Pollux's GA starts from the current allocation and the last round's population, not from greedy
+        self.options.update(pop_size=pop_size, n_gen=n_gen, engine=engine, warm_start=None)
+        if stall_generations == "auto":
+            stall_generations = 20 if engine == "numpy" else None
+        if stall_generations is not None:
+            self.options["stall_generations"] = stall_generations
+        self._prev_names: tuple[str, ...] = ()
+        self._prev_pop = None
+
+    def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        super().reset(cluster, rng)
+        self._prev_names, self._prev_pop = (), None
+
+    def _options(self, state, problem) -> dict:
+        opts = dict(self.options)
+        opts["seed"] = int(self.rng.integers(2**31 - 1))
+        if self._prev_pop is not None:
+            pos = {n: i for i, n in enumerate(self._prev_names)}
+            P = self._prev_pop.shape[0]
+            init = np.zeros((P, state.n_jobs, problem.n_nodes), dtype=np.int64)
+            n = min(problem.n_nodes, self._prev_pop.shape[2])  # an elastic cluster's nodes come and go last
+            for j, job in enumerate(state.jobs):
+                if job.name in pos:
+                    init[:, j, :n] = self._prev_pop[:, pos[job.name], :n]
+            opts["initial_population"] = init
+        return opts
+
+    def _after(self, state, problem, res) -> None:
+        self._prev_names = tuple(job.name for job in state.jobs)
+        self._prev_pop = res.extra.get("final_population")
+
+
+class MilpPolicy(GoodputPolicy):
+    """The exact MILP each round, warm-started from the previous round's allocation.
+
+    The previous allocation (every kept job where it is) is a candidate next
+    to the solver's own greedy start; a round that stops at ``time_limit_s``
+    reports its status and gap in ``last_stats``.
+    """
+
+    name = "milp"
+    method = "milp"
+
+    def __init__(self, *, time_limit_s: float | None = 10.0, mip_rel_gap: float = 1e-4,
+                 node_limit: int | None = None, **kw):
+        """``node_limit`` (branch-and-bound nodes per MILP) is the deterministic budget; with
+        ``time_limit_s=None`` a run's allocations do not depend on the machine's speed."""
+        super().__init__(**kw)
+        self.options.update(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
+        if node_limit is not None:
+            self.options["node_limit"] = node_limit
+
+    def _options(self, state, problem) -> dict:
+        opts = dict(self.options)
+        if problem.current.any() and problem.evaluator().violation(problem.current) == 0:
+            opts.setdefault("warm_start", problem.current)
+        return opts
+
+
+class SiaPolicy(MilpPolicy):
+    """The exact MILP with Sia's objective: p = -0.5, min-config normalisation, idle penalty 1.1,
+    per-application restart delays (:meth:`goodopt.scenario.Objective.sia`)."""
+
+    name = "sia"
+
+    def __init__(self, *, preset: str = "sia", **kw):
+        super().__init__(preset=preset, **kw)
+
+
+class GreedyPolicy(GoodputPolicy):
+    name = "greedy"
+    method = "greedy"
+
+
+class EqualSharePolicy(GoodputPolicy):
+    """Every active job an equal GPU count (within its limit), batch adapted by its agent."""
+
+    name = "equal-share"
+    method = "equal-share"

@@ -1,0 +1,73 @@
+"""Every simulation policy by name, plug-ins included, and how one is made from its options."""
+
+from __future__ import annotations
+
+from goodopt.errors import ValidationError
+from goodopt.plugins import POLICY_GROUP, PluginRegistry
+
+from .base import Policy
+from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
+from .gavel import GavelPolicy
+from .goodput import EqualSharePolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
+
+#: Policy name -> class.
+#: Every policy by name (plug-ins of the ``goodopt.policies`` entry points are added when it is first read).
+POLICIES = PluginRegistry(POLICY_GROUP, lambda name, cls: register_policy(name, cls), {
+    "pollux": PolluxPolicy,
+    "milp": MilpPolicy,
+    "sia": SiaPolicy,
+    "greedy": GreedyPolicy,
+    "equal-share": EqualSharePolicy,
+    "optimus": OptimusPolicy,
+    "tiresias": TiresiasPolicy,
+    "fifo": FifoPolicy,
+    "gavel": GavelPolicy,
+})
+
+
+def register_policy(name: str, cls) -> None:
+    """Add a simulation policy class under ``name``: from then on ``simulate``, sweeps and the command line
+    take it."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise ValidationError(f"policy {name!r}", "a plug-in policy must be a Policy subclass", "see docs/extending.md")
+    if not isinstance(name, str) or not name or name in POLICIES:
+        raise ValidationError(f"policy {name!r}", "the name is empty or taken", "choose another name")
+    POLICIES[name] = cls
+
+
+def policy_options(name: str) -> dict:
+    """The keyword options of policy ``name`` and their defaults (its class and its bases)."""
+    import inspect
+
+    out = {}
+    for klass in reversed(POLICIES[name].__mro__):
+        if "__init__" in vars(klass):
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.name != "self" and p.kind == p.KEYWORD_ONLY:
+                    out[p.name] = None if p.default is p.empty else p.default
+    return out
+
+
+def make_policy(name: str, **options) -> Policy:
+    """A policy by name with its keyword options (validated by the class)."""
+    if isinstance(name, Policy):
+        return name
+    if name not in POLICIES:
+        raise ValidationError("policy", f"unknown policy {name!r}", f"choose one of {', '.join(POLICIES)}")
+    if "options" in options and options["options"] is not None and not isinstance(options["options"], dict):
+        raise ValidationError(f"{name}.options", f"must map option -> value, got {options['options']!r}",
+                              "see docs/options.md")
+    try:
+        policy = POLICIES[name](**options)
+    except TypeError as exc:
+        raise ValidationError("policy options", f"{name}: {exc}", "see the policy's docstring") from None
+    method = getattr(policy, "method", None)
+    if method is not None:  # a goodput policy: its solver options, checked as the solve will check them
+        from goodopt.solvers.options import OPTIONS
+
+        cls = OPTIONS[method]
+        try:
+            cls.build({**({"seed": 0} if cls.randomised else {}), **policy.options})
+        except ValidationError as exc:
+            raise ValidationError(f"{name}.{exc.field}", exc.problem, exc.fix) from None
+    return policy

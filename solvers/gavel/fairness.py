@@ -1,0 +1,174 @@
+"""The iterative policies: finish-time fairness (scaled-floor LPs, a secant search) and hierarchical
+max-min fairness (water filling)."""
+
+from __future__ import annotations
+
+import numpy as np
+from goodopt.formulations import gavel as fg
+
+from ..highs_arrays import HighsSession
+from ..result import Termination
+from .runner import Solved, need, require, solution
+
+
+def finish_time_fairness(mx, run, eq, opts):
+    """min max_j rho_j by the scaled-floor LPs (8), each of which bounds the optimum from both sides; the next
+    ``r`` is the secant root of ``tau(r) = 1`` through the last two LPs, or the bracket's middle when that
+    falls outside it or the bracket shrank less than half.
+
+    With the arrays backend the search's LPs are one HiGHS instance re-solved warm by the dual simplex (``r``
+    changes only the epigraph column, :class:`_FtfSearch`), and the answer is the LP at the best ``r`` solved
+    once more by ``lp_method`` (an interior point of its optimal face with ``ipm``, as Gavel's solver gives)."""
+    R = need(mx, "remaining_steps", "finish_time_fairness")
+    a = need(mx, "elapsed_s", "finish_time_fairness")
+    D = a + R / eq if mx.isolated_s is None else mx.isolated_s
+    best = (mx.equal_share(), np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types)))
+    hi = _ftf_rho(mx, *best, a, R, D)  # the equal share is feasible
+    lo = float(np.max(a / D))
+    sel = np.flatnonzero(R > 0)
+    search = _FtfSearch(mx, sel, run, R[sel]) if run.backend == "arrays" and len(sel) else None
+    status, seen, r, best_r = Termination.OPTIMAL, [], hi, None
+    while len(sel) and hi - lo > opts["rel_tol"] * hi:
+        if len(run.stages) >= opts["max_lps"]:
+            status = Termination.ITERATION_LIMIT
+            break
+        gap = hi - lo
+        slack = r * D[sel] - a[sel]
+        if search is None:
+            model, out = run.solve(f"ftf r={r:.6g}", objective="max_min", coef=_ftf_coef(mx, sel, slack, R), rows=sel)
+        else:
+            model, out = search.solve(f"ftf r={r:.6g}", slack)
+        if out.termination == Termination.TIME_LIMIT:
+            status = Termination.TIME_LIMIT
+            break
+        require(out, "finish_time_fairness", f"ftf r={r:.6g}")
+        tau = float(out.objective)
+        if not tau > 0:  # no job can progress at all: the equal share is as good as any
+            break
+        # any X feasible at r' lifts every floor by f_j(r') / f_j(r) (f_j(r) = R_j / (r D_j - a_j)), and at
+        # least one of those lifts is at most tau
+        lo = max(lo, float(np.min((a[sel] + slack / tau) / D[sel])))
+        if tau <= 1.0:  # no X lifts every floor: r cannot be beaten
+            lo = max(lo, r)
+        x, y = solution(model, mx)
+        rho = _ftf_rho(mx, x, y, a, R, D)
+        if rho < hi:
+            hi, best, best_r = rho, (x, y), r
+        seen = [*seen[-1:], (r, tau)]
+        r = _ftf_next(seen, lo, hi, shrank=hi - lo <= 0.5 * gap)
+    if search is not None and best_r is not None and run.highs_options and status == Termination.OPTIMAL:
+        slack = best_r * D[sel] - a[sel]
+        model, out = run.solve(f"ftf r={best_r:.6g} ({run.lp_method})", objective="max_min",
+                               coef=_ftf_coef(mx, sel, slack, R), rows=sel)
+        require(out, "finish_time_fairness", f"ftf r={best_r:.6g} ({run.lp_method})")
+        best = solution(model, mx)
+        hi = _ftf_rho(mx, *best, a, R, D)
+    return best[0], best[1], hi, status
+
+
+def _ftf_coef(mx, sel, slack, R):
+    """The max-min coefficients of the scaled-floor LP at ``r`` (``slack = r D - a`` of the jobs ``sel``)."""
+    coef = np.zeros_like(mx.throughput)
+    coef[sel] = mx.throughput[sel] * (slack / R[sel])[:, None]
+    return coef
+
+
+class _FtfSearch:
+    """The scaled-floor LPs of one allocation in one HiGHS instance, re-solved warm by the dual simplex.
+
+    Row ``j`` of the epigraph, ``t <= thr_j * slack_j / R_j``, is kept divided by ``slack_j / R_j``, so that
+    ``r`` changes only the epigraph column ``t``: its coefficient in row ``j`` is ``R_j / slack_j``. The LP and
+    its optimum ``t`` are the same; the last basis stays valid and the next solve starts from it.
+    """
+
+    def __init__(self, mx, sel, run, remaining):
+        self.run = run
+        self.arrays = fg.build_arrays(mx, objective="max_min", coef=mx.throughput, rows=sel)
+        self.session = HighsSession(self.arrays.model)
+        m = self.arrays.model
+        self.t_col = m.n_columns - 1
+        self.rows = np.arange(m.n_rows - len(sel), m.n_rows, dtype=np.int32)
+        self.remaining = remaining
+
+    def solve(self, name, slack):
+        h = self.session.h
+        for row, value in zip(self.rows.tolist(), (self.remaining / slack).tolist()):
+            h.changeCoeff(row, self.t_col, value)
+        out, values = self.session.solve(time_limit_s=self.run.remaining())
+        self.run.record(name, out)
+        return Solved(self.arrays, values), out
+
+
+def _ftf_next(seen, lo, hi, shrank) -> float:
+    """The next ``r``: the secant root of ``tau(r) = 1`` if it lies inside the bracket and the last LP halved
+    it, else the bracket's middle (the first LP, at the upper end, always shrinks the bracket)."""
+    mid = 0.5 * (lo + hi)
+    if len(seen) < 2:
+        return hi if shrank else mid
+    (r0, t0), (r1, t1) = seen
+    if not shrank or t1 == t0:
+        return mid
+    r = r1 + (1.0 - t1) * (r1 - r0) / (t1 - t0)
+    return r if lo < r < hi else mid
+
+
+def _ftf_rho(mx, x, y, a, R, D) -> float:
+    """``max_j rho_j`` of fractions ``(x, y)``."""
+    thr = mx.effective_throughput(x, y)
+    with np.errstate(divide="ignore"):
+        rem = np.where(R > 0, R / np.maximum(thr, 1e-300), 0.0)
+    return float(np.max((a + rem) / D))
+
+
+def water_filling(mx, run, eq, opts):
+    """Hierarchical weighted max-min fairness (10): freeze bottlenecks level by level."""
+    J = mx.n_jobs
+    ent = mx.entities if mx.entities is not None else np.arange(J)
+    w_ent = mx.entity_weights if mx.entities is not None else mx.weights
+    policies = mx.entity_policies if mx.entities is not None else ("fairness",) * J
+    T = mx.throughput
+    level = np.full(J, np.nan)  # frozen throughputs
+    status, t_star, tol = Termination.OPTIMAL, 0.0, opts["tolerance"]
+    while np.isnan(level).any():
+        if len(run.stages) >= opts["max_lps"]:
+            status = Termination.ITERATION_LIMIT
+            break
+        w = _entity_weights(ent, w_ent, policies, mx.weights, np.isnan(level), mx.arrival_order)
+        rows = np.flatnonzero(w > 0)
+        coef = T / (eq[:, None] * np.where(w > 0, w, 1.0)[:, None])
+        floor = np.nan_to_num(level, nan=0.0) * (1 - tol)
+        model, out = run.solve("level", objective="max_min", coef=coef, floor=floor, rows=rows)
+        require(out, "max_min_fairness_water_filling", "level")
+        t_star = float(out.objective)
+        stuck = [j for j in rows if _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w[j], tol)]
+        for j in stuck or rows:  # numerical ties: freeze the whole level rather than loop
+            level[j] = t_star * w[j] * eq[j]
+    floor = np.nan_to_num(level, nan=0.0) * (1 - tol)
+    model, out = run.solve("fill", objective="max_sum", coef=T / eq[:, None], floor=floor)
+    require(out, "max_min_fairness_water_filling", "fill")
+    x, y = solution(model, mx)
+    return x, y, t_star, status
+
+
+def _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w_j, tol) -> bool:
+    """Whether job ``j`` cannot rise above its level ``t* w_j`` (in ``thr / thr^eq``) while the other weighted
+    jobs stay at ``t*`` (one LP)."""
+    only = np.zeros_like(coef)
+    only[j] = mx.throughput[j] / eq[j]
+    model, out = run.solve(f"bottleneck {mx.job_names[j]}", objective="max_sum", coef=(only, coef),
+                           t_min=t_star * (1 - tol), floor=floor, rows=rows)
+    require(out, "max_min_fairness_water_filling", "bottleneck")
+    return float(out.objective) <= t_star * w_j * (1 + 1e3 * tol)
+
+
+def _entity_weights(ent, w_ent, policies, job_w, open_, order) -> np.ndarray:
+    """Each open job's share of its entity's weight (0 for frozen jobs and FIFO jobs still waiting)."""
+    w = np.zeros(len(ent))
+    for e in np.unique(ent[open_]):
+        members = np.flatnonzero((ent == e) & open_)
+        if policies[e] == "fifo":
+            first = members[np.argmin(order[members])]
+            w[first] = w_ent[e]
+        else:
+            w[members] = w_ent[e] * job_w[members] / job_w[members].sum()
+    return w

@@ -1,0 +1,105 @@
+"""Gavel's policies by name, what each one's ``fun`` means, and their options (defaults and checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+from goodopt.gavel import PACKED, POLICY_NAMES
+
+#: Policy name -> meaning of ``fun``.
+POLICIES = {
+    "max_min_fairness": "min_j normalised throughput / w_j (het.-aware, Gavel's LAS)",
+    "max_min_fairness_agnostic": "min_j time fraction / (w_j f) (heterogeneity-agnostic)",
+    "max_total_throughput": "sum_j normalised throughput",
+    "min_cost": "cost in $/h of the allocation (with a throughput floor)",
+    "finish_time_fairness": "max_j rho_j (Themis' shared / equal-share finish time)",
+    "min_makespan": "makespan in seconds",
+    "fifo": "number of jobs running (arrival order, fastest free type first)",
+    "max_min_fairness_packed": "max_min_fairness with job pairs sharing GPUs (space sharing)",
+    "max_total_throughput_packed": "max_total_throughput with job pairs sharing GPUs (space sharing)",
+    "finish_time_fairness_packed": "finish_time_fairness with job pairs sharing GPUs (space sharing)",
+    "min_makespan_packed": "min_makespan with job pairs sharing GPUs (space sharing)",
+    "max_min_fairness_water_filling": "the last frozen level t* (hierarchical max-min fairness across entities)",
+}
+if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kept in step
+    raise ImportError("goodopt.gavel.POLICY_NAMES and goodopt.solvers.gavel.POLICIES disagree")
+
+
+#: Options per policy with their defaults.
+POLICY_OPTIONS = {
+    "max_min_fairness": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
+    "max_min_fairness_agnostic": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
+    "max_total_throughput": {"normalise": True},
+    "min_cost": {"floor": 1.0},
+    "finish_time_fairness": {"rel_tol": 1e-4, "max_lps": 60},
+    "min_makespan": {},
+    "fifo": {"aware": True},
+}
+POLICY_OPTIONS.update({packed: POLICY_OPTIONS[base] for packed, base in PACKED.items()})
+POLICY_OPTIONS["max_min_fairness_water_filling"] = {"tolerance": 1e-6, "max_lps": 2000}
+
+
+#: How each policy option is checked: bool, or ``(kind, lo, hi, open_low)`` for a number (``whole`` or not) in
+#: ``[lo, hi]`` (``(lo, hi]`` when ``open_low``).
+_OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool, "scale_by_size": bool,
+                 "tolerance": ("number", 0.0, 1.0, True), "rel_tol": ("number", 0.0, 1.0, True),
+                 "floor": ("number", 0.0, 1e6, False), "max_lps": ("whole", 1, 1_000_000, False)}
+
+
+def check_policy_options(policy, options) -> dict:
+    """Every option of Gavel policy ``policy`` (defaults filled in), each checked by its kind; an error
+    names the option (``options.NAME``) and what it takes."""
+    if policy not in POLICY_OPTIONS:
+        raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(POLICIES)}")
+    if options is not None and not isinstance(options, Mapping):
+        raise ValidationError("options", f"must map option -> value, got {options!r}",
+                              f"e.g. {{{', '.join(f'{k}: {v}' for k, v in POLICY_OPTIONS[policy].items())}}}")
+    options = dict(options or {})
+    common = {"time_limit_s": None, "backend": "arrays", "lp_method": "simplex"}
+    unknown = sorted(set(options) - set(POLICY_OPTIONS[policy]) - set(common))
+    if unknown:
+        raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
+                              f"valid options: {sorted(POLICY_OPTIONS[policy]) + sorted(common)}")
+    opts = {**POLICY_OPTIONS[policy], **common, **options}
+    for key, value in options.items():
+        _check_kind(key, value)
+    if opts["backend"] not in BACKENDS:
+        raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {opts['backend']!r}",
+                              "arrays (HiGHS directly, the default) or pyomo (the reference model)")
+    if opts["lp_method"] not in LP_METHODS:
+        raise ValidationError("options.lp_method", f"must be one of {tuple(LP_METHODS)}, got {opts['lp_method']!r}",
+                              "simplex (a vertex of the optimal face, the default) or ipm (an interior point of it, "
+                              "as Gavel's interior-point solver returns)")
+    t = opts["time_limit_s"]
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1e6):
+        raise ValidationError("options.time_limit_s", f"must be a number of seconds in (0, 1e6], got {t!r}",
+                              "omit it for no limit")
+    return opts
+
+
+def _check_kind(key: str, value) -> None:
+    kind = _OPTION_KINDS.get(key)
+    if kind is bool and not isinstance(value, bool):
+        raise ValidationError(f"options.{key}", f"must be true or false, got {value!r}")
+    if not isinstance(kind, tuple):
+        return
+    what, lo, hi, open_low = kind
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and bool(np.isfinite(value)) \
+        and (lo < value if open_low else lo <= value) and value <= hi \
+        and (what != "whole" or float(value).is_integer())
+    if not ok:
+        raise ValidationError(f"options.{key}", f"must be a {'whole ' if what == 'whole' else ''}number in "
+                              f"{'(' if open_low else '['}{lo:g}, {hi:g}], got {value!r}")
+
+
+#: How HiGHS solves each LP: ``simplex`` ends at a vertex of the optimal face; ``ipm`` (interior point without
+#: crossover) ends inside it, near its centre, the kind of answer Gavel's interior-point solver (ECOS) gives where
+#: the optimum is not unique -- which matters to the round mechanism, which follows the fractions as given.
+LP_METHODS = {"simplex": {}, "ipm": {"solver": "ipm", "run_crossover": "off", "presolve": "off"}}
+
+
+#: How the LPs reach HiGHS: as arrays (:func:`~goodopt.formulations.gavel.build_arrays`) or through pyomo.
+BACKENDS = ("arrays", "pyomo")

@@ -1,0 +1,209 @@
+"""HiGHS itself: a fresh instance with goodopt's defaults, a run held to its time limit and interruptible, native
+options checked, and how a run ended. Shared by the pyomo route (:mod:`.backend`) and the array route
+(:mod:`.highs_arrays`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+
+from .result import Termination
+
+log = logging.getLogger(__name__)
+
+
+#: Largest coefficient magnitude handed to HiGHS; beyond it the model is refused (status ``numerical``).
+MAX_COEFFICIENT = 1e12
+
+
+def out_of_range(*arrays) -> str:
+    """A description of the first non-finite or huge coefficient, or ""."""
+    for name, a in arrays:
+        a = np.asarray(a, dtype=float)
+        if a.size and not np.all(np.isfinite(a)):
+            return f"{name} holds {int((~np.isfinite(a)).sum())} non-finite value(s)"
+        if a.size and np.abs(a).max() > MAX_COEFFICIENT:
+            return f"{name} holds a value of magnitude {np.abs(a).max():.3g} > {MAX_COEFFICIENT:.0e}"
+    return ""
+
+
+_BANNER_SHOWN = False
+
+
+def run_highs(h, time_limit_s: float | None = None) -> bool:
+    """``h.run()``, interruptible and held to its time limit; returns whether the watchdog stopped it.
+
+    HiGHS checks its own ``time_limit`` only at certain points, and a root heuristic can run far past it. With
+    ``time_limit_s`` HiGHS runs in a helper thread while this one waits and, once the limit has passed by
+    :func:`watchdog_grace_s`, asks HiGHS to stop at its next interrupt check (every simplex, interior-point
+    and branch-and-bound iteration); the run then reads as a time limit (:func:`read_highs` with
+    ``stopped=True``). In the main thread Ctrl-C asks HiGHS to stop the same way and raises
+    :class:`KeyboardInterrupt` once it has stopped. Without a time limit outside the main thread (workers,
+    which leave Ctrl-C to their parent) a plain ``run()``."""
+    main = threading.current_thread() is threading.main_thread() \
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if not main and time_limit_s is None:
+        _run(h)
+        return False
+    h.HandleUserInterrupt = True
+    done, box = threading.Event(), {}
+
+    def target():
+        try:
+            _run(h)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    t0 = time.perf_counter()
+    cutoff = None if time_limit_s is None else t0 + float(time_limit_s) + watchdog_grace_s(time_limit_s)
+    stopped = False
+    threading.Thread(target=target, name=SOLVER_THREAD, daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            if cutoff is not None and not stopped and time.perf_counter() >= cutoff:
+                log.warning("HiGHS ran %.1f s past its %.3g s time limit; asking it to stop",
+                            time.perf_counter() - t0 - float(time_limit_s), float(time_limit_s))
+                h.cancelSolve()
+                stopped = True
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        done.wait(INTERRUPT_GRACE_S)
+        raise
+    finally:
+        if done.is_set():  # never change callbacks under a running solver
+            h.HandleUserInterrupt = False
+    if "error" in box:
+        raise box["error"]
+    return stopped
+
+
+def _run(h) -> None:
+    """``h.run()``; run again after a reset when HiGHS refused to start because this thread's pool was sized
+    for another ``threads`` value (it sizes a thread's pool at its first run and then ends any run asking
+    another size with status "error" and model status "not set": in a sweep worker with mixed ``threads``
+    options, every later solve)."""
+    import highspy
+
+    if h.run() == highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kNotset:
+        log.debug("HiGHS refused to start on its thread pool's size; resetting the pool")
+        type(h).resetGlobalScheduler(True)
+        h.run()
+
+
+def watchdog_grace_s(time_limit_s: float) -> float:
+    """How long past its time limit HiGHS may run before the watchdog stops it: 1 s plus 5% of the limit."""
+    return 1.0 + 0.05 * float(time_limit_s)
+
+
+#: Name of the helper thread HiGHS runs in (the CLI exits at once, not through interpreter teardown, if one
+#: is still running after Ctrl-C).
+SOLVER_THREAD = "goodopt-highs"
+
+
+#: Seconds HiGHS is given to stop after Ctrl-C before the interrupt is raised anyway.
+INTERRUPT_GRACE_S = 2.0
+
+
+#: Threads a HiGHS instance uses unless the ``threads`` option says otherwise. HiGHS's parallel parts rarely pay
+#: on these models, and its idle pool threads spin: on 2 cores, a Gavel run's LP rounds took 39% less CPU on one
+#: thread, and a Sia run's ILP rounds 19% less, with the same answers; in a sweep every worker paid it.
+DEFAULT_THREADS = 1
+
+
+def new_highs():
+    """A HiGHS instance with its output off, on :data:`DEFAULT_THREADS` threads.
+
+    HiGHS 1.16 prints a copyright banner on the C-level standard output when
+    a process makes its first instance, before any option can be set; it
+    would corrupt ``--json`` output. That first construction runs with file
+    descriptor 1 pointed at the null device.
+    """
+    global _BANNER_SHOWN
+    import highspy
+
+    if _BANNER_SHOWN:
+        h = highspy.Highs()
+    else:
+        _BANNER_SHOWN = True
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):  # no usable standard output: nothing to protect
+            h = highspy.Highs()
+        else:
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.close(devnull)
+                h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", DEFAULT_THREADS)
+    return h
+
+
+def apply_highs_options(h, options) -> None:
+    """Set HiGHS's native ``options`` (name -> value) on ``h``; a value HiGHS rejects is an error naming it."""
+    import highspy
+
+    for key, value in (options or {}).items():
+        if h.setOptionValue(str(key), value) != highspy.HighsStatus.kOk:
+            raise ValidationError(f"highs_options.{key}", f"HiGHS rejected the value {value!r}",
+                                  "see the HiGHS option list (e.g. presolve='off', mip_heuristic_effort=0.1)")
+
+
+def read_highs(h, integer: bool, sense: int = 1, stopped: bool = False):
+    """How a HiGHS run ended: ``(termination, has_solution, objective, bound, gap, nodes, raw status)``.
+
+    ``sense`` (+1 or -1) turns HiGHS's objective into the model's own sense;
+    ``bound`` is the MIP dual bound (the LP optimum for LPs), NaN when unknown.
+    ``stopped``: :func:`run_highs`'s watchdog stopped the run, so an interrupt is a time limit.
+    """
+    import highspy
+
+    status = h.getModelStatus()
+    info = h.getInfo()
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    objective = sense * info.objective_function_value if has_solution else float("nan")
+    nodes = int(info.mip_node_count) if integer and info.mip_node_count >= 0 else None
+    if integer:
+        bound = sense * info.mip_dual_bound
+        gap = float(info.mip_gap) if has_solution else float("inf")
+    else:
+        optimal = status == highspy.HighsModelStatus.kOptimal
+        bound = objective if optimal else float("nan")
+        gap = 0.0 if optimal else float("inf")
+    if not np.isfinite(bound):
+        bound = float("nan")
+    term = _highs_termination(highspy, status, gap)
+    if stopped and status == highspy.HighsModelStatus.kInterrupt:
+        term = Termination.TIME_LIMIT
+    return (term, has_solution, float(objective), float(bound), gap, nodes,
+            h.modelStatusToString(status))
+
+
+def _highs_termination(highspy, status, gap) -> Termination:
+    S = highspy.HighsModelStatus
+    if status == S.kOptimal:
+        return Termination.OPTIMAL  # HiGHS met the gaps it was given; callers judge the fitness gap
+    if status == S.kTimeLimit:
+        return Termination.TIME_LIMIT
+    if status in (S.kIterationLimit, getattr(S, "kSolutionLimit", S.kIterationLimit)):
+        return Termination.ITERATION_LIMIT
+    if status == S.kInfeasible:
+        return Termination.INFEASIBLE
+    if status in (S.kUnbounded, S.kUnboundedOrInfeasible):
+        return Termination.UNBOUNDED
+    return Termination.ERROR

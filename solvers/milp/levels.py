@@ -1,0 +1,147 @@
+"""The two levels of ``milp``: the configuration relaxation, re-scaled until resolved and then placed
+(:func:`config_level`), and the placement-level MILP (:func:`placement_level`) when that did not settle it."""
+
+from __future__ import annotations
+
+import numpy as np
+from goodopt.formulations.placement import place_configs
+
+from ..heuristics import greedy
+from ..result import CERTIFIED_GAP, Termination
+from ..rounding import round_choice
+from .certify import certify_epigraph
+from .models import config_model, placement_model
+from .pattern_rows import placement_cut_loop, placement_rows_loop
+from .placement import place_choice, placement_pairs
+from .run import MAX_RESCALES, as_time_limit, model_route, pattern_rows_apply, remaining
+from .verdict import finish
+
+#: Job-node pairs from which ``lp_rounding: auto`` starts with the LP relaxation under every type's node-pattern
+#: rows (on the shipped families from cluster-256 on its rounding is the certified optimum).
+LP_FIRST_FROM_PAIRS = 2_000
+
+
+def lp_first(run) -> bool:
+    """Whether the exact method starts with the LP certificate under every type's pattern rows."""
+    o, pr = run.opts, run.pr
+    lp = getattr(o, "lp_rounding", "auto")
+    if lp is False or o.formulation != "auto" or not pattern_rows_apply(run) or not np.isfinite(pr.p) \
+            or run.cs.n_configs == 0:
+        return False
+    return lp is True or pr.n_jobs * pr.n_nodes >= LP_FIRST_FROM_PAIRS
+
+
+def config_level(run):
+    """Configuration relaxation, re-scaled until resolved, then placed; None to go on to the placement level."""
+    pr, cs, opts, info = run.pr, run.cs, run.opts, run.info
+    model, out = solve_config_model(run)
+    if out.termination == Termination.INFEASIBLE:
+        return finish(run, None, out)
+    loop = (placement_rows_loop if pattern_rows_apply(run)
+            else placement_cut_loop if opts.placement_cuts > 0 else None)
+    if opts.formulation == "auto" and loop is not None:
+        result = loop(run, model, out)
+        if result is not None:
+            out, placed = result
+            if placed is not None:
+                run.tighten(out)
+                return finish(run, placed, out)
+    run.tighten(out)
+    if out.has_solution:
+        chosen = model.chosen()
+        alloc, failed = place_configs(pr, cs, chosen)
+        info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]
+        if not failed and out.termination == Termination.OPTIMAL:
+            info["proof"] = "configuration relaxation optimum placed exactly"
+            return finish(run, alloc, out)
+        if failed and out.termination == Termination.OPTIMAL and opts.formulation == "auto" and not run.expired():
+            placed = place_choice(run, chosen)[0]
+            if placed is not None:
+                info["proof"] = "configuration relaxation optimum placed by an exact placement check"
+                return finish(run, placed, out)
+        run.add_candidate(greedy(pr, cs, start=alloc)[0], "relaxation+repair")
+    pairs = placement_pairs(pr, cs) if opts.formulation == "auto" else 0
+    too_big = pairs > opts.max_placement_pairs
+    if opts.formulation == "config" or run.expired() or too_big:
+        if too_big:
+            info["skipped"] = f"placement-level model skipped: {pairs} job-node pairs > max_placement_pairs"
+        alloc, source, _ = run.best()
+        info["incumbent"] = source
+        if run.expired() and opts.formulation != "config":
+            out = as_time_limit(out)
+        return finish(run, alloc, out, proven=False)
+    return None
+
+
+def solve_config_model(run):
+    """The configuration MILP, warm from the best candidate; re-scaled while its answer is not resolved.
+
+    With ``lp_rounding`` the LP relaxation is solved first and rounded into
+    a candidate (and its bound kept); otherwise the MILP's own root is the
+    only LP solved.
+    """
+    pr, cs = run.pr, run.cs
+    out = model = None
+    for attempt in range(MAX_RESCALES + 1):
+        model = config_model(run)
+        kw = run.solve_kwargs()
+        if getattr(run.opts, "lp_rounding", None) is True and attempt == 0 and (model_route(run.opts) == "arrays" or run.opts.solver == "highs"):
+            lp = run.stage("config-lp", lambda: model.solve(relax=True, **kw))
+            if lp.termination == Termination.OPTIMAL:
+                run.tighten(lp)  # the LP relaxation bounds the configuration level, hence the problem
+            if lp.has_solution:
+                run.add_candidate(round_choice(pr, cs, model.chosen()), "lp-rounding")
+        kw["time_limit_s"] = remaining(run.deadline)
+        out = run.stage("config" if attempt == 0 else f"config rescaled x{attempt}",
+                        lambda: model.solve(warm_start=run.best()[0], **kw))
+        if run.pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
+            out = certify_epigraph(run, model, out)
+        reference = unresolved(run, out)
+        if reference is None or run.expired() or attempt == MAX_RESCALES:
+            break
+        run.add_candidate(place_configs(pr, cs, model.chosen())[0], "rescaling")
+        run.scale_objective(reference)
+    run.info["rescales"] = attempt
+    return model, out
+
+
+def unresolved(run, out):
+    """A better reference fitness when the solver stopped "optimal" but the fitness gap is not closed.
+
+    The model's units resolve fitness differences near the reference; a
+    solution far from it (e.g. a first reference from a poor greedy at p << 0)
+    leaves its neighbours indistinguishable. Returns None when resolved.
+    """
+    ob = run.objective
+    if ob is None or not out.has_solution or out.termination not in (Termination.OPTIMAL, Termination.GAP_LIMIT):
+        return None
+    f_obj, f_bound = ob.fitness(out.objective), ob.fitness(run.model_bound(out.bound))
+    if not (np.isfinite(f_obj) and f_obj > 0):
+        return None
+    if np.isfinite(f_bound) and f_bound - f_obj <= 0.5 * max(run.opts.mip_rel_gap, CERTIFIED_GAP) * f_bound:
+        return None
+    if abs(np.log(f_obj / ob.reference)) < 1e-12:
+        return None  # already at the solution's own scale: the gap is the solver's
+    return max(f_obj, run.best()[2]) if ob.p < 0 else f_obj
+
+
+def placement_level(run):
+    """The placement-level MILP, warm-started from the best candidate."""
+    info = run.info
+    start_alloc, source, start_fit = run.best()
+    model = placement_model(run)
+    info["warm_start"] = source
+    if run.expired():
+        info["stages"].append({"model": "placement", "status": "skipped: time limit reached before solving",
+                               "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
+        return finish(run, start_alloc, as_time_limit(None), proven=False)
+    pout = run.stage("placement", lambda: model.solve(warm_start=start_alloc, **run.solve_kwargs()))
+    if run.pr.p in (np.inf, -np.inf) and pout.termination == Termination.OPTIMAL:
+        pout = certify_epigraph(run, model, pout)
+    run.tighten(pout)
+    if pout.has_solution:
+        alloc = model.allocation()
+        if run.add_candidate(alloc, "placement") >= start_fit:
+            return finish(run, alloc, pout)
+    # the solver returned nothing better: report the best candidate with the solver's status
+    return finish(run, start_alloc, pout)

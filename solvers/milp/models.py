@@ -1,0 +1,35 @@
+"""The two models of an exact solve, built for a :class:`~.run.MilpRun` on its route: the configuration level
+(arrays into HiGHS, with node-pattern rows for some GPU types, or pyomo) and the placement level (pyomo)."""
+
+from __future__ import annotations
+
+from ..config_model import ArrayModel, PyomoModel
+from .run import config_highs_options, model_route
+
+
+def config_model(run, placement=()):
+    """The configuration level on the chosen route (arrays into HiGHS, or pyomo).
+
+    ``placement``: GPU types whose node-pattern rows are added (array route).
+    """
+    o = run.opts
+    if model_route(o) == "arrays":
+        model = ArrayModel(run.pr, run.cs, run.objective, threads=o.threads, highs_options=config_highs_options(o),
+                           placement=placement)
+        run.info["pattern_types"] = [run.pr.type_names[g] for g in model.mm.pattern_types]
+    else:
+        model = PyomoModel(run.pr, run.cs, run.objective, level="config", solver=o.solver, threads=o.threads,
+                           highs_options=config_highs_options(o))
+    run.build_s += model.build_s
+    run.last_model = model
+    return model
+
+
+def placement_model(run, fixed_choice=None):
+    o = run.opts
+    model = PyomoModel(run.pr, run.cs, run.objective, level="placement", symmetry=o.symmetry,
+                       fixed_choice=fixed_choice, solver=o.solver, threads=o.threads,
+                       highs_options=o.highs_options)
+    run.build_s += model.build_s
+    run.last_model = model
+    return model

@@ -1,0 +1,81 @@
+"""Placing a choice of configurations exactly: the packing heuristic first, then per GPU type it could not
+pack the node-pattern model (:mod:`goodopt.formulations.node_patterns`) or the job x node model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from goodopt.formulations import node_patterns
+from goodopt.formulations.placement import place_configs
+
+from ..highs_arrays import HighsSession
+from ..result import Termination
+from .models import placement_model
+
+
+def place_choice(run, chosen):
+    """Place a choice of configurations exactly, type by type.
+
+    The heuristic packer first; each GPU type it could not pack is decided by
+    the node-pattern model (:mod:`goodopt.formulations.node_patterns`), or by
+    the job x node model where patterns do not apply. Returns ``(alloc,
+    unplaceable, undecided)``: the allocation when every type placed (types
+    share no nodes, so their rows combine), the configuration sets proven
+    unplaceable, and whether some type stayed undecided (time limit).
+    """
+    pr, cs = run.pr, run.cs
+    alloc, failed = place_configs(pr, cs, chosen)
+    if not failed:
+        return alloc, [], False
+    bad_types = sorted({int(cs.gpu_type[chosen[j]]) for j in failed if chosen[j] >= 0})
+    unplaceable, undecided = [], False
+    for g in bad_types:
+        of_type = (chosen >= 0) & (cs.gpu_type[np.maximum(chosen, 0)] == g)
+        sub = np.where(of_type, chosen, -1)
+        rows, verdict = place_type(run, sub, g)
+        if verdict == "infeasible":
+            unplaceable.append(sub[sub >= 0])
+        elif verdict == "undecided":
+            undecided = True
+        else:
+            alloc[of_type] = rows[of_type]
+    if unplaceable or undecided or run.ev.violation(alloc) != 0:
+        return None, unplaceable, undecided
+    return alloc, [], False
+
+
+def place_type(run, sub, g):
+    """Rows (J, N) placing ``sub``'s configurations of type ``g``, and ``"placed"``, ``"infeasible"`` or ``"undecided"``."""
+    pr = run.pr
+    name = f"placement-check type {pr.type_names[g]}"
+    pm = node_patterns.pattern_model(pr, run.cs, sub, g)
+    if pm == "infeasible":
+        return None, "infeasible"
+    if pm is not None:
+        session = HighsSession(pm.matrix, threads=run.opts.threads)
+        kw = run.solve_kwargs(check=True)
+        out, x = session.solve(time_limit_s=kw["time_limit_s"], node_limit=kw["node_limit"])
+        run.stage(f"{name} (node patterns)", replace(out, compile_s=out.compile_s + session.setup_s))
+        if out.termination == Termination.INFEASIBLE:
+            return None, "infeasible"
+        if x is None:
+            return None, "undecided"
+        return node_patterns.decode_patterns(pm, x), "placed"
+    check = placement_model(run, fixed_choice=sub)
+    chk = run.stage(name, lambda: check.solve(**run.solve_kwargs(check=True)))
+    if chk.termination == Termination.INFEASIBLE:
+        return None, "infeasible"
+    if not chk.has_solution:
+        return None, "undecided"
+    return check.allocation(), "placed"
+
+
+def placement_pairs(problem, cs):
+    """Number of (job, node) placement variables of the placement-level model."""
+    nodes_per_type = np.bincount(problem.node_type, minlength=problem.n_gpu_types)
+    pairs = 0
+    for j in range(problem.n_jobs):
+        types = np.unique(cs.gpu_type[cs.job_start[j]:cs.job_start[j + 1]])
+        pairs += int(nodes_per_type[types].sum())
+    return pairs

@@ -1,0 +1,57 @@
+"""The ``milp-pwl`` method: the piecewise-linear model of :mod:`goodopt.formulations.pwl` on the same scaled
+terms, its configurations placed and repaired, its bound loosened by the interpolation error."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from goodopt.formulations import pwl as fp
+from goodopt.formulations.placement import place_configs
+
+from ..backend import solve_model
+from ..heuristics import greedy
+from .run import MilpRun
+from .verdict import finish, nothing_left, nothing_to_choose
+
+
+def solve_pwl(problem, evaluator, opts, t_start):
+    """Run the piecewise-linear method. Returns result fields like :func:`solve_milp`.
+
+    Never certifies: the decoded counts are placed and repaired heuristically.
+    Its bound is the model's bound loosened by the total interpolation error,
+    valid for the allocation problem at every p.
+    """
+    run = MilpRun(problem, evaluator, opts, t_start)
+    pr, cs, info = run.pr, run.cs, run.info
+    run.add_candidate(greedy(pr, cs)[0], "greedy")  # scales the objective; not returned
+    run.scale_objective()
+    t0 = time.perf_counter()
+    classes = fp.pwl_classes(pr, cs, opts.breakpoints, opts.spacing, objective=run.objective)
+    per_job = np.zeros(pr.n_jobs)
+    for cl in classes:
+        per_job[cl.job] = max(per_job[cl.job], cl.error)
+    slack = float(per_job.max(initial=0.0)) if pr.p == -np.inf else float(per_job.sum())
+    info.update({"n_classes": len(classes), "pwl_error_bound": float(per_job.max(initial=0.0)),
+                 "pwl_error_bound_total": slack, "breakpoints": opts.breakpoints, "spacing": opts.spacing})
+    if nothing_left(run):
+        return nothing_to_choose(run)
+    model = fp.build_model(pr, cs, classes, objective=run.objective)
+    run.build_s += time.perf_counter() - t0
+    kw = run.solve_kwargs()
+    native = dict(opts.highs_options)
+    if kw.pop("node_limit") is not None and opts.solver == "highs":
+        native.setdefault("mip_max_nodes", int(opts.node_limit))
+    out = run.stage("pwl", lambda: solve_model(model, solver=opts.solver, threads=opts.threads,
+                                               highs_options=native, **kw))
+    if not out.has_solution:
+        return finish(run, None, out, proven=False)
+    if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error
+        f = run.to_fitness(run.model_bound(out.bound) + slack)
+        if np.isfinite(f):
+            run.fit_bound = f
+    chosen = fp.decode(model, pr, cs, classes)
+    alloc, failed = place_configs(pr, cs, chosen)
+    info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]
+    alloc, _, _ = greedy(pr, cs, start=alloc)
+    return finish(run, alloc, out, proven=False)

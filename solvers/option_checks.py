@@ -1,0 +1,109 @@
+"""The checks every method's options class shares: whole numbers, seconds, choices, declared types, per-job
+numbers and HiGHS's own options, each failing with an error that names the option and the fix."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+from goodopt.validation import MAX_WHOLE
+
+from .highs_run import new_highs
+
+#: Longest time limit accepted (about 11.6 days).
+MAX_SECONDS = 1e6
+
+
+#: Largest population of the genetic methods (a population is P x jobs x nodes whole numbers in memory).
+MAX_POPULATION = 100_000
+
+
+#: Most solver threads an option may ask for (HiGHS allocates its pool up front: 1e8 threads ended in
+#: ``std::bad_alloc``).
+MAX_THREADS = 1024
+
+
+def whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
+    if v is None and none_ok:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise ValidationError(f"options.{name}", f"must be a whole number in [{lo}, {hi}], got {v!r}", fix)
+
+
+def whole_if_int(cls, name: str, value):
+    """A whole float given for a whole-number option (``1e3`` in YAML 1.2) as the int it stands for."""
+    types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+             for f in dataclasses.fields(cls)}
+    if types.get(name, "").startswith("int") and isinstance(value, float) and value.is_integer() \
+            and abs(value) <= MAX_WHOLE:
+        return int(value)
+    return value
+
+
+#: What a declared option type accepts (the class's own ``__post_init__`` checks ranges and choices).
+DECLARED = {"int": (int, np.integer), "float": (int, float, np.integer, np.floating), "bool": (bool, np.bool_),
+             "str": (str,)}
+
+
+def check_declared_type(cls, name: str, value) -> None:
+    """A value of the plain type its field declares (``int``, ``float``, ``bool``, ``str``, or ``... | None``), so
+    a method's options -- a plug-in's too -- never reach it with a value of the wrong type."""
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    t = types.get(name, "")
+    declared = t if isinstance(t, str) else getattr(t, "__name__", str(t))  # with or without postponed annotations
+    base, _, none = declared.partition(" | ")
+    if base not in DECLARED or (value is None and none == "None"):
+        return
+    ok = isinstance(value, DECLARED[base]) and (base == "bool" or not isinstance(value, (bool, np.bool_)))
+    if base == "float" and ok and not np.isfinite(value):
+        ok = False
+    if not ok:
+        what = {"int": "a whole number", "float": "a finite number", "bool": "true or false", "str": "text"}[base]
+        raise ValidationError(f"options.{name}", f"must be {what}{' or omitted' if none else ''}, got {value!r}")
+
+
+def seconds(name, v, fix=None):
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SECONDS:
+        raise ValidationError(f"options.{name}", f"must be a number of seconds in (0, {MAX_SECONDS:.0e}], "
+                              f"got {v!r}", fix)
+
+
+def choice(name, v, choices):
+    if v not in choices:
+        raise ValidationError(f"options.{name}", f"must be one of {tuple(choices)}, got {v!r}")
+
+
+def job_numbers(name: str, value, strict: bool) -> None:
+    """A mapping job name -> finite number (> 0 when ``strict``, else >= 0)."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"options.{name}", f"must map job -> number, got {value!r}", "e.g. {job-0: 5000}")
+    for job, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (strict and v == 0):
+            raise ValidationError(f"options.{name}.{job}", f"must be a finite number {'>' if strict else '>='} 0, "
+                                  f"got {v!r}")
+
+
+def check_highs_options(options) -> None:
+    """Native HiGHS options: a mapping whose every name HiGHS knows and whose every value it accepts."""
+    import highspy
+
+    if not isinstance(options, Mapping):
+        raise ValidationError("options.highs_options", f"must map HiGHS option -> value, got {options!r}",
+                              "e.g. {presolve: 'off', mip_heuristic_effort: 0.1}")
+    if not options:
+        return
+    h = new_highs()
+    for key, value in options.items():
+        try:
+            ok = isinstance(key, str) and isinstance(value, (bool, int, float, str)) \
+                and h.setOptionValue(key, value) == highspy.HighsStatus.kOk
+        except (TypeError, ValueError, RuntimeError):
+            ok = False
+        if not ok:
+            raise ValidationError(f"options.highs_options.{key}", f"HiGHS does not accept {key}={value!r}",
+                                  "see HiGHS's option list for its name, type and range")
