@@ -13,7 +13,7 @@ export GOODOPT_TRACES
 FIGURE_ARGS := $(if $(FULL),--scale full,)
 FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8
 
-.PHONY: venv test test-slow test-all test-latest lock figures $(FIGS) bench fit reproduce clean
+.PHONY: venv test test-slow test-all test-latest lock lint figures $(FIGS) bench fit reproduce clean
 
 venv: $(STAMP)
 
@@ -51,6 +51,11 @@ lock: test-latest
 # GOODOPT_LOCKED=1: the suite checks that this venv holds exactly the locked versions
 test: $(STAMP)
 	GOODOPT_LOCKED=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# ruff on every Python file (pyflakes, import order, bugbear, pyupgrade; the rules and their exceptions are in
+# pyproject.toml)
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 test-slow: $(STAMP)
 	GOODOPT_LOCKED=1 $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

@@ -22,13 +22,12 @@ Rows are ``row_lower <= A x <= row_upper``; the objective is maximised.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .configs import ConfigSet, type_layout
 from .matrix import CscArrays, MatrixModel
-from .pattern_block import pattern_block
 from .objective import ScaledObjective
+from .pattern_block import pattern_block
 
 
 class _Rows:

@@ -26,7 +26,7 @@ class MatrixModel:
     lower: np.ndarray
     upper: np.ndarray
     integer: np.ndarray
-    A: "CscArrays"
+    A: CscArrays
     row_lower: np.ndarray
     row_upper: np.ndarray
     names: tuple[str, ...]

@@ -233,7 +233,7 @@ def rows_b2(pr, cs, L):
             r_.append(pos[(c, n)])
             c_.append(L.bcol[i])
             v_.append(1.0)
-    for (c, n), i in pos.items():
+    for (c, _node), i in pos.items():
         r_.append(i)
         c_.append(c)
         v_.append(-1.0)

@@ -17,22 +17,22 @@ from __future__ import annotations
 
 import logging
 
+from ._version import __version__
 from .cluster import Cluster, NodeGroup
-from .errors import (FitError, GoodoptError, ScenarioError, ShapeError, SolverError, TraceError,
-                     ValidationError)
+from .errors import FitError, GoodoptError, ScenarioError, ShapeError, SolverError, TraceError, ValidationError
 from .evaluator import Evaluation, Evaluator
 from .fitness import power_mean, realloc_factor
 from .goodput import ThroughputParams
 from .problem import AllocationProblem
 from .profiles import AppProfile, GpuProfile, load_profile, shipped_profile
 from .scenario import Job, Objective, Scenario, scenario_from_dict
-from .sources import load_scenario
-from ._version import __version__
 from .solvers import METHODS, SolveResult, Termination, solve
+from .sources import load_scenario
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "__version__",
     "AllocationProblem", "AppProfile", "METHODS", "SolveResult", "Termination", "solve", "Cluster", "Evaluation", "Evaluator", "FitError", "GoodoptError",
     "GpuProfile", "Job", "NodeGroup", "Objective", "Scenario", "ScenarioError", "ShapeError",
     "SolverError", "ThroughputParams", "TraceError", "ValidationError", "load_profile", "load_scenario",

@@ -11,7 +11,6 @@ import numpy as np
 
 from .errors import ShapeError, ValidationError
 
-
 #: Below this |p| (and p != 0) power means use their second-order expansion around p = 0:
 #: ``expm1(p x) / p`` loses every digit once ``p x`` underflows (p = 5e-324 gave a mean of 1.47 for
 #: values 1, 2, 4), while the expansion's next term is below 1e-15 relative for |log v| < 700.

@@ -5,9 +5,9 @@ goodput a job's speedups are relative to, restart delays, Sia's idle penalty), a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from .errors import ScenarioError
 from .fitness import check_p
@@ -74,7 +74,7 @@ class Objective:
                                     "Sia uses 1.1 with p=-0.5")
 
     @classmethod
-    def sia(cls, **changes) -> "Objective":
+    def sia(cls, **changes) -> Objective:
         """Sia's choices: p = -0.5, min-config normalisation, idle penalty 1.1, per-app restart delays."""
         base = dict(p=-0.5, base="min-config", idle_penalty=1.1, restart_delays_s=dict(SIA_RESTART_DELAYS_S))
         return cls(**{**base, **changes})

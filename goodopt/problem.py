@@ -26,8 +26,8 @@ import numpy as np
 from . import goodput as gp
 from .errors import ScenarioError, ShapeError
 from .fitness import realloc_factor
-from .validation import MAX_WHOLE
 from .profiles import ThroughputProfile
+from .validation import MAX_WHOLE
 
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
@@ -175,7 +175,7 @@ class AllocationProblem:
 
     # ----------------------------------------------------------- building
     @classmethod
-    def from_scenario(cls, scenario) -> "AllocationProblem":
+    def from_scenario(cls, scenario) -> AllocationProblem:
         """Validate a :class:`~goodopt.scenario.Scenario` and build its arrays and speedup tables."""
         cl, obj, jobs = scenario.cluster, scenario.objective, scenario.jobs
         type_names = cl.gpu_type_names

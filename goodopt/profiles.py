@@ -16,11 +16,11 @@ Profiles are YAML files; :func:`load_profile` reads either kind.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 import yaml
@@ -108,7 +108,7 @@ class AppProfile:
         }
 
     @classmethod
-    def from_dict(cls, data, where: str = "profile") -> "AppProfile":
+    def from_dict(cls, data, where: str = "profile") -> AppProfile:
         """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         gpus = {}
@@ -229,7 +229,7 @@ class ThroughputProfile:
         }
 
     @classmethod
-    def from_dict(cls, data, where: str = "profile") -> "ThroughputProfile":
+    def from_dict(cls, data, where: str = "profile") -> ThroughputProfile:
         """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         r.string("kind", choices=("throughput",))

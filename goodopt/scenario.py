@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 import yaml
 
@@ -122,7 +122,7 @@ class Scenario:
 
         return AllocationProblem.from_scenario(self)
 
-    def with_objective(self, **changes) -> "Scenario":
+    def with_objective(self, **changes) -> Scenario:
         """The same scenario with objective fields changed, e.g. ``with_objective(p=-inf)``."""
         return replace(self, objective=replace(self.objective, **changes))
 

@@ -119,7 +119,7 @@ class Reader:
     def optional(self, key: str, default):
         return self.raw(key, default)
 
-    def sub(self, key: str) -> "Reader":
+    def sub(self, key: str) -> Reader:
         return Reader(self.raw(key), self.path(key), self.error)
 
     mapping = sub

@@ -14,8 +14,8 @@ import argparse
 import datetime
 import json
 import logging
-import sys
 import os
+import sys
 import time
 from pathlib import Path
 

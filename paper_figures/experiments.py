@@ -18,8 +18,8 @@ import yaml
 
 from goodopt import goodput as gp
 from goodopt.outputs import meta_path, write_text
-from goodopt.runs.tables import write_table as _write_csv
 from goodopt.profiles import shipped_profile
+from goodopt.runs.tables import write_table as _write_csv
 from goodopt.traces import POLLUX_APPS, measurements, traces_dir
 
 from . import specs

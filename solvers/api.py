@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from collections.abc import Mapping, Sequence
-from typing import Callable
 
 import numpy as np
+from goodopt.formulations.configs import enumerate_configs
 
 from goodopt.errors import ValidationError
 from goodopt.plugins import METHOD_GROUP, PluginRegistry
 from goodopt.progress import tracing
-from goodopt.formulations.configs import enumerate_configs
 
 from .gavel_method import solve_gavel_round
 from .options import OPTIONS, MethodOptions, ga_engine

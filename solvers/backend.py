@@ -46,7 +46,7 @@ class MilpOutcome:
 
     @classmethod
     def without_solve(cls, termination, raw_status: str, *, solver: str = "none", solver_version: str = "",
-                      compile_s: float = 0.0, n_variables: int = 0, n_constraints: int = 0) -> "MilpOutcome":
+                      compile_s: float = 0.0, n_variables: int = 0, n_constraints: int = 0) -> MilpOutcome:
         """An outcome where no model was solved (refused, skipped, or settled without a solver)."""
         nan = float("nan")
         return cls(termination=termination, has_solution=False, objective=nan, bound=nan, mip_gap=float("inf"),

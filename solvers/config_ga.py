@@ -40,7 +40,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 from goodopt.formulations.configs import ConfigSet, enumerate_configs, rank_utility
 from goodopt.formulations.placement import move_job
 
@@ -88,7 +87,7 @@ class ConfigPopulation:
             return np.broadcast_to(self.u_idle[None, :], chosen.shape)
         return np.where(chosen >= 0, self.u_cfg[np.maximum(chosen, 0)], self.u_idle[None, :])
 
-    def take(self, idx) -> "ConfigPopulation":
+    def take(self, idx) -> ConfigPopulation:
         """The members ``idx`` (copies), in that order."""
         out = object.__new__(ConfigPopulation)
         out.__dict__.update({k: v for k, v in self.__dict__.items() if k not in _MEMBER_FIELDS})
@@ -96,7 +95,7 @@ class ConfigPopulation:
             setattr(out, name, getattr(self, name)[idx].copy())
         return out
 
-    def best_of(self, other: "ConfigPopulation", n: int) -> "ConfigPopulation":
+    def best_of(self, other: ConfigPopulation, n: int) -> ConfigPopulation:
         """The ``n`` best distinct members of ``self`` and ``other`` by score (``self``'s first on ties),
         best first; repeated genotypes only fill what distinct ones leave."""
         merged = np.concatenate([self.score, other.score])

@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 from goodopt.formulations.config_matrix import config_matrix, no_good_row
 from goodopt.formulations.configs import ConfigSet, choice_from_values, match_configs, rounded_from_values
 

@@ -26,6 +26,18 @@ import logging
 import time
 
 import numpy as np
+from goodopt.formulations.ga import AllocationGAProblem
+from goodopt.formulations.ga_operators import (
+    AllocationMutation,
+    AllocationRepair,
+    AllocationSampling,
+    RepairData,
+    RowCrossover,
+    initial_population,
+    mutate,
+    repair,
+    row_crossover,
+)
 from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.algorithms.soo.nonconvex.ga import GA
 from pymoo.core.callback import Callback
@@ -34,11 +46,7 @@ from pymoo.optimize import minimize
 from pymoo.termination.max_gen import MaximumGenerationTermination
 from pymoo.termination.max_time import TimeBasedTermination
 
-from goodopt.formulations.ga import AllocationGAProblem
 from goodopt.progress import record_point, report
-from goodopt.formulations.ga_operators import (AllocationMutation, AllocationRepair, AllocationSampling,
-                                               RepairData, RowCrossover, initial_population, mutate, repair,
-                                               row_crossover)
 
 from .config_ga import evolve
 from .options import stall_for

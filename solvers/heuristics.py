@@ -24,7 +24,6 @@ with, preferring its current placement and single-node configurations.
 from __future__ import annotations
 
 import numpy as np
-
 from goodopt.formulations.configs import ConfigSet, match_configs
 from goodopt.formulations.objective import log_gain, log_terms
 from goodopt.formulations.placement import move_job

@@ -16,13 +16,22 @@ from typing import Any, ClassVar
 import numpy as np
 
 from goodopt.errors import ValidationError
+from goodopt.gavel import POLICY_NAMES, check_entities
 from goodopt.validation import MAX_WHOLE, suggest
 
-from goodopt.gavel import POLICY_NAMES, check_entities
-
 from .gavel import check_policy_options
-from .option_checks import (MAX_POPULATION, MAX_SECONDS, MAX_THREADS, check_declared_type,  # noqa: F401
-                            check_highs_options, choice, job_numbers, seconds, whole, whole_if_int)
+from .option_checks import (  # noqa: F401
+    MAX_POPULATION,
+    MAX_SECONDS,
+    MAX_THREADS,
+    check_declared_type,
+    check_highs_options,
+    choice,
+    job_numbers,
+    seconds,
+    whole,
+    whole_if_int,
+)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,6 @@ returned allocation, whatever the method believed.
 from __future__ import annotations
 
 import html
-
 import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum

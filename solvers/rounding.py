@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-
 from goodopt.formulations.configs import ConfigSet, enumerate_configs
 from goodopt.formulations.objective import reference_fitness, scaled_objective
 from goodopt.formulations.placement import place_configs

@@ -22,9 +22,9 @@ The mechanism is deterministic and knows nothing of the simulator.
 from __future__ import annotations
 
 import numpy as np
+from goodopt.formulations.placement import place_packed
 
 from goodopt.errors import ValidationError
-from goodopt.formulations.placement import place_packed
 
 
 class RoundMechanism:

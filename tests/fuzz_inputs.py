@@ -219,9 +219,10 @@ def _yaml_value(value) -> str:
 
 def _option_names(rng) -> tuple[str, str, list[str]]:
     """A method, policy or auto-scaler, one of its option names (or a misspelt one) and its other names."""
+    from goodopt.solvers.api import METHOD_OPTIONS
+
     from goodopt.sim.autoscale import AUTOSCALERS
     from goodopt.sim.policies import POLICIES
-    from goodopt.solvers.api import METHOD_OPTIONS
 
     kind = ["method", "policy", "autoscaler"][rng.integers(3)]
     if kind == "method":

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from goodopt.solvers.api import METHOD_OPTIONS
 
 from goodopt.runs.spec import spec_from_dict
 from goodopt.scenario import scenario_from_dict
 from goodopt.sim import policies
-from goodopt.solvers.api import METHOD_OPTIONS
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -166,13 +166,13 @@ def test_the_formats_page_examples_load_as_written(tmp_path):
 def test_the_extending_recipe_makes_a_method_every_command_takes():
     """docs/extending.md, "From a script": a registered method is solved, compared and swept by name."""
     import numpy as np
-
-    from goodopt.runs import compare
     from goodopt.solvers import solve
-    from goodopt.sources import load_scenario
     from goodopt.solvers.api import REGISTRY, Method, register_method
     from goodopt.solvers.options import MethodOptions
     from goodopt.solvers.result import MethodOutcome, Termination
+
+    from goodopt.runs import compare
+    from goodopt.sources import load_scenario
 
     recipe = _doc_blocks("extending.md", "python")[0]
     assert "MethodOutcome(alloc=alloc, status=Termination.COMPLETED" in recipe

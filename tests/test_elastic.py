@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from goodopt.solvers import solve
 
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import SimulationError, ValidationError
@@ -13,12 +14,18 @@ from goodopt.goodput import ThroughputParams
 from goodopt.scenario import Objective
 from goodopt.sim import SimConfig, model_truth, simulate
 from goodopt.sim import autoscale as asc
-from goodopt.sim.autoscale import (AUTOSCALERS, Autoscaler, ExactAutoscaler, ScaleState, ThroughputAutoscaler,
-                                   make_autoscaler, utility_band_size)
+from goodopt.sim.autoscale import (
+    AUTOSCALERS,
+    Autoscaler,
+    ExactAutoscaler,
+    ScaleState,
+    ThroughputAutoscaler,
+    make_autoscaler,
+    utility_band_size,
+)
 from goodopt.sim.elastic import NodePool
-from goodopt.sim.workload import Workload, WorkloadJob
-from goodopt.solvers import solve
 from goodopt.sim.policies import goodput_problem
+from goodopt.sim.workload import Workload, WorkloadJob
 
 FOUR = Cluster((NodeGroup("t4", 4, 4),))  # 4 nodes x 4 GPUs
 

@@ -132,8 +132,9 @@ def test_specs_are_valid_at_every_scale():
 
 
 def test_ctrl_c_during_the_figures_is_one_line_and_status_130(tmp_path, monkeypatch, capsys):
-    import paper_figures.figures as figures
     from dataclasses import replace
+
+    import paper_figures.figures as figures
 
     def stopped(ctx):
         raise KeyboardInterrupt

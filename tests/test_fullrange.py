@@ -21,6 +21,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from goodopt.solvers import Termination
+from goodopt.solvers.rounding import lp_rounding
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -28,8 +30,6 @@ import goodopt
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.generate import random_scenario
 from goodopt.scenario import Objective
-from goodopt.solvers import Termination
-from goodopt.solvers.rounding import lp_rounding
 
 from .synthetic import make_problem
 

@@ -1,10 +1,9 @@
 """The GA's operators: feasibility after repair, row exchange, seeded randomness."""
 
 import numpy as np
+from goodopt.formulations.ga_operators import RepairData, mutate, refill, repair
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from goodopt.formulations.ga_operators import RepairData, mutate, refill, repair
 
 from .conftest import random_population
 

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from goodopt.solvers import solve
+from goodopt.solvers.gavel import POLICIES, fifo_fractions, solve_gavel
 
 import goodopt
 from goodopt.errors import TraceError, ValidationError
 from goodopt.gavel import ThroughputMatrix, job_type_slug, matrix_from_problem, read_gavel_throughputs
-from goodopt.solvers.gavel import POLICIES, fifo_fractions, solve_gavel
-from goodopt.solvers import solve
 from goodopt.traces import traces_dir
 
 TYPES = ("v100", "k80")

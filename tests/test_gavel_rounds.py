@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from goodopt.solvers.gavel import solve_gavel
+from goodopt.solvers.gavel_rounds import FIRST_PRIORITY, GavelRounds
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import GavelThroughputs, RigidJob, ThroughputMatrix
 from goodopt.sim.rigid import RigidConfig, simulate_rigid
-from goodopt.solvers.gavel import solve_gavel
-from goodopt.solvers.gavel_rounds import FIRST_PRIORITY, GavelRounds
 
 RATES = {("v100", "fast", 1, True): 4.0, ("k80", "fast", 1, True): 1.0,
          ("v100", "even", 1, True): 1.0, ("k80", "even", 1, True): 1.0}

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from goodopt.solvers import Termination
+from goodopt.solvers.rounds import RoundMechanism, place_round
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -12,8 +14,6 @@ from goodopt.scenario import Objective
 from goodopt.sim import generate_workload, model_truth, simulate
 from goodopt.sim.config import SimConfig
 from goodopt.sim.workload import Workload
-from goodopt.solvers import Termination
-from goodopt.solvers.rounds import RoundMechanism, place_round
 
 from .reference import ref_fitness_and_speedups as ref_fitness
 

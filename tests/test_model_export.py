@@ -4,12 +4,12 @@ import csv
 
 import highspy
 import pytest
+from goodopt.solvers import solve
 
 import goodopt
 from goodopt.cli import main
 from goodopt.errors import ValidationError
 from goodopt.families import export_families
-from goodopt.solvers import solve
 
 
 def _highs_optimum(path) -> float:

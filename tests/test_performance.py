@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 
 from goodopt.errors import ValidationError
-from goodopt.runs.performance import (method_summary, performance_profile, performance_ratios,
-                                      shifted_geometric_mean)
+from goodopt.runs.performance import method_summary, performance_profile, performance_ratios, shifted_geometric_mean
 
 
 def _table(rows):

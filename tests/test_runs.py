@@ -129,7 +129,8 @@ def test_no_module_over_400_lines_and_no_function_over_60():
 
 
 def test_documented_import_paths_keep_working():
-    from goodopt.runs import compare as c1, run_sweep as r1
+    from goodopt.runs import compare as c1
+    from goodopt.runs import run_sweep as r1
     from goodopt.runs.tables import summary  # noqa: F401
     from goodopt.scenario import Objective  # noqa: F401
 
@@ -239,8 +240,8 @@ def test_the_key_covers_the_shipped_data_and_fills_in_defaults(tmp_path, monkeyp
 
 
 def _entry_file(cache, spec):
-    from goodopt.runs.tasks import expand
     from goodopt.runs.spec import spec_from_dict
+    from goodopt.runs.tasks import expand
 
     task = expand(spec_from_dict(spec))[0]
     return task, cache / f"{task_key(task)}.json"

@@ -12,11 +12,11 @@ from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.fitting import fit_observed
 from goodopt.goodput import ThroughputParams
+from goodopt.runs.execute import map_tasks
+from goodopt.runs.tasks import cluster_spec, run_simulation, sim_task
 from goodopt.sim import POLICIES, SimConfig, generate_workload, model_truth, simulate, trace_truth
 from goodopt.sim.agent import JobAgent
 from goodopt.sim.policies import Policy
-from goodopt.runs.execute import map_tasks
-from goodopt.runs.tasks import cluster_spec, run_simulation, sim_task
 from goodopt.sim.truth import canonical_placement
 from goodopt.sim.workload import Workload, WorkloadJob, load_workload
 

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from goodopt.solvers import Termination
+from goodopt.solvers.milp import objective_to_fitness
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +13,6 @@ from goodopt.errors import ValidationError
 from goodopt.families import FAMILIES, GREEDY_SUBOPTIMAL, family_scenario
 from goodopt.generate import random_scenario
 from goodopt.scenario import Objective
-from goodopt.solvers import Termination
-from goodopt.solvers.milp import objective_to_fitness
 
 from .synthetic import make_problem
 
@@ -349,7 +349,6 @@ def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
     # A MILP stopped through the interrupt path (here at its first incumbent) reports TIME_LIMIT, not an
     # error, with that incumbent and a bound: maximise sum_i v_i x_i over 40 binaries, sum_i w_i x_i <= 50.
     import highspy
-
     from goodopt.solvers.highs_run import new_highs, read_highs, run_highs
 
     rng = np.random.default_rng(0)
@@ -458,8 +457,9 @@ def test_families_heuristics_below_certified_optimum(name):
 def test_milp_exact_at_strongly_negative_p(p):
     """eps^p (1e12 at p = -4, 1e30 at p = -10) must not swamp the configuration terms: the MILP equals brute
     force on tiny instances, and on a 32-GPU round its optimum is at least the p = -4 optimum's value."""
-    from goodopt.families import family
     from goodopt.solvers import solve
+
+    from goodopt.families import family
 
     for seed in range(4):
         pr = family("tiny").scenario(seed).with_objective(p=p).problem()
@@ -583,7 +583,6 @@ def test_runs_asking_for_different_thread_counts_in_one_thread_all_solve():
     import threading
 
     import highspy
-
     from goodopt.solvers.backend import new_highs, run_highs
 
     statuses = []

@@ -11,9 +11,9 @@ import goodopt.runs.sweep as sweep
 from goodopt.cli import main
 from goodopt.errors import Interrupted, ValidationError
 from goodopt.runs.cache import task_key
-from goodopt.runs.tasks import TIMING_COLUMNS, expand
 from goodopt.runs.spec import spec_from_dict
 from goodopt.runs.sweep import run_sweep
+from goodopt.runs.tasks import TIMING_COLUMNS, expand
 
 SOLVE = {"name": "solve", "kind": "solve", "families": {"names": ["tiny"], "seeds": [0, 1]},
          "methods": ["milp", "greedy", {"label": "ga-small", "method": "ga", "options": {"pop_size": 16, "n_gen": 8}}],

@@ -188,6 +188,7 @@ def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
 def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
     """Presolve on/off (configuration model) and symmetry breaking on/off (placement model)."""
     from goodopt.solvers import solve
+
     from ..formulations import milp as fm
     from ..formulations.configs import enumerate_configs
     from ..solvers.backend import solve_model

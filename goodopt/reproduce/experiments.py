@@ -18,13 +18,21 @@ files), :mod:`.pollux`, :mod:`.sia`, :mod:`.gavel` (one per paper).
 from __future__ import annotations
 
 # what the tests and the report read, importable from here
-from .comparison import (POLLUX_PUBLISHED, SIA_PUBLISHED, Band, Comparison, Experiment, TaskBatch,  # noqa: F401
-                         read_published)
-from .gavel import (GAVEL_MAX_ACTIVE, GAVEL_RATES, GAVEL_WINDOW, SUSTAIN_FACTOR, VERTEX, gavel_compare,  # noqa: F401
-                    gavel_max_time_s, gavel_simulator_jcts, gavel_specs, sustained)
+from .comparison import POLLUX_PUBLISHED, SIA_PUBLISHED, Band, Comparison, Experiment, TaskBatch, read_published  # noqa: F401
+from .gavel import (  # noqa: F401
+                         GAVEL_MAX_ACTIVE,
+                         GAVEL_RATES,
+                         GAVEL_WINDOW,
+                         SUSTAIN_FACTOR,
+                         VERTEX,
+                         gavel_compare,
+                         gavel_max_time_s,
+                         gavel_simulator_jcts,
+                         gavel_specs,
+                         sustained,
+)
 from .pollux import pollux_compare, pollux_specs
 from .sia import sia_compare, sia_specs
-
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("pollux-fig8", "Pollux Fig. 8a: average JCT vs job load on 16 x 4 T4", pollux_specs,

@@ -86,7 +86,8 @@ def open_executor(workers: int = 1, dask: str | None = None, progress_queue=None
         try:
             from distributed import Client
         except ImportError:  # pragma: no cover - dask is a dependency
-            raise ValidationError("dask", "dask.distributed is not installed", "pip install 'dask[distributed]'")
+            raise ValidationError("dask", "dask.distributed is not installed", "pip install 'dask[distributed]'") \
+                from None
         check_dask_address(dask)
         try:
             client = Client(dask, timeout=DASK_CONNECT_S)

@@ -11,7 +11,7 @@ Fields
 
 Common fields: ``name``, ``kind`` (``solve`` or ``simulate``), ``seeds``
 (list of whole numbers, or a count ``n`` meaning ``0..n-1``, at most
-:data:`MAX_SEEDS`), ``description``.
+:data:`~goodopt.runs.spec_fields.MAX_SEEDS`), ``description``.
 
 ``kind: solve``: ``scenarios`` (files, shipped names, ``family:NAME:SEED``),
 ``families`` (``{names: [...], seeds: [...]}``, expanded to family
@@ -54,8 +54,7 @@ from pathlib import Path
 from goodopt.errors import ValidationError
 from goodopt.validation import Reader, check_number, read_yaml, suggest
 
-from .spec_fields import (MAX_SEEDS, check_name, checked, local_path, p_to_json, plain_list,  # noqa: F401
-                          refuse_idle_settings, seeds_of, strings)
+from .spec_fields import check_name, checked, local_path, p_to_json, plain_list, refuse_idle_settings, seeds_of, strings
 
 KINDS = ("solve", "simulate", "rigid")
 #: Bounds on a sweep's size: tasks in all, and a generated workload's load and hours (seeds: MAX_SEEDS).

@@ -10,7 +10,6 @@ from pathlib import Path
 from goodopt.errors import ValidationError
 from goodopt.validation import Reader, usable_path
 
-
 #: Most seeds per grid point.
 MAX_SEEDS = 10_000
 

@@ -26,9 +26,9 @@ from goodopt.errors import ValidationError
 
 from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec
 from .tables import result_row
+
 # the task types, also importable from here
-from .task_types import (SUMMARY_COLUMNS, TIMING_COLUMNS, RigidTask, SimTask, SolveTask, Task,  # noqa: F401
-                         to_json, workload_stem)
+from .task_types import SUMMARY_COLUMNS, TIMING_COLUMNS, RigidTask, SimTask, SolveTask, Task, to_json, workload_stem  # noqa: F401
 
 
 def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *, seed: int = 0,
@@ -206,7 +206,7 @@ def _run_solve(task: SolveTask) -> dict:
     return {"row": row, "jobs": jobs, "trace": [list(point) for point in res.stats.trace]}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def warm_up(method: str) -> None:
     """Solve a tiny instance once per process and method, so first-use costs (imports, the solver library's
     set-up) are not charged to the first timed solve of a process."""

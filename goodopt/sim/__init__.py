@@ -19,7 +19,6 @@ from threadpoolctl import threadpool_limits
 
 from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
-
 from goodopt.progress import task_progress
 
 from .config import FIXED_APPS, SimConfig

@@ -13,7 +13,6 @@ from goodopt.validation import check_number, check_whole
 
 from .agent import AGENT_FITS
 
-
 #: Applications whose batch and GPU count the Pollux runs kept fixed: app -> (batch, GPUs).
 FIXED_APPS = {"ncf": (32768, 1)}
 
@@ -80,7 +79,7 @@ class SimConfig:
     provision_delay_s: float = 180.0
 
     @classmethod
-    def sia(cls, **changes) -> "SimConfig":
+    def sia(cls, **changes) -> SimConfig:
         """The settings of Sia's simulator: its per-application restart delays and calibration slowdowns."""
         return cls(**{"restart_delays_s": SIA_SIM_RESTART_DELAYS_S, "slowdowns": SIA_SIM_SLOWDOWNS, **changes})
 

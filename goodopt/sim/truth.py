@@ -50,8 +50,15 @@ import pandas as pd
 from goodopt import goodput as gp
 from goodopt.errors import TraceError, ValidationError
 from goodopt.profiles import shipped_profile
-from goodopt.traces import (GPU_TYPE_CLUSTER, POLLUX_APPS, TARGET_EPOCHS, read_placements, read_scalability,
-                            read_validation, traces_dir)
+from goodopt.traces import (
+    GPU_TYPE_CLUSTER,
+    POLLUX_APPS,
+    TARGET_EPOCHS,
+    read_placements,
+    read_scalability,
+    read_validation,
+    traces_dir,
+)
 
 log = logging.getLogger(__name__)
 

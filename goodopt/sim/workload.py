@@ -209,7 +209,7 @@ def check_workloads(specs, *, n_gpus: int, max_time_s: float) -> None:
         check_workload(resolve_workload(spec), n_gpus=n_gpus, max_time_s=max_time_s)
 
 
-def check_workload(workload: "Workload", *, n_gpus: int, max_time_s: float) -> None:
+def check_workload(workload: Workload, *, n_gpus: int, max_time_s: float) -> None:
     """Refuse jobs that can never run (an unknown application, a batch above the application's maximum, an
     arrival after the simulation's end); warn of a GPU request larger than the cluster (fixed-size policies
     refuse it)."""
