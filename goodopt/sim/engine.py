@@ -73,7 +73,7 @@ class Engine:
         if missing:
             raise ValidationError("truth", f"no ground truth for GPU types {missing}",
                                   f"build it for all of {list(self.types)} (trace_truth / model_truth gpu_types=)")
-        self.aware = getattr(policy, "hetero_aware", True)
+        self.aware = policy.hetero_aware
         fixed = dict(config.fixed_apps)
         self.jobs = []
         for i, wj in enumerate(workload.jobs):
@@ -197,7 +197,7 @@ class Engine:
         """The round log's row (one per round)."""
         active, t = self._active, self.t
         gpus, gpus_up, billed = alloc.sum(), self.pool.gpus_up(), self.pool.billed
-        stats = getattr(self.policy, "last_stats", {}) or {}
+        stats = self.policy.last_stats or {}
         self.rounds.append({
             "round": self.r, "time_s": t, "n_active": len(active), "n_running": int((alloc.sum(axis=1) > 0).sum()),
             "n_queued": int((alloc.sum(axis=1) == 0).sum()), "gpus_allocated": int(gpus),
@@ -220,7 +220,7 @@ class Engine:
         self._next_scale_s = t + self.scaler.every_s
         current = np.stack([j.row for j in active]) if active else np.zeros((0, self.cluster.n_nodes), np.int64)
         state = ScaleState(t, r, self.cluster, tuple(active), current, int(self.pool.billed.sum()),
-                           self.config.min_nodes, self.policy.objective, getattr(self.policy, "max_gpus", None))
+                           self.config.min_nodes, self.policy.objective, self.policy.max_gpus)
         e0 = time.perf_counter()
         target = self.scaler.target(state)
         removed = self.pool.resize(0, target, t)
@@ -238,7 +238,7 @@ class Engine:
         if view.cluster is None:  # nothing provisioned: every job waits
             return np.zeros_like(current)
         state = RoundState(t, r, view.cluster, tuple(active), current[:, view.index], self.config,
-                           self.truth if getattr(self.policy, "needs_oracle", False) else None)
+                           self.truth if self.policy.needs_oracle else None)
         alloc = self._check(self.policy.allocate(state), state, self.node_type[view.index])
         return view.to_full(alloc, self.cluster.n_nodes) if view.cluster is not self.cluster else alloc
 
@@ -276,7 +276,7 @@ class Engine:
     # ------------------------------------------------------------ progress
     def _apply_and_advance(self, active, alloc, t):
         cfg = self.config
-        adaptive = getattr(self.policy, "adaptive_batch", True)
+        adaptive = self.policy.adaptive_batch
         # multi-node jobs per node, for interference
         multi = (alloc > 0).sum(axis=1) > 1
         shared = (alloc[multi] > 0).sum(axis=0) > 1 if multi.any() else np.zeros(alloc.shape[1], bool)

@@ -9,14 +9,19 @@ class Policy:
     """Base class: see the module docstring."""
 
     name = "policy"
+    #: Whether jobs pick their own goodput-optimal batch through their agent (else they keep the workload's).
     adaptive_batch = True
+    #: Whether the policy reads the ground truth (an oracle, such as Optimus+Oracle or Gavel's throughputs).
     needs_oracle = False
+    #: Most GPUs the policy gives one job (None: only the job's own limit); the auto-scaler plans with it.
+    max_gpus: int | None = None
     #: Whether the policy tells GPU types apart (heterogeneous clusters only).
     hetero_aware = True
     #: Whether the policy plans on whatever nodes are provisioned each round (elastic clusters).
     elastic = False
 
     def __init__(self):
+        #: Per-round numbers the engine copies into the round log (``policy_<key>`` columns).
         self.last_stats: dict = {}
         self.rng = None
         self.cluster = None
