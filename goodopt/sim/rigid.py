@@ -319,7 +319,7 @@ class _Run:
         """Gavel's finish time in isolation: the isolated time of the work done so far (summed from one
         recomputation to the next at the isolated speed of the earlier one) plus the rest at today's."""
         eq = mx.equal_share_throughput()
-        for j, rest, _speed in zip(active, mx.remaining_steps, eq):
+        for j, rest in zip(active, mx.remaining_steps):
             if j in self.isolated:
                 before, was = self.isolated[j]
                 self.isolated_s[j] += (before - rest) / was
