@@ -5,7 +5,8 @@
 all return a :class:`SolveResult` re-scored by the evaluator.
 """
 
-from .api import METHOD_OPTIONS, METHODS, solve
+from .api import METHOD_OPTIONS, METHODS, options_for, solve
 from .result import CERTIFIED_GAP, SolveResult, SolverStats, Termination
 
-__all__ = ["CERTIFIED_GAP", "METHODS", "METHOD_OPTIONS", "SolveResult", "SolverStats", "Termination", "solve"]
+__all__ = ["CERTIFIED_GAP", "METHODS", "METHOD_OPTIONS", "SolveResult", "SolverStats", "Termination", "options_for",
+           "solve"]

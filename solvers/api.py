@@ -318,8 +318,10 @@ def register_method(name: str, method) -> None:
     REGISTRY[name] = method
 
 
-def _check_options(method: str, options) -> MethodOptions:
-    """The validated options object of ``method`` (for callers that run a method's stages directly)."""
+def options_for(method: str, options=None) -> MethodOptions:
+    """The validated, typed options object of ``method`` with ``options`` (a mapping; defaults filled in), as
+    :func:`solve` checks them: an error names the option and the fix. For callers that keep or compare a
+    method's full options, or run its stages directly."""
     if method not in REGISTRY:
         raise ValidationError("method", f"unknown method {method!r}", f"choose one of {', '.join(METHODS)}")
     return REGISTRY[method].options.build(options)

@@ -600,3 +600,16 @@ def test_runs_asking_for_different_thread_counts_in_one_thread_all_solve():
     t.start()
     t.join()
     assert statuses == [highspy.HighsModelStatus.kOptimal] * 4
+
+
+def test_options_for_gives_the_typed_options_solve_checks():
+    # the public way to a method's full options: defaults filled in, read as attributes, errors naming the field
+    from goodopt.solvers import options_for
+
+    opts = options_for("ga", {"seed": 3, "pop_size": 20})
+    assert (opts.seed, opts.pop_size, opts.n_gen) == (3, 20, 100)
+    assert options_for("milp").mip_rel_gap == options_for("milp", {}).mip_rel_gap
+    with pytest.raises(ValidationError, match="did you mean 'mip_rel_gap'"):
+        options_for("milp", {"mip_rel_gapp": 1e-3})
+    with pytest.raises(ValidationError, match="unknown method 'nope'"):
+        options_for("nope")

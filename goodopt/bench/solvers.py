@@ -67,9 +67,9 @@ class _TimedEvaluator(Evaluator):
 
 
 def _ga_options(seed):
-    from ..solvers.api import _check_options
+    from ..solvers.api import options_for
 
-    return _check_options("ga", {"seed": seed})
+    return options_for("ga", {"seed": seed})
 
 
 def ga_rounds(seed: int = 0, progress=None):

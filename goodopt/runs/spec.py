@@ -327,14 +327,14 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
 
 
 def _check_method_options(v: Variant, time_limit, node_limit) -> None:
-    from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, _check_options
+    from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, options_for
 
     opts = {**({"seed": 0} if v.name in RANDOMISED else {}), **dict(v.options)}
     if time_limit is not None:
         opts.setdefault("time_limit_s", time_limit)
     if node_limit is not None and "node_limit" in METHOD_OPTIONS[v.name]:
         opts.setdefault("node_limit", node_limit)
-    checked(f"spec.methods.{v.label}.options", _check_options, v.name, opts)
+    checked(f"spec.methods.{v.label}.options", options_for, v.name, opts)
 
 
 def _variants(r: Reader, field_name, key, known, options) -> tuple[Variant, ...]:

@@ -79,12 +79,12 @@ def _workload_jobs(workload: str) -> int:
 def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None, seed=None,
                label: str = "") -> SolveTask:
     """A solve task with the method's options validated and completed with their defaults."""
-    from goodopt.solvers.api import _check_options
+    from goodopt.solvers.api import options_for
 
     opts = dict(options or {})
     if seed is not None:
         opts["seed"] = seed
-    full = dict(_check_options(method, opts))
+    full = dict(options_for(method, opts))
     return SolveTask(scenario, method, to_json(full), None if p is None else float(p), seed, label or method)
 
 
