@@ -228,3 +228,13 @@ def test_the_venv_holds_exactly_the_locked_versions():
         if have != want:
             wrong[name] = (have, want)
     assert not wrong, f"installed (have, locked): {wrong}"
+
+
+def test_the_conventional_requirements_file_installs_the_lock():
+    # whoever installs by the usual `pip install -r requirements.txt` gets the locked, hashed versions
+    lines = [ln.strip() for ln in (REPO / "requirements.txt").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert lines == ["-r requirements.lock"]
+    lock = (REPO / "requirements.lock").read_text().splitlines()
+    pinned = [i for i, ln in enumerate(lock) if "==" in ln and not ln.startswith("#")]
+    assert len(pinned) > 50 and all("--hash=sha256:" in lock[i + 1] for i in pinned)
