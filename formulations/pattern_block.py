@@ -281,25 +281,27 @@ def rows_p3(pr, cs, L):
     return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P3")
 
 
-def rows_m1(pr, cs, L):
-    """(M1): a large multi-node move's chunk columns add up to its GPUs (None without such moves)."""
+def _chunk_rows(L, per_chunk, per_move, upper, name):
+    """One row per large multi-node move: ``per_chunk`` times each of its chunk columns plus ``per_move`` times its
+    ``z_c``, in ``[0, upper]`` (None without such moves). Shapes: per_chunk (chunk sizes,), per_move (moves,)."""
     if not len(L.big):
         return None
     n_b, n_c = L.wcol.shape
     local = np.repeat(np.arange(n_b), n_c)
     return (np.concatenate([local, np.arange(n_b)]), np.concatenate([L.wcol.ravel(), L.big]),
-            np.concatenate([np.tile(np.asarray(L.chunk_sizes, float), n_b), -cs.n_gpus[L.big].astype(float)]),
-            np.zeros(n_b), np.zeros(n_b), "M1")
+            np.concatenate([np.tile(per_chunk, n_b), per_move]), np.zeros(n_b), upper, name)
+
+
+def rows_m1(pr, cs, L):
+    """(M1): a large multi-node move's chunk columns add up to its GPUs."""
+    n_b = len(L.big)
+    return _chunk_rows(L, np.asarray(L.chunk_sizes, float), -cs.n_gpus[L.big].astype(float), np.zeros(n_b), "M1")
 
 
 def rows_m2(pr, cs, L):
-    """(M2): a large multi-node move takes at least two chunks (None without such moves)."""
-    if not len(L.big):
-        return None
-    n_b, n_c = L.wcol.shape
-    local = np.repeat(np.arange(n_b), n_c)
-    return (np.concatenate([local, np.arange(n_b)]), np.concatenate([L.wcol.ravel(), L.big]),
-            np.concatenate([np.ones(n_b * n_c), np.full(n_b, -2.0)]), np.zeros(n_b), np.full(n_b, np.inf), "M2")
+    """(M2): a large multi-node move takes at least two chunks."""
+    n_b = len(L.big)
+    return _chunk_rows(L, np.ones(len(L.chunk_sizes)), np.full(n_b, -2.0), np.full(n_b, np.inf), "M2")
 
 
 def rows_p4(pr, cs, L):

@@ -64,11 +64,11 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
     t0 = time.perf_counter()
     mx = for_policy(matrix, policy)
     run = Runner(mx, opts["time_limit_s"], opts["backend"], opts["lp_method"])
-    x, y, fun, status = POLICY_SOLVERS[PACKED.get(policy, policy)](mx, run, mx.equal_share_throughput(), opts)
+    eq = mx.equal_share_throughput()
+    x, y, fun, status = POLICY_SOLVERS[PACKED.get(policy, policy)](mx, run, eq, opts)
     if y is None:
         y = np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types))
     thr = mx.effective_throughput(x, y)
-    eq = mx.equal_share_throughput()
     return FractionResult(policy=policy, x=x, status=status, fun=fun, message=POLICIES[policy], throughput=thr,
                           normalised=thr / eq, n_lps=len(run.stages), seconds=time.perf_counter() - t0,
                           stages=run.stages, options=opts, pair_x=y)
