@@ -126,8 +126,10 @@ class _Objective:
 
 
 #: Fits remembered per process: jobs of one application that saw the same configurations ask for the same fit
-#: (in a Pollux simulation more than half of the fits repeat one already made).
-FIT_CACHE_SIZE = 4096
+#: (in a Pollux simulation more than half of the fits repeat one already made, and the runs of one sweep worker
+#: share their jobs' first observations). Sized for a worker's whole share of a full reproduction (about
+#: 11,000 fits asked, fewer distinct; an entry is a few kB).
+FIT_CACHE_SIZE = 16384
 
 
 def fit_agent(num_nodes, num_replicas, local_bsz, step_time, sync_time, *, optimism: float = 1e-2,

@@ -98,24 +98,27 @@ class GavelRounds:
         prio = self.priorities(names, runnable)
         x = self.fractions(names)
         deficit = np.array([self.deficit[n] for n in names]).reshape(J, self.K)
-        free = np.asarray(capacity, dtype=np.int64).copy()
-        s = np.asarray(scale_factor, dtype=np.int64)
-        out = np.full(J, -1, dtype=np.int64)
-        for k in type_order:
+        free = np.asarray(capacity, dtype=np.int64).tolist()
+        s = np.asarray(scale_factor, dtype=np.int64).tolist()
+        out = [-1] * J
+        for k in np.asarray(type_order).tolist():
+            can = runnable[:, k].tolist()
             # descending on (priority, deficit, fraction), ties in arrival order: a stable sort on the negated keys
-            for j in np.lexsort((-x[:, k], -deficit[:, k], -prio[:, k])):
+            for j in np.lexsort((-x[:, k], -deficit[:, k], -prio[:, k])).tolist():
                 if free[k] == 0:
                     break
-                if out[j] < 0 and runnable[j, k] and s[j] <= free[k]:
+                if out[j] < 0 and can[j] and s[j] <= free[k]:
                     out[j] = k
                     free[k] -= s[j]
-        return out
+        return np.array(out, dtype=np.int64)
 
     def runs(self, names) -> np.ndarray:
         """Which jobs may be given GPUs: those in the current allocation. Shapes: -> (J,) bool."""
         return np.array([n in self.allocation for n in names], dtype=bool)
 
-    def record(self, name: str, k: int, seconds: float) -> None:
-        """Credit ``seconds`` on type ``k`` to a job that ran (and to the type's total)."""
-        self.credit[name][k] += seconds
-        self.worker_s[k] += seconds
+    def record(self, names, types, seconds) -> None:
+        """Credit each job of ``names`` that ran its ``seconds`` on its type (and the type's total, added in
+        the order given). Shapes: names (n,), types (n,) int, seconds (n,)."""
+        for name, k, sec in zip(names, np.asarray(types).tolist(), np.asarray(seconds, dtype=float).tolist()):
+            self.credit[name][k] += sec
+        np.add.at(self.worker_s, np.asarray(types, dtype=np.int64), np.asarray(seconds, dtype=float))

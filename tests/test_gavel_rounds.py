@@ -31,8 +31,7 @@ def test_priority_is_the_fraction_over_the_share_of_the_types_time_since_the_res
     assert g.priorities(["a", "b"], np.ones((2, 2), bool)) == pytest.approx(np.array([[2.0, 0.0], [1.0, 1.0]]))
     # types in turn: a (priority 2) takes the V100, b the K80
     assert g.assign(["a", "b"], [1, 1], [1, 1], np.ones((2, 2), bool), [0, 1]).tolist() == [0, 1]
-    g.record("a", 0, 360.0)
-    g.record("b", 1, 360.0)
+    g.record(["a", "b"], [0, 1], [360.0, 360.0])
     # a's V100 share is now 540 / 720, b's 180 / 720: b comes first on the V100 (0.5 / 0.25 = 2 > 1 / 0.75), and
     # a, at priority 0 on the K80 (no time there in its allocation), still takes the free K80
     p = g.priorities(["a", "b"], np.ones((2, 2), bool))

@@ -126,6 +126,7 @@ class _Run:
         self.jobs, self.types, self.capacity, self.cfg = [], types, capacity, config
         self.throughputs, self.more = throughputs, more
         self.rate = np.zeros((0, len(types)))
+        self.total_steps, self.scale = np.zeros(0), np.zeros(0, dtype=np.int64)  # per job
         self.done_steps, self.completion, self.gpu_s = np.zeros(0), np.zeros(0), np.zeros(0)
         self.last_type, self.changes = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         self.shared_s, self.isolated_s = np.zeros(0), np.zeros(0)  # isolated_s: mechanism gavel, FTF (below)
@@ -149,6 +150,8 @@ class _Run:
                          for j in jobs]).reshape(n, K)
         self.jobs = self.jobs + list(jobs)
         self.rate = np.vstack([self.rate, rate])
+        self.total_steps = np.concatenate([self.total_steps, [float(j.total_steps) for j in jobs]])
+        self.scale = np.concatenate([self.scale, np.array([j.scale_factor for j in jobs], dtype=np.int64)])
         for name, fill, dtype in (("done_steps", 0.0, float), ("completion", np.nan, float), ("gpu_s", 0.0, float),
                                   ("last_type", -1, np.int64), ("changes", 0, np.int64), ("shared_s", 0.0, float),
                                   ("isolated_s", 0.0, float)):
@@ -191,8 +194,9 @@ class _Run:
             step = None
             if active:
                 step = self._round(active) if self.gavel is None else self._gavel_round(active)
-                left.difference_update(j for j in active if not np.isnan(self.completion[j]))
-                active = [j for j in active if np.isnan(self.completion[j])]
+                running = np.isnan(self.completion[active])
+                left.difference_update(np.asarray(active)[~running].tolist())
+                active = np.asarray(active)[running].tolist()
             if step is None and (arrival := self._arrival(nxt)) is not None:  # nothing ran: on to the next arrival
                 self.t = self._next_start(arrival)
                 continue
@@ -215,20 +219,23 @@ class _Run:
             self.mechanism.forget(set(self.mechanism.rounds) - {key for key, _ in self.units})
         keys = [key for key, _ in self.units]
         members = [m for _, m in self.units]
-        scale = np.array([self.jobs[m[0]].scale_factor for m in members], dtype=np.int64)
+        scale = self.scale[[m[0] for m in members]]
         current = np.array([self.last_unit.get(key, -1) for key in keys], dtype=np.int64)
         assigned = self.mechanism.assign(keys, self.ux, scale, self.capacity, current, members=members)
         on = assigned >= 0
         self._check_capacity(assigned[on], scale[on])
         self.mechanism.record(keys, assigned, self.cfg.round_s)
         self.last_unit = {key: int(k) for key, k in zip(keys, assigned) if k >= 0}
-        for mem, k in zip(members, assigned):
+        idx, ks, rates, shared = [], [], [], []  # a job is in at most one placed unit
+        for mem, k in zip(members, assigned.tolist()):
             if k < 0:
                 continue
-            rates = self.rate[mem[0], k:k + 1] if len(mem) == 1 else self.pair_rate[mem][k]
-            for j, rate in zip(mem, rates):
-                self._note_type(j, k)
-                self._advance(j, int(k), float(rate), shared=len(mem) > 1)
+            idx += mem
+            ks += [k] * len(mem)
+            rates += [self.rate[mem[0], k]] if len(mem) == 1 else self.pair_rate[mem][k].tolist()
+            shared += [len(mem) > 1] * len(mem)
+        self._advance(np.array(idx, dtype=np.int64), np.array(ks, dtype=np.int64), np.array(rates, dtype=float),
+                      np.array(shared, dtype=bool))
         return self.cfg.round_s
 
     def _gavel_round(self, active) -> float | None:
@@ -240,44 +247,44 @@ class _Run:
             g.reset(self.t, {name: row for (name, _), row in zip(units, x)})
         runnable = self.rate[active] > 0
         order = self.rng.permutation(len(self.types)) if self.cfg.agnostic else np.arange(len(self.types))
-        scale = np.array([self.jobs[j].scale_factor for j in active], dtype=np.int64)
+        scale = self.scale[active]
         assigned = g.assign(names, scale, self.capacity, runnable, order)
         assigned[~g.runs(names)] = -1  # queued without an allocation: its GPUs idle this round
         on = assigned >= 0
+        if not on.any():
+            return None
         self._check_capacity(assigned[on], scale[on])
-        longest = None
-        for j, name, k in zip(active, names, assigned):
-            if k < 0:
-                continue
-            self._note_type(j, k)
-            seconds = self._advance(j, int(k), float(self.rate[j, k]))
-            g.record(name, int(k), seconds)
-            longest = seconds if longest is None else max(longest, seconds)
-        return longest
+        idx, ks = np.asarray(active, dtype=np.int64)[on], assigned[on]
+        seconds = self._advance(idx, ks, self.rate[idx, ks], np.zeros(len(idx), dtype=bool))
+        g.record([names[i] for i in np.flatnonzero(on)], ks, seconds)
+        return float(seconds.max())
 
     def _check_capacity(self, types, scale) -> None:
         """Refuse a round that gives some GPU type more GPUs than it has."""
         if np.any(np.bincount(types, weights=scale, minlength=len(self.types)) > self.capacity):
             raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
 
-    def _note_type(self, j, k) -> None:
-        """Count a change of the type job ``j`` runs on."""
-        if k != self.last_type[j]:
-            self.changes[j] += self.last_type[j] >= 0
-            self.last_type[j] = k
-
-    def _advance(self, j, k, rate, shared=False):
-        job = self.jobs[j]
-        if rate <= 0:
-            raise SimulationError(f"job {job.name} was given type {self.types[k]!r} where it cannot run")
-        left = job.total_steps - self.done_steps[j]
-        seconds = min(self.cfg.round_s, left / rate)
-        self.done_steps[j] += rate * seconds
-        self.gpu_s[j] += job.scale_factor * seconds
-        self.shared_s[j] += seconds if shared else 0.0
-        if seconds < self.cfg.round_s or left - rate * seconds <= 1e-9 * job.total_steps:
-            self.done_steps[j] = job.total_steps
-            self.completion[j] = self.t + seconds
+    def _advance(self, idx, ks, rates, shared) -> np.ndarray:
+        """Jobs ``idx`` (distinct) run this round on types ``ks`` at ``rates`` (``shared``: beside a partner);
+        each runs the round or until it finishes, then completes at that exact time. Counts type changes.
+        Returns each job's seconds. Shapes: (n,) each -> (n,)."""
+        if np.any(rates <= 0):
+            bad = int(np.flatnonzero(rates <= 0)[0])
+            raise SimulationError(f"job {self.jobs[idx[bad]].name} was given type {self.types[ks[bad]]!r} where "
+                                  f"it cannot run")
+        was = self.last_type[idx]
+        moved = ks != was
+        self.changes[idx[moved]] += was[moved] >= 0
+        self.last_type[idx] = ks
+        total, round_s = self.total_steps[idx], self.cfg.round_s
+        left = total - self.done_steps[idx]
+        seconds = np.minimum(round_s, left / rates)
+        self.done_steps[idx] += rates * seconds
+        self.gpu_s[idx] += self.scale[idx] * seconds
+        self.shared_s[idx] += np.where(shared, seconds, 0.0)
+        done = idx[(seconds < round_s) | (left - rates * seconds <= 1e-9 * total)]
+        self.done_steps[done] = self.total_steps[done]
+        self.completion[done] = self.t + seconds[(seconds < round_s) | (left - rates * seconds <= 1e-9 * total)]
         return seconds
 
     def _fractions(self, active):
