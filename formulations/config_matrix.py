@@ -22,22 +22,32 @@ Rows are ``row_lower <= A x <= row_upper``; the objective is maximised.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
+
+from goodopt.arrays import Array, ArrayIn
+from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet, type_layout
 from .matrix import CscArrays, MatrixModel
 from .objective import ScaledObjective
-from .pattern_block import pattern_block
+from .pattern_block import PatternBlock, pattern_block
 
 
 class _Rows:
     """Collects rows as (row, column, value) triplets with their bounds."""
 
-    def __init__(self):
-        self.r, self.c, self.v, self.lo, self.hi, self.names = [], [], [], [], [], []
+    def __init__(self) -> None:
+        self.r: list[Array] = []
+        self.c: list[Array] = []
+        self.v: list[Array] = []
+        self.lo: list[Array] = []
+        self.hi: list[Array] = []
+        self.names: list[str] = []
         self.m = 0
 
-    def add(self, rows, cols, vals, lo, hi, name):
+    def add(self, rows: ArrayIn, cols: ArrayIn, vals: ArrayIn, lo: ArrayIn, hi: ArrayIn, name: str) -> None:
         """Add rows numbered ``0..len(lo)-1`` locally (``rows`` index into them)."""
         lo, hi = np.atleast_1d(np.asarray(lo, float)), np.atleast_1d(np.asarray(hi, float))
         self.r.append(np.asarray(rows, np.int64) + self.m)
@@ -48,14 +58,16 @@ class _Rows:
         self.names += [name] * len(lo)
         self.m += len(lo)
 
-    def matrix(self, n):
-        cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+    def matrix(self, n: int) -> tuple[CscArrays, Array, Array]:
+        def cat(xs: list[Array], dt: type) -> Array:
+            return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+
         A = CscArrays.from_triplets(cat(self.r, np.int64), cat(self.c, np.int64), cat(self.v, float), (self.m, n))
         return A, cat(self.lo, float), cat(self.hi, float)
 
 
-def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None, *,
-                  placement=(), max_pattern_columns: int = 60_000) -> MatrixModel:
+def config_matrix(problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None, *,
+                  placement: Iterable[int] = (), max_pattern_columns: int = 60_000) -> MatrixModel:
     """The configuration-level model as arrays (``objective`` for finite p, None for p = ±inf).
 
     ``placement`` (GPU type indices) adds, for those types, the node-pattern rows of
@@ -70,7 +82,8 @@ def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None
     epigraph = not np.isfinite(pr.p)
     n_extra = (1 + (J if pr.p > 0 else 0)) if epigraph else J
     n = C + n_extra
-    blocks, aggregate = [], []
+    blocks: list[PatternBlock] = []
+    aggregate: list[int] = []
     if placement and pr.interference_avoidance:
         for g in sorted(set(int(t) for t in placement) & set(np.unique(cs.gpu_type).tolist())):
             block = pattern_block(pr, cs, g, n, max_pattern_columns)
@@ -86,7 +99,7 @@ def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None
     integer[:C] = True
     if epigraph:
         _epigraph(pr, cs, rows, cost, lower, upper, integer)
-    else:
+    elif objective is not None:
         upper[:C] = np.where(objective.forbidden, 0.0, 1.0)  # (0d)
         cost[:C] = objective.coef
         cost[C:C + J] = objective.idle
@@ -115,7 +128,8 @@ def config_matrix(problem, configs: ConfigSet, objective: ScaledObjective | None
                        pattern_types=tuple(b.gpu_type for b in blocks), aggregate_types=tuple(aggregate))
 
 
-def _epigraph(pr, cs, rows, cost, lower, upper, integer):
+def _epigraph(pr: AllocationProblem, cs: ConfigSet, rows: _Rows, cost: Array, lower: Array, upper: Array,
+              integer: Array) -> None:
     """(0a) t <= eps + Σ S_c z_c  (p = -inf);  (0b) the same plus S_max (1 - y_j), Σ y = 1  (p = +inf)."""
     J, C = pr.n_jobs, cs.n_configs
     t = C
@@ -139,7 +153,7 @@ def _epigraph(pr, cs, rows, cost, lower, upper, integer):
     rows.add(r, c, v, np.full(J, -np.inf), hi, "0a" if pr.p < 0 else "0b")
 
 
-def _capacity_rows(pr, cs, rows):
+def _capacity_rows(pr: AllocationProblem, cs: ConfigSet, rows: _Rows) -> None:
     """(R2) GPUs per type, (R3) nodes of multi-node jobs per type, (R4) bin-packing cuts."""
     total, n_nodes, largest = type_layout(pr)
     G = pr.n_gpu_types
@@ -169,7 +183,7 @@ def _capacity_rows(pr, cs, rows):
                 rows.add(np.zeros(on.sum()), single[on], coef[on], [-np.inf], [float(n_nodes[g])], "R4")
 
 
-def dual_feasible_functions(capacity: int) -> list[np.ndarray]:
+def dual_feasible_functions(capacity: int) -> list[Array]:
     """Dual-feasible functions ``f`` on GPU counts ``0..capacity`` with ``f(capacity) = 1`` (R4).
 
     Any set of counts that fits one node (sum <= capacity) has ``Σ f <= 1``:
@@ -185,7 +199,7 @@ def dual_feasible_functions(capacity: int) -> list[np.ndarray]:
         y = (lam + 1) * x
         integral = np.isclose(y, np.round(y))
         out.append(np.where(integral, x, np.floor(y + 1e-12) / lam))
-    unique = []
+    unique: list[Array] = []
     for f in out:
         if np.allclose(f, x) or any(np.allclose(f, u) for u in unique):
             continue
@@ -193,7 +207,7 @@ def dual_feasible_functions(capacity: int) -> list[np.ndarray]:
     return unique
 
 
-def multi_node_need(pr, cs, idx, largest):
+def multi_node_need(pr: AllocationProblem, cs: ConfigSet, idx: Array, largest: Array) -> Array:
     """Nodes that multi-node configurations ``idx`` occupy in (R3): at least ``max(2, ceil(k / largest node))``
     for a move, exactly the nodes of its current row for a keep configuration. Shapes: idx (M,) -> (M,)."""
     need = np.maximum(2, -(-cs.n_gpus[idx] // np.maximum(largest[cs.gpu_type[idx]], 1)))
@@ -203,7 +217,7 @@ def multi_node_need(pr, cs, idx, largest):
     return need
 
 
-def no_good_row(config_indices, n_columns: int):
+def no_good_row(config_indices: ArrayIn, n_columns: int) -> tuple[Array, Array, float, float]:
     """(C1) ``Σ_{c ∈ S} z_c <= |S| - 1`` as ``(columns, values, lower, upper)``."""
     idx = np.asarray(config_indices, np.int64)
     return idx, np.ones(len(idx)), -np.inf, float(len(idx) - 1)

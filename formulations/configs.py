@@ -26,12 +26,16 @@ optimality is preserved as well.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 from goodopt.fitness import TINY_P
+from goodopt.problem import AllocationProblem
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,14 +48,14 @@ class ConfigSet:
     ``keep_of_job`` (J,) index of the job's keep configuration or -1.
     """
 
-    job: np.ndarray
-    gpu_type: np.ndarray
-    n_gpus: np.ndarray
-    multi: np.ndarray
-    keep: np.ndarray
-    speedup: np.ndarray
-    job_start: np.ndarray
-    keep_of_job: np.ndarray
+    job: Array
+    gpu_type: Array
+    n_gpus: Array
+    multi: Array
+    keep: Array
+    speedup: Array
+    job_start: Array
+    keep_of_job: Array
 
     @property
     def n_configs(self) -> int:
@@ -61,7 +65,7 @@ class ConfigSet:
         return slice(int(self.job_start[j]), int(self.job_start[j + 1]))
 
 
-def current_shape(problem):
+def current_shape(problem: AllocationProblem) -> tuple[Array, Array, Array]:
     """GPU count, node count and majority type of every current row.
 
     Shapes: -> (J,), (J,), (J,).
@@ -74,7 +78,7 @@ def current_shape(problem):
     return k, nodes, gtype
 
 
-def type_layout(problem):
+def type_layout(problem: AllocationProblem) -> tuple[Array, Array, Array]:
     """Per GPU type: total GPUs, node count, largest node. Shapes: -> (G,) x 3."""
     G = problem.n_gpu_types
     total = np.bincount(problem.node_type, weights=problem.node_capacity, minlength=G).astype(np.int64)
@@ -84,7 +88,7 @@ def type_layout(problem):
     return total, n_nodes, largest
 
 
-def enumerate_configs(problem, *, prune: bool = True) -> ConfigSet:
+def enumerate_configs(problem: AllocationProblem, *, prune: bool = True) -> ConfigSet:
     """Every feasible-in-isolation configuration of every job.
 
     A move configuration (g, k, multi) is listed when ``min_gpus <= k <=
@@ -144,7 +148,7 @@ def enumerate_configs(problem, *, prune: bool = True) -> ConfigSet:
     return cs
 
 
-def rows_feasible_alone(problem) -> np.ndarray:
+def rows_feasible_alone(problem: AllocationProblem) -> Array:
     """Whether each current row would be feasible if it were the only one (capacity, no negative
     entries, one GPU type, within min/max GPUs; interference needs a second job). Shapes: -> (J,)."""
     pr = problem
@@ -152,11 +156,12 @@ def rows_feasible_alone(problem) -> np.ndarray:
     k = cur.sum(axis=1)
     onehot = (pr.node_type[:, None] == np.arange(pr.n_gpu_types)[None, :]).astype(np.int64)
     per_type = cur @ onehot
-    return ((k > 0) & np.all(cur <= pr.node_capacity[None, :], axis=1) & np.all(cur >= 0, axis=1)
-            & (per_type.max(axis=1, initial=0) == k) & (k >= pr.min_gpus) & (k <= pr.max_gpus))
+    ok: Array = ((k > 0) & np.all(cur <= pr.node_capacity[None, :], axis=1) & np.all(cur >= 0, axis=1)
+          & (per_type.max(axis=1, initial=0) == k) & (k >= pr.min_gpus) & (k <= pr.max_gpus))
+    return ok
 
 
-def choice_from_values(configs: ConfigSet, n_jobs: int, z) -> np.ndarray:
+def choice_from_values(configs: ConfigSet, n_jobs: int, z: Array) -> Array:
     """Config index chosen per job (-1 = none) from integral values ``z`` (C,). Shapes: -> (J,)."""
     chosen = np.full(n_jobs, -1, dtype=np.int64)
     on = np.flatnonzero(np.asarray(z) > 0.5)
@@ -164,7 +169,7 @@ def choice_from_values(configs: ConfigSet, n_jobs: int, z) -> np.ndarray:
     return chosen
 
 
-def rounded_from_values(configs: ConfigSet, n_jobs: int, z) -> np.ndarray:
+def rounded_from_values(configs: ConfigSet, n_jobs: int, z: Array) -> Array:
     """Per job the configuration with the largest (LP) value in ``z`` (-1 if all are ~0). Shapes: -> (J,)."""
     z = np.asarray(z, dtype=float)
     chosen = np.full(n_jobs, -1, dtype=np.int64)
@@ -176,7 +181,7 @@ def rounded_from_values(configs: ConfigSet, n_jobs: int, z) -> np.ndarray:
     return chosen
 
 
-def match_configs(problem, configs: ConfigSet, alloc) -> np.ndarray:
+def match_configs(problem: AllocationProblem, configs: ConfigSet, alloc: Array) -> Array:
     """Config index realised by each row of ``alloc`` (-1 when none matches). Shapes: (J, N) -> (J,)."""
     pr, cs = problem, configs
     alloc = np.asarray(alloc)
@@ -198,7 +203,7 @@ def match_configs(problem, configs: ConfigSet, alloc) -> np.ndarray:
 
 
 # ------------------------------------------------------------ objective terms
-def objective_transform(p: float):
+def objective_transform(p: float) -> tuple[Callable[[Any], Any], Callable[[Any], Any], str]:
     """``h`` with fitness ``F = M_h^{-1}(sum w h(S + eps) / sum w)`` and its sense.
 
     Returns ``(h, h_inverse, sense)`` where ``sense`` is ``"min"`` when the
@@ -212,7 +217,7 @@ def objective_transform(p: float):
     return (lambda t: np.power(t, p)), (lambda y: np.power(y, 1.0 / p)), ("min" if p < 0 else "max")
 
 
-def rank_utility(problem, speedup, job):
+def rank_utility(problem: AllocationProblem, speedup: Array, job: Array | int) -> Array:
     """Per-job objective term, larger is better, for ranking moves by their gain (a heuristic's view).
 
     ``w_j bc_p(S + eps)`` (Box-Cox, increasing in ``S`` for every p, an affine

@@ -18,11 +18,16 @@ from __future__ import annotations
 import numpy as np
 from pymoo.core.problem import Problem
 
+from goodopt.arrays import Array
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
 
-class AllocationGAProblem(Problem):
+
+class AllocationGAProblem(Problem):  # type: ignore[misc]  # pymoo publishes no types
     """Vectorised pymoo problem over a population of allocations."""
 
-    def __init__(self, problem, evaluator=None, *, two_objectives: bool = False):
+    def __init__(self, problem: AllocationProblem, evaluator: Evaluator | None = None, *,
+                 two_objectives: bool = False) -> None:
         self.alloc_problem = problem
         self.evaluator = evaluator if evaluator is not None else problem.evaluator()
         self.two_objectives = two_objectives
@@ -30,7 +35,7 @@ class AllocationGAProblem(Problem):
         super().__init__(n_var=J * N, n_obj=2 if two_objectives else 1, n_ieq_constr=1,
                          xl=np.zeros(J * N), xu=np.tile(problem.node_capacity, J).astype(float), vtype=int)
 
-    def _evaluate(self, x, out, *args, **kwargs):
+    def _evaluate(self, x: Array, out: dict[str, Array], *args: object, **kwargs: object) -> None:
         """Shapes: x (P, J * N) -> F (P, n_obj), G (P, 1)."""
         pr = self.alloc_problem
         pop = np.asarray(x).reshape(len(x), pr.n_jobs, pr.n_nodes).astype(np.int64, copy=False)

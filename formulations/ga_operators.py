@@ -15,11 +15,17 @@ derived from the run's seed) and uses no other randomness.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 from pymoo.core.crossover import Crossover
 from pymoo.core.mutation import Mutation
 from pymoo.core.repair import Repair
 from pymoo.core.sampling import Sampling
+
+from goodopt.arrays import Array, ArrayIn
+from goodopt.problem import AllocationProblem
 
 from .configs import rank_utility
 
@@ -27,7 +33,7 @@ from .configs import rank_utility
 class RepairData:
     """Arrays the repair needs, computed once per problem."""
 
-    def __init__(self, problem):
+    def __init__(self, problem: AllocationProblem) -> None:
         pr = problem
         self.pr = pr
         self.J, self.N, self.G, self.K = pr.n_jobs, pr.n_nodes, pr.n_gpu_types, pr.max_k
@@ -55,7 +61,7 @@ class RepairData:
         self.gain_start = np.where(ok, self.util_single[jj, ntype, nc] - self.util_zero[:, None], -np.inf)
 
 
-def repair(pop, data: RepairData, rng: np.random.Generator) -> np.ndarray:
+def repair(pop: ArrayIn, data: RepairData, rng: np.random.Generator) -> Array:
     """Make every member feasible, then hand idle GPUs out.
 
     In order: negatives to 0; each job keeps only the nodes of its majority
@@ -105,7 +111,7 @@ def repair(pop, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     return refill(a, d, rng)
 
 
-def _one_multi_node_job_per_node(a, used, key) -> None:
+def _one_multi_node_job_per_node(a: Array, used: Array, key: Array) -> None:
     """On every node, of the jobs spread over several nodes keep the one with the lowest ``key``; the others
     lose their GPUs there (only members with a node shared by two such jobs change). Shapes: a, used (P, J, N),
     key (P, J); ``a`` is changed in place."""
@@ -120,7 +126,7 @@ def _one_multi_node_job_per_node(a, used, key) -> None:
     a[clash] = sub
 
 
-def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
+def refill(a: Array, data: RepairData, rng: np.random.Generator) -> Array:
     """Hand idle GPUs to jobs, node by node, in passes.
 
     In each pass every node with idle GPUs gives, to one of the jobs with the
@@ -167,7 +173,7 @@ def refill(a, data: RepairData, rng: np.random.Generator) -> np.ndarray:
     return a
 
 
-def _pass_gains(sub, free, k, kept, d) -> np.ndarray:
+def _pass_gains(sub: Array, free: Array, k: Array, kept: Array | None, d: RepairData) -> Array:
     """The gain of each (member, job, node) move of one refill pass (-inf: not a candidate): a first placement
     of an idle job with its minimum GPUs, or one more GPU for a job running on that node only. ``kept``
     (members, J) marks rows still on their current allocation (None when every re-allocation factor is 1).
@@ -185,7 +191,7 @@ def _pass_gains(sub, free, k, kept, d) -> np.ndarray:
     grow = ((nodes == 1) & (k < d.limit[None, :]) & d.single_ok[rows, t, kn]
             & (np.take_along_axis(free, node_of, axis=1) >= 1))
     base = d.util_single[rows, t, kc]
-    if kept is not None:
+    if kept is not None and d.util_kept is not None:
         base = np.where(kept, d.util_kept[rows, t, kc], base)
     gg = d.util_single[rows, t, kn] - base
     pp, jj = np.nonzero(grow)
@@ -194,7 +200,7 @@ def _pass_gains(sub, free, k, kept, d) -> np.ndarray:
     return gain
 
 
-def _one_start_per_idle_job(pn, jn, nn, idle, J) -> np.ndarray:
+def _one_start_per_idle_job(pn: Array, jn: Array, nn: Array, idle: Array, J: int) -> Array:
     """Which picks to keep: an idle job starts on one node per pass, its first picked node (``pn``, ``jn``,
     ``nn`` run in (member, node) order); every pick of a running job is kept. Shapes: (picks,) -> (picks,)."""
     key = (pn * J + jn)[idle]
@@ -209,7 +215,7 @@ def _one_start_per_idle_job(pn, jn, nn, idle, J) -> np.ndarray:
     return keep
 
 
-def _rth_best(gain, noise, rank) -> np.ndarray:
+def _rth_best(gain: Array, noise: Array, rank: Array) -> Array:
     """Per (member, node), the job with the ``rank % n``-th highest finite gain among its ``n`` finite ones
     (-1 where none is finite), ties broken by ``noise``. Only the finite entries are sorted: most (job, node)
     pairs have no candidate. Shapes: gain, noise (P, J, N), rank (P, N) -> (P, N)."""
@@ -232,32 +238,33 @@ def _rth_best(gain, noise, rank) -> np.ndarray:
     return best
 
 
-class AllocationRepair(Repair):
-    def __init__(self, data: RepairData):
+class AllocationRepair(Repair):  # type: ignore[misc]  # pymoo publishes no types
+    def __init__(self, data: RepairData) -> None:
         super().__init__()
         self.data = data
 
-    def _do(self, problem, X, random_state=None, **kwargs):
+    def _do(self, problem: object, X: Array, random_state: Any = None, **kwargs: object) -> Array:
         d = self.data
         pop = np.asarray(X).reshape(len(X), d.J, d.N)
         return repair(pop, d, random_state).reshape(len(X), -1)
 
 
-class AllocationSampling(Sampling):
+class AllocationSampling(Sampling):  # type: ignore[misc]  # pymoo publishes no types
     """Current allocation, warm starts, then mutated copies of them."""
 
-    def __init__(self, data: RepairData, seeds=(), mutation_rate: float = 0.3):
+    def __init__(self, data: RepairData, seeds: Iterable[ArrayIn] = (), mutation_rate: float = 0.3) -> None:
         super().__init__()
         self.data = data
         self.seeds = [np.asarray(s, dtype=np.int64) for s in seeds]
         self.mutation_rate = mutation_rate
 
-    def _do(self, problem, n_samples, random_state=None, **kwargs):
+    def _do(self, problem: object, n_samples: int, random_state: Any = None, **kwargs: object) -> Array:
         pop = initial_population(self.data, self.seeds, n_samples, random_state, self.mutation_rate)
         return pop.reshape(n_samples, -1)
 
 
-def initial_population(data: RepairData, seeds, n_samples: int, rng, mutation_rate: float = 0.3):
+def initial_population(data: RepairData, seeds: Iterable[ArrayIn], n_samples: int, rng: np.random.Generator,
+                       mutation_rate: float = 0.3) -> Array:
     """The current allocation and ``seeds``, then mutated copies of them, all repaired.
 
     Shapes: seeds list of (J, N) -> (n_samples, J, N).
@@ -270,7 +277,7 @@ def initial_population(data: RepairData, seeds, n_samples: int, rng, mutation_ra
     return repair(pop, data, rng)
 
 
-def mutate(pop, data: RepairData, rng, rate: float):
+def mutate(pop: Array, data: RepairData, rng: np.random.Generator, rate: float) -> Array:
     """Row-wise mutation. Shapes: (P, J, N) -> (P, J, N) (new array)."""
     pr = data.pr
     a = pop.copy()
@@ -289,26 +296,26 @@ def mutate(pop, data: RepairData, rng, rate: float):
     return a
 
 
-class AllocationMutation(Mutation):
-    def __init__(self, data: RepairData, rate: float | None = None):
+class AllocationMutation(Mutation):  # type: ignore[misc]  # pymoo publishes no types
+    def __init__(self, data: RepairData, rate: float | None = None) -> None:
         super().__init__()
         self.data = data
         self.rate = rate if rate is not None else min(1.0, 2.0 / max(data.J, 1))
 
-    def _do(self, problem, X, random_state=None, **kwargs):
+    def _do(self, problem: object, X: Array, random_state: Any = None, **kwargs: object) -> Array:
         d = self.data
         pop = np.asarray(X).reshape(len(X), d.J, d.N).astype(np.int64)
         return mutate(pop, d, random_state, self.rate).reshape(len(X), -1)
 
 
-class RowCrossover(Crossover):
+class RowCrossover(Crossover):  # type: ignore[misc]  # pymoo publishes no types
     """Children take each job's whole row from one parent or the other."""
 
-    def __init__(self, data: RepairData, prob: float = 0.9):
+    def __init__(self, data: RepairData, prob: float = 0.9) -> None:
         super().__init__(2, 2, prob=prob)
         self.data = data
 
-    def _do(self, problem, X, random_state=None, **kwargs):
+    def _do(self, problem: object, X: Array, random_state: Any = None, **kwargs: object) -> Array:
         d = self.data
         _, n_matings, _ = X.shape
         A = X[0].reshape(n_matings, d.J, d.N)
@@ -317,7 +324,7 @@ class RowCrossover(Crossover):
         return np.stack([c1, c2]).reshape(2, n_matings, -1)
 
 
-def row_crossover(A, B, rng):
+def row_crossover(A: Array, B: Array, rng: np.random.Generator) -> tuple[Array, Array]:
     """Two children per pair of parents, each job's row from one parent or the other.
 
     Shapes: A, B (M, J, N) -> two (M, J, N).

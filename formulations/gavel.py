@@ -107,19 +107,26 @@ and :func:`build_arrays` (the same rows as arrays for HiGHS directly, about
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
 
+from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
+from goodopt.gavel.matrix import ThroughputMatrix
 
 from .matrix import CscArrays, MatrixModel
 
 OBJECTIVES = ("max_min", "max_sum", "min_cost", "feasibility")
+#: A pair column: (pair, type, (member a, member b), (T^pair_a / T_a, T^pair_b / T_b)).
+PairColumn = tuple[int, int, tuple[int, int], tuple[float, float]]
 
 
-def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, rows=None) -> pyo.ConcreteModel:
+def build_model(matrix: ThroughputMatrix, *, objective: str, coef: Array | tuple[Array, Array] | None = None, floor: ArrayIn | None = None,
+                t_min: float | None = None, rows: ArrayIn | None = None) -> pyo.ConcreteModel:
     """One LP of the module docstring (with the pair columns (1'), (2') when ``matrix`` has pairs).
 
     * ``objective="max_min"``: maximise ``t`` with ``t <= Σ_k coef_jk X_jk``
@@ -149,12 +156,12 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, ro
     m = pyo.ConcreteModel(name=f"gavel-{objective}")
     m.X = pyo.Var(pairs, bounds=(0.0, 1.0))
     m.Y = pyo.Var([(p, k) for p, k, _, _ in cols], bounds=(0.0, 1.0))
-    shared = {j: [] for j in range(J)}  # job -> [(pair, type, throughput ratio to alone)]
+    shared: dict[int, list[tuple[int, int, float]]] = {j: [] for j in range(J)}  # job -> [(pair, type, ratio)]
     for p, k, members, ratios in cols:
         for j, r in zip(members, ratios):
             shared[j].append((p, k, r))
 
-    def thr(j, c):  # job j's sum with per-type coefficients c[j, k]
+    def thr(j: int, c: Array) -> Any:  # job j's sum with per-type coefficients c[j, k]
         return sum(float(c[j, k]) * m.X[j, k] for k in by_job[j]) + \
             sum(float(c[j, k] * r) * m.Y[p, k] for p, k, r in shared[j])
 
@@ -174,13 +181,26 @@ def build_model(matrix, *, objective: str, coef=None, floor=None, t_min=None, ro
         if c_min is None:
             raise ValidationError("coef", "t_min needs coef = (objective coef, minimum coef)")
         m.keep_min = pyo.Constraint(sel, rule=lambda m, j: thr(j, c_min) >= float(t_min))
-    _set_objective(m, objective, mx, pairs, cols, sel, lambda j: thr(j, c_obj))
+    _set_objective(m, objective, mx, pairs, cols, sel, lambda j: thr(j, _coef(c_obj)))
     m._pairs = pairs
     m._cols = cols
     return m
 
 
-def _set_objective(m, objective, mx, pairs, cols, sel, thr_obj) -> None:
+def _price(mx: ThroughputMatrix) -> Array:
+    if mx.price_per_gpu_h is None:
+        raise ValidationError("price_per_gpu_h", "is required by the min_cost objective", "give the matrix its prices")
+    return mx.price_per_gpu_h
+
+
+def _coef(c: Array | None) -> Array:
+    if c is None:
+        raise ValidationError("coef", "this objective needs coefficients", "pass coef=...")
+    return c
+
+
+def _set_objective(m: pyo.ConcreteModel, objective: str, mx: ThroughputMatrix, pairs: list[tuple[int, int]],
+                   cols: list[PairColumn], sel: Any, thr_obj: Callable[[int], Any]) -> None:
     """The objective of :func:`build_model` (and the epigraph rows of ``max_min``); ``thr_obj(j)`` is job
     ``j``'s sum with the objective's coefficients."""
     if objective == "max_min":
@@ -190,22 +210,23 @@ def _set_objective(m, objective, mx, pairs, cols, sel, thr_obj) -> None:
     elif objective == "max_sum":
         m.obj = pyo.Objective(expr=sum(thr_obj(j) for j in range(mx.n_jobs)), sense=pyo.maximize)
     elif objective == "min_cost":
-        m.obj = pyo.Objective(expr=sum(float(mx.price_per_gpu_h[k] * mx.scale_factor[j]) * m.X[j, k]
+        price = _price(mx)
+        m.obj = pyo.Objective(expr=sum(float(price[k] * mx.scale_factor[j]) * m.X[j, k]
                                        for j, k in pairs)
-                              + sum(float(mx.price_per_gpu_h[k] * mx.scale_factor[mb[0]]) * m.Y[p, k]
+                              + sum(float(price[k] * mx.scale_factor[mb[0]]) * m.Y[p, k]
                                     for p, k, mb, _ in cols), sense=pyo.minimize)
     else:
         m.obj = pyo.Objective(expr=0.0 * sum(m.X[j, k] for j, k in pairs[:1]), sense=pyo.minimize)
 
 
-def _pair_columns(mx) -> list:
+def _pair_columns(mx: ThroughputMatrix) -> list[PairColumn]:
     """``(pair, type, (j_a, j_b), (T^pair_a / T_a, T^pair_b / T_b))`` for every usable pair column."""
     pc = _pair_arrays(mx)
     return [(int(p), int(k), (int(a), int(b)), (float(ra), float(rb)))
             for p, k, a, b, ra, rb in zip(pc["p"], pc["k"], pc["a"], pc["b"], pc["ra"], pc["rb"])]
 
 
-def fractions(model, matrix) -> np.ndarray:
+def fractions(model: pyo.ConcreteModel, matrix: ThroughputMatrix) -> Array:
     """The solved ``X`` as an array (0 outside the usable pairs). Shapes: -> (J, K)."""
     x = np.zeros((matrix.n_jobs, matrix.n_types))
     for (j, k) in model._pairs:
@@ -214,7 +235,7 @@ def fractions(model, matrix) -> np.ndarray:
     return x
 
 
-def pair_fractions(model, matrix) -> np.ndarray:
+def pair_fractions(model: pyo.ConcreteModel, matrix: ThroughputMatrix) -> Array:
     """The solved ``Y`` (time fractions of the job pairs sharing GPUs). Shapes: -> (P, K), P = 0 without pairs."""
     y = np.zeros((0 if matrix.pairs is None else len(matrix.pairs), matrix.n_types))
     for p, k, _, _ in model._cols:
@@ -231,11 +252,11 @@ class GavelArrays:
     (P, K) column numbers (-1 where the variable does not exist)."""
 
     model: MatrixModel
-    x_index: np.ndarray
-    y_index: np.ndarray
+    x_index: Array
+    y_index: Array
     sense: int
 
-    def fractions(self, values) -> tuple[np.ndarray, np.ndarray]:
+    def fractions(self, values: ArrayIn) -> tuple[Array, Array]:
         """``(X, Y)`` from the solved column values. Shapes: -> (J, K), (P, K)."""
         v = np.clip(np.asarray(values, dtype=float), 0.0, 1.0)
         x = np.where(self.x_index >= 0, v[np.maximum(self.x_index, 0)], 0.0)
@@ -243,7 +264,9 @@ class GavelArrays:
         return x, y
 
 
-def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, rows=None) -> GavelArrays:
+def build_arrays(matrix: ThroughputMatrix, *, objective: str, coef: Array | tuple[Array, Array] | None = None,
+                 floor: ArrayIn | None = None, t_min: float | None = None,
+                 rows: ArrayIn | None = None) -> GavelArrays:
     """:func:`build_model`'s LP as arrays, row for row: (1), (1'), (2), (2'), the floors, the ``t_min`` rows
     and the epigraph, in that order; columns ``X``, then ``Y``, then ``t`` for max-min objectives."""
     if objective not in OBJECTIVES:
@@ -256,7 +279,7 @@ def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, r
     t_col = nx + ny if objective == "max_min" else None
     n_col = nx + ny + (t_col is not None)
 
-    def thr_rows(c, jobs, first, sign=1.0):
+    def thr_rows(c: ArrayIn, jobs: Array, first: int, sign: float = 1.0) -> list[tuple[Array, Array, Array]]:
         """Triplets of ``sign * thr_j`` with coefficients ``c`` for ``jobs`` on rows ``first, first + 1, ...``."""
         row_of = np.full(J, -1, dtype=np.int64)
         row_of[jobs] = first + np.arange(len(jobs))
@@ -299,11 +322,13 @@ def build_arrays(matrix, *, objective: str, coef=None, floor=None, t_min=None, r
     return GavelArrays(model, x_index, y_index, sense)
 
 
-def _time_and_capacity_rows(mx, jj, kk, pc, ycol):
+def _time_and_capacity_rows(mx: ThroughputMatrix, jj: Array, kk: Array, pc: dict[str, Array],
+                            ycol: Array) -> tuple[list[tuple[Array, Array, Array]], list[float], list[float]]:
     """Rows (1), (1') (each job's time) and (2), (2') (each usable type's GPUs, a pair's once) of
     :func:`build_arrays`: ``(triplet blocks, row lower bounds, row upper bounds)``."""
     J, nx, ny = mx.n_jobs, len(jj), len(ycol)
-    blocks = [(jj, np.arange(nx), np.ones(nx)), (pc["a"], ycol, np.ones(ny)), (pc["b"], ycol, np.ones(ny))]
+    blocks: list[tuple[Array, Array, Array]] = [(jj, np.arange(nx), np.ones(nx)), (pc["a"], ycol, np.ones(ny)),
+                                          (pc["b"], ycol, np.ones(ny))]
     lo, up = [-np.inf] * J, [1.0] * J
     types = np.unique(kk)
     row_k = np.full(mx.n_types, -1, dtype=np.int64)
@@ -315,7 +340,7 @@ def _time_and_capacity_rows(mx, jj, kk, pc, ycol):
     return blocks, lo, up
 
 
-def _array_columns(mx):
+def _array_columns(mx: ThroughputMatrix) -> tuple[Array, Array, dict[str, Array], Array, Array]:
     """The columns of :func:`build_arrays`: ``X`` for every runnable (job, type), then ``Y`` for every usable
     pair column. Returns ``(jj, kk, pair arrays, x_index (J, K), y_index (P, K))`` (-1: no column)."""
     jj, kk = np.nonzero(mx.runnable)
@@ -328,7 +353,8 @@ def _array_columns(mx):
     return jj, kk, pc, x_index, y_index
 
 
-def _array_cost(objective, mx, c_obj, jj, kk, pc, n_col, t_col):
+def _array_cost(objective: str, mx: ThroughputMatrix, c_obj: ArrayIn | None, jj: Array, kk: Array,
+                pc: dict[str, Array], n_col: int, t_col: int | None) -> tuple[Array, int]:
     """``(cost, sense)`` of :func:`build_arrays`: the objective row over its columns (``X``, ``Y``, ``t``),
     maximised (``sense`` -1: a minimisation negated)."""
     cost = np.zeros(n_col)
@@ -340,16 +366,17 @@ def _array_cost(objective, mx, c_obj, jj, kk, pc, n_col, t_col):
         cost[:nx] = c[jj, kk]
         cost[nx:nx + ny] = c[pc["a"], pc["k"]] * pc["ra"] + c[pc["b"], pc["k"]] * pc["rb"]
     elif objective == "min_cost":
-        cost[:nx] = -mx.price_per_gpu_h[kk] * mx.scale_factor[jj]
-        cost[nx:nx + ny] = -mx.price_per_gpu_h[pc["k"]] * mx.scale_factor[pc["a"]]
+        price = _price(mx)
+        cost[:nx] = -price[kk] * mx.scale_factor[jj]
+        cost[nx:nx + ny] = -price[pc["k"]] * mx.scale_factor[pc["a"]]
         return cost, -1
     return cost, 1
 
 
-def _pair_arrays(mx) -> dict:
+def _pair_arrays(mx: ThroughputMatrix) -> dict[str, Array]:
     """The usable pair columns as arrays: pair ``p``, type ``k``, members ``a``, ``b`` and their throughput
     ratios together / alone ``ra``, ``rb``. Shapes: each (columns,)."""
-    if mx.pairs is None or not len(mx.pairs):
+    if mx.pairs is None or mx.pair_throughput is None or not len(mx.pairs):
         e = np.zeros(0, dtype=np.int64)
         return {"p": e, "k": e, "a": e, "b": e, "ra": np.zeros(0), "rb": np.zeros(0)}
     p, k = np.nonzero(mx.pair_runnable)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goodopt.arrays import Array
+
 
 @dataclass(frozen=True, eq=False)
 class MatrixModel:
@@ -22,13 +24,13 @@ class MatrixModel:
     in compressed-column form; row_lower, row_upper (m,).
     """
 
-    cost: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    integer: np.ndarray
+    cost: Array
+    lower: Array
+    upper: Array
+    integer: Array
     A: CscArrays
-    row_lower: np.ndarray
-    row_upper: np.ndarray
+    row_lower: Array
+    row_upper: Array
     names: tuple[str, ...]
     n_configs: int
     epigraph: bool
@@ -51,13 +53,13 @@ class CscArrays:
     Built with numpy alone: scipy.sparse costs about 0.6 s to import, more than a 64-GPU solve.
     """
 
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
+    indptr: Array
+    indices: Array
+    data: Array
     shape: tuple[int, int]
 
     @classmethod
-    def from_triplets(cls, rows, cols, vals, shape):
+    def from_triplets(cls, rows: Array, cols: Array, vals: Array, shape: tuple[int, int]) -> CscArrays:
         """Duplicates (same row and column) are summed. Shapes: rows, cols, vals (nnz,)."""
         m, n = shape
         key = cols * max(m, 1) + rows

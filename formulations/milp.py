@@ -91,11 +91,16 @@ the placement level's optimum.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.common.collections import ComponentMap
 
+from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
+from goodopt.problem import AllocationProblem
 
 from .config_matrix import dual_feasible_functions, multi_node_need
 from .configs import ConfigSet, choice_from_values, match_configs, rounded_from_values, type_layout
@@ -105,13 +110,13 @@ LEVELS = ("placement", "config")
 SYMMETRY = ("order", "none")
 
 
-def constraint(relation):
+def constraint(relation: Any) -> Any:
     """``relation`` or ``Constraint.Skip`` when it holds no variables (e.g. an empty sum)."""
     return pyo.Constraint.Skip if isinstance(relation, bool) else relation
 
 
-def build_model(problem, configs: ConfigSet, *, level: str = "placement", symmetry: str = "order",
-                fixed_choice=None, objective: ScaledObjective | None = None) -> pyo.ConcreteModel:
+def build_model(problem: AllocationProblem, configs: ConfigSet, *, level: str = "placement", symmetry: str = "order",
+                fixed_choice: ArrayIn | None = None, objective: ScaledObjective | None = None) -> pyo.ConcreteModel:
     """The MILP of the module docstring as a pyomo model (a pure function).
 
     ``fixed_choice`` (J,) of config indices (-1 = none) fixes z, turning the
@@ -152,10 +157,13 @@ def build_model(problem, configs: ConfigSet, *, level: str = "placement", symmet
     return m
 
 
-def _objective(m, pr, cs, by_job, objective):
+def _objective(m: pyo.ConcreteModel, pr: AllocationProblem, cs: ConfigSet, by_job: Sequence[Sequence[int]],
+               objective: ScaledObjective | None) -> None:
     z = m.z
     p = pr.p
     if np.isfinite(p):
+        if objective is None:
+            raise ValidationError("objective", "a finite p needs the scaled objective", "pass objective=...")
         coef, idle = objective.coef.tolist(), objective.idle.tolist()
         m.idle_u = pyo.Var(range(pr.n_jobs), bounds=(0, 1))  # u_j: idle (integral through z)
         m.idle_job = pyo.Constraint(range(pr.n_jobs),
@@ -183,7 +191,7 @@ def _objective(m, pr, cs, by_job, objective):
     m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
 
 
-def _config_constraints(m, pr, cs):
+def _config_constraints(m: pyo.ConcreteModel, pr: AllocationProblem, cs: ConfigSet) -> None:
     total, n_nodes, largest = type_layout(pr)
     z = m.z
     G = pr.n_gpu_types
@@ -193,9 +201,9 @@ def _config_constraints(m, pr, cs):
         [g for g in range(G) if of_type[g]],
         rule=lambda m, g: sum(k[c] * z[c] for c in of_type[g]) <= int(total[g]))  # (R2)
     if pr.interference_avoidance:
-        need = np.zeros(cs.n_configs, np.int64)
-        need[cs.multi] = multi_node_need(pr, cs, np.flatnonzero(cs.multi), largest)
-        need = need.tolist()
+        need_arr = np.zeros(cs.n_configs, np.int64)
+        need_arr[cs.multi] = multi_node_need(pr, cs, np.flatnonzero(cs.multi), largest)
+        need = need_arr.tolist()
         multi = [[c for c in of_type[g] if cs.multi[c]] for g in range(G)]
         m.multi_nodes = pyo.Constraint(
             [g for g in range(G) if multi[g]],
@@ -215,7 +223,8 @@ def _config_constraints(m, pr, cs):
             a * z[c] for c, a in zip(rows[r][1], rows[r][2]) if a > 0) <= int(n_nodes[rows[r][0]]))  # (R4)
 
 
-def _placement_constraints(m, pr, cs, by_job, symmetry):
+def _placement_constraints(m: pyo.ConcreteModel, pr: AllocationProblem, cs: ConfigSet, by_job: Sequence[Sequence[int]],
+                           symmetry: str) -> None:
     z = m.z
     J = pr.n_jobs
     cap = pr.node_capacity.tolist()
@@ -225,7 +234,7 @@ def _placement_constraints(m, pr, cs, by_job, symmetry):
     nodes_of_type = [np.flatnonzero(pr.node_type == g).tolist() for g in range(pr.n_gpu_types)]
     pairs = [(j, n) for j in range(J) for g in job_types[j] for n in nodes_of_type[g]]
     nodes_of_job = [[n for g in job_types[j] for n in nodes_of_type[g]] for j in range(J)]
-    jobs_on_node = [[] for _ in range(pr.n_nodes)]
+    jobs_on_node: list[list[int]] = [[] for _ in range(pr.n_nodes)]
     for j, n in pairs:
         jobs_on_node[n].append(j)
     m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, j, n: (0, cap[n]))
@@ -233,7 +242,7 @@ def _placement_constraints(m, pr, cs, by_job, symmetry):
     x, u = m.x, m.u
     multi_of = [[c for c in by_job[j] if cs.multi[c]] for j in range(J)]
 
-    def multi_sum(j):
+    def multi_sum(j: int) -> Any:
         return sum(z[c] for c in multi_of[j])
 
     jg = [(j, g) for j in range(J) for g in job_types[j]]
@@ -259,7 +268,7 @@ def _placement_constraints(m, pr, cs, by_job, symmetry):
         vpairs = [(j, n) for j in with_multi for n in nodes_of_job[j]]
         m.v = pyo.Var(vpairs, bounds=(0, 1))
         m.multi_use = pyo.Constraint(vpairs, rule=lambda m, j, n: m.v[j, n] >= u[j, n] + multi_sum(j) - 1)  # (9)
-        multi_on_node = [[] for _ in range(pr.n_nodes)]
+        multi_on_node: list[list[int]] = [[] for _ in range(pr.n_nodes)]
         for j, n in vpairs:
             multi_on_node[n].append(j)
         m.one_multi = pyo.Constraint(
@@ -274,7 +283,7 @@ def _placement_constraints(m, pr, cs, by_job, symmetry):
             >= sum(x[j, b] for j in jobs_on_node[b]))  # (10)
 
 
-def interchangeable_nodes(problem) -> list[list[int]]:
+def interchangeable_nodes(problem: AllocationProblem) -> list[list[int]]:
     """Classes (size >= 2) of nodes with equal type, capacity and current column."""
     pr = problem
     key = np.concatenate([pr.node_type[None, :], pr.node_capacity[None, :], pr.current], axis=0).T
@@ -284,17 +293,17 @@ def interchangeable_nodes(problem) -> list[list[int]]:
 
 
 # ------------------------------------------------------------------ decoding
-def chosen_configs(model, configs: ConfigSet, n_jobs: int) -> np.ndarray:
+def chosen_configs(model: pyo.ConcreteModel, configs: ConfigSet, n_jobs: int) -> Array:
     """Config index chosen per job (-1 = none) from solved z. Shapes: -> (J,)."""
-    return choice_from_values(configs, n_jobs, [model.z[c].value or 0.0 for c in range(configs.n_configs)])
+    return choice_from_values(configs, n_jobs, np.array([model.z[c].value or 0.0 for c in range(configs.n_configs)]))
 
 
-def rounded_choice(model, configs: ConfigSet, n_jobs: int) -> np.ndarray:
+def rounded_choice(model: pyo.ConcreteModel, configs: ConfigSet, n_jobs: int) -> Array:
     """Per job the configuration with the largest LP value (-1 if all are ~0). Shapes: -> (J,)."""
-    return rounded_from_values(configs, n_jobs, [model.z[c].value or 0.0 for c in range(configs.n_configs)])
+    return rounded_from_values(configs, n_jobs, np.array([model.z[c].value or 0.0 for c in range(configs.n_configs)]))
 
 
-def placement_allocation(model, problem) -> np.ndarray:
+def placement_allocation(model: pyo.ConcreteModel, problem: AllocationProblem) -> Array:
     """The (J, N) allocation of a solved placement-level model."""
     alloc = np.zeros((problem.n_jobs, problem.n_nodes), dtype=np.int64)
     for (j, n), var in model.x.items():
@@ -303,7 +312,7 @@ def placement_allocation(model, problem) -> np.ndarray:
     return alloc
 
 
-def warm_start_values(model, problem, configs: ConfigSet, alloc) -> ComponentMap:
+def warm_start_values(model: pyo.ConcreteModel, problem: AllocationProblem, configs: ConfigSet, alloc: ArrayIn) -> ComponentMap:
     """Variable values (a pyomo ``ComponentMap`` var -> value) encoding ``alloc`` for a warm start.
 
     Rows that match no configuration (e.g. infeasible ones) are left at zero.
@@ -325,7 +334,7 @@ def warm_start_values(model, problem, configs: ConfigSet, alloc) -> ComponentMap
         else:
             values[model.t] = float(s.min())
     if hasattr(model, "x"):
-        mult = {}
+        mult: dict[int, int] = {}
         for (j, n), var in model.x.items():
             val = int(alloc[j, n]) if placed[j] else 0
             values[var] = val
@@ -337,7 +346,7 @@ def warm_start_values(model, problem, configs: ConfigSet, alloc) -> ComponentMap
     return values
 
 
-def exclude_choice(model, config_indices) -> None:
+def exclude_choice(model: pyo.ConcreteModel, config_indices: ArrayIn) -> None:
     """Add the no-good cut (C1) ``Σ_{c ∈ S} z_c <= |S| - 1``: the configurations ``S`` are not all chosen.
 
     Used on the configuration level when ``S`` (one GPU type's chosen

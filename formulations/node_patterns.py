@@ -40,10 +40,15 @@ and the caller uses the job x node model instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from goodopt.arrays import Array
+from goodopt.problem import AllocationProblem
+
+from .configs import ConfigSet
 from .matrix import CscArrays, MatrixModel
 
 
@@ -53,17 +58,17 @@ class PatternModel:
 
     matrix: MatrixModel
     gpu_type: int
-    nodes: np.ndarray                     # (N_g,) node indices of the type
-    node_class: np.ndarray                # (N_g,) class of each of those nodes
-    patterns: list                        # (class, chunk, tuple of single sizes) per n column
-    splits: list                          # (k, tuple of chunks) per v column
-    base: np.ndarray                      # (J, N) kept rows
-    singles: dict                         # size -> list of jobs
-    multis: dict                          # k -> list of jobs
-    k_of_job: dict
+    nodes: Array                     # (N_g,) node indices of the type
+    node_class: Array                # (N_g,) class of each of those nodes
+    patterns: list[tuple[int, int, tuple[int, ...]]]  # (class, chunk, tuple of single sizes) per n column
+    splits: list[tuple[int, tuple[int, ...]]]         # (k, tuple of chunks) per v column
+    base: Array                      # (J, N) kept rows
+    singles: dict[int, list[int]]    # size -> list of jobs
+    multis: dict[int, list[int]]     # k -> list of jobs
+    k_of_job: dict[int, int]
 
 
-def partitions(total, parts_max, parts_min=1):
+def partitions(total: int, parts_max: int, parts_min: int = 1) -> Iterator[tuple[int, ...]]:
     """Multisets (non-increasing tuples) of integers in [parts_min, parts_max] summing to ``total``."""
     if total == 0:
         yield ()
@@ -73,11 +78,11 @@ def partitions(total, parts_max, parts_min=1):
             yield (first,) + rest
 
 
-def fillings(room, sizes):
+def fillings(room: int, sizes: tuple[int, ...]) -> list[tuple[int, ...]]:
     """Maximal multisets of ``sizes`` (descending tuple) with sum <= room."""
-    out = []
+    out: list[tuple[int, ...]] = []
 
-    def rec(start, left, acc):
+    def rec(start: int, left: int, acc: tuple[int, ...]) -> None:
         extended = False
         for i in range(start, len(sizes)):
             if sizes[i] <= left:
@@ -90,7 +95,8 @@ def fillings(room, sizes):
     return out
 
 
-def pattern_model(problem, configs, chosen, gpu_type, *, max_patterns=20_000):
+def pattern_model(problem: AllocationProblem, configs: ConfigSet, chosen: Array, gpu_type: int, *,
+                  max_patterns: int = 20_000) -> PatternModel | str | None:
     """The model of the module docstring for ``chosen`` (J,) on ``gpu_type``; None where it does not apply.
 
     Returns ``"infeasible"`` when the kept rows alone do not fit.
@@ -113,7 +119,8 @@ def pattern_model(problem, configs, chosen, gpu_type, *, max_patterns=20_000):
     blocked = used_by_multi > 0
     moves = on[~cs.keep[chosen[on]]]
     k_of_job = {int(j): int(cs.n_gpus[chosen[j]]) for j in moves}
-    singles, multis = {}, {}
+    singles: dict[int, list[int]] = {}
+    multis: dict[int, list[int]] = {}
     for j in moves:
         (multis if cs.multi[chosen[j]] else singles).setdefault(k_of_job[int(j)], []).append(int(j))
     key = np.stack([residual, blocked.astype(np.int64)], axis=1)
@@ -122,7 +129,7 @@ def pattern_model(problem, configs, chosen, gpu_type, *, max_patterns=20_000):
     single_sizes = tuple(sorted(singles, reverse=True))
     k_max = max(multis, default=0)
     room = int(residual[~blocked].max(initial=0))  # no chunk can exceed the largest open residual
-    splits = []
+    splits: list[tuple[int, tuple[int, ...]]] = []
     for k in sorted(multis):
         for sp in partitions(k, max(min(k - 1, room), 1)):
             if len(sp) >= 2:
@@ -130,7 +137,7 @@ def pattern_model(problem, configs, chosen, gpu_type, *, max_patterns=20_000):
             if len(splits) > max_patterns:
                 return None
     chunk_sizes = sorted({c for _, sp in splits for c in sp})
-    patterns = []
+    patterns: list[tuple[int, int, tuple[int, ...]]] = []
     for q, (r, b) in enumerate(classes):
         chunks = [0] + ([c for c in chunk_sizes if c <= r] if not b and k_max else [])
         for c in chunks:
@@ -142,8 +149,10 @@ def pattern_model(problem, configs, chosen, gpu_type, *, max_patterns=20_000):
                      singles, multis, k_of_job)
 
 
-def _assemble(pr, g, nodes, node_class, classes, patterns, splits, single_sizes, chunk_sizes, base, singles,
-              multis, k_of_job):
+def _assemble(pr: AllocationProblem, g: int, nodes: Array, node_class: Array, classes: Array,
+              patterns: list[tuple[int, int, tuple[int, ...]]], splits: list[tuple[int, tuple[int, ...]]],
+              single_sizes: tuple[int, ...], chunk_sizes: list[int], base: Array, singles: dict[int, list[int]],
+              multis: dict[int, list[int]], k_of_job: dict[int, int]) -> PatternModel:
     n_pat, n_split = len(patterns), len(splits)
     n = n_pat + n_split
     r, c, v, lo, hi = [], [], [], [], []
@@ -200,13 +209,14 @@ def _assemble(pr, g, nodes, node_class, classes, patterns, splits, single_sizes,
                         splits=splits, base=base, singles=singles, multis=multis, k_of_job=k_of_job)
 
 
-def decode_patterns(pm: PatternModel, x) -> np.ndarray:
+def decode_patterns(pm: PatternModel, x: Array) -> Array:
     """The allocation (J, N) of a solution ``x`` of the pattern model: kept rows plus placed moves."""
     counts = np.round(np.asarray(x)).astype(np.int64)
     alloc = pm.base.copy()
     n_pat = len(pm.patterns)
     free_nodes = {q: list(pm.nodes[pm.node_class == q]) for q in np.unique(pm.node_class)}
-    single_slots, chunk_slots = {}, {}
+    single_slots: dict[int, list[int]] = {}
+    chunk_slots: dict[int, list[int]] = {}
     for i, (q, ch, fill) in enumerate(pm.patterns):
         for _ in range(counts[i]):
             node = free_nodes[q].pop()
@@ -217,7 +227,7 @@ def decode_patterns(pm: PatternModel, x) -> np.ndarray:
     for s, jobs in pm.singles.items():
         for j in jobs:
             alloc[j, single_slots[s].pop()] += s
-    splits_of = {}
+    splits_of: dict[int, list[tuple[int, ...]]] = {}
     for t, (k, sp) in enumerate(pm.splits):
         splits_of.setdefault(k, []).extend([sp] * int(counts[n_pat + t]))
     for k, jobs in pm.multis.items():

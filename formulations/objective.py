@@ -46,7 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goodopt.arrays import Array
 from goodopt.fitness import TINY_P
+from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet
 
@@ -66,10 +68,10 @@ class ScaledObjective:
     p: float
     reference: float
     weight_sum: float
-    coef: np.ndarray
-    idle: np.ndarray
-    forbidden: np.ndarray
-    must_run: np.ndarray
+    coef: Array
+    idle: Array
+    forbidden: Array
+    must_run: Array
 
     def fitness(self, value: float) -> float:
         """The fitness ``F(V)`` of a model value or bound ``V`` (see :func:`fitness_of_value`)."""
@@ -99,14 +101,14 @@ def fitness_of_value(value: float, p: float, weight_sum: float, reference: float
         return float(np.exp(log_f))
 
 
-def log_terms(problem, configs: ConfigSet):
+def log_terms(problem: AllocationProblem, configs: ConfigSet) -> tuple[Array, Array]:
     """``log t`` of every configuration and of every job's idle value. Shapes: -> (C,), (J,)."""
     with np.errstate(divide="ignore"):
         log_t = np.log(problem.shifted(configs.speedup))
     return log_t, np.full(problem.n_jobs, np.log(problem.idle))
 
 
-def box_cox(p: float, log_x):
+def box_cox(p: float, log_x: Array) -> Array:
     """``bc_p(x)`` from ``log x``: ``expm1(p log x) / p``, ``log x`` at ``p = 0``. Shapes: (...) -> (...)."""
     log_x = np.asarray(log_x, dtype=float)
     if p == 0:
@@ -117,7 +119,7 @@ def box_cox(p: float, log_x):
         return np.expm1(p * log_x) / p
 
 
-def reference_fitness(problem, configs: ConfigSet, incumbent_fitness: float | None = None) -> float:
+def reference_fitness(problem: AllocationProblem, configs: ConfigSet, incumbent_fitness: float | None = None) -> float:
     """A reference ``r`` for :func:`scaled_objective`: the incumbent's fitness, made safe.
 
     For ``p > 0`` it is at least the fitness of the allocation running only
@@ -150,7 +152,7 @@ def reference_fitness(problem, configs: ConfigSet, incumbent_fitness: float | No
     return float(np.exp(candidates[0]))
 
 
-def scaled_objective(problem, configs: ConfigSet, reference: float,
+def scaled_objective(problem: AllocationProblem, configs: ConfigSet, reference: float,
                      incumbent_fitness: float | None = None) -> ScaledObjective:
     """Coefficients for reference ``reference``; pruning against ``incumbent_fitness`` when given (p < 0).
 
@@ -179,7 +181,8 @@ def scaled_objective(problem, configs: ConfigSet, reference: float,
                            forbidden=forbidden, must_run=must_run)
 
 
-def log_gain(problem, log_t_old, log_t_new, weight):
+def log_gain(problem: AllocationProblem, log_t_old: Array | float, log_t_new: Array | float,
+             weight: Array | float) -> Array:
     """``log`` of the objective gain of moving a job from ``t_old`` to ``t_new`` (finite or ±inf p).
 
     The gain is ``w (t_new^p - t_old^p)`` for p > 0, ``w (t_old^p - t_new^p)``

@@ -37,12 +37,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from goodopt.arrays import Array
+from goodopt.problem import AllocationProblem
+
+from .configs import ConfigSet
 from .node_patterns import fillings, partitions
 
 #: Splits listed per multi-node job size before that size switches to per-configuration chunk columns.
 MAX_SPLITS_PER_SIZE = 400
 #: Keep configurations touching one node beyond which its keep subsets (2^n of them) are not listed.
 MAX_KEEPS_PER_NODE = 8
+
+#: One row family: the arguments of ``_Rows.add`` (rows, columns, values, lower, upper, name).
+RowFamily = tuple[Array, Array, Array, Array, Array, str]
+#: A keep choice of a node: (node, kept configurations, residual GPUs, blocked).
+Choice = tuple[int, tuple[int, ...], int, bool]
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,8 +61,8 @@ class PatternBlock:
     gpu_type: int
     col0: int
     n_columns: int
-    upper: np.ndarray
-    rows: list
+    upper: Array
+    rows: list[RowFamily]
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,29 +78,30 @@ class BlockLayout:
     sizes).
     """
 
-    moves: np.ndarray
-    single_sizes: tuple
-    multi_sizes: list
-    touching: dict
-    choices: list
-    free: list
-    classes: list
-    splits: list
-    by_config: list
-    chunk_sizes: list
-    big: np.ndarray
-    patterns: list
-    pcol: np.ndarray
-    bcol: np.ndarray
-    vcol: np.ndarray
-    wcol: np.ndarray
+    moves: Array
+    single_sizes: tuple[int, ...]
+    multi_sizes: list[int]
+    touching: dict[int, list[int]]
+    choices: list[Choice]
+    free: list[int]
+    classes: list[tuple[int, bool]]
+    splits: list[tuple[int, tuple[int, ...]]]
+    by_config: list[int]
+    chunk_sizes: list[int]
+    big: Array
+    patterns: list[tuple[int, int, tuple[int, ...]]]
+    pcol: Array
+    bcol: Array
+    vcol: Array
+    wcol: Array
 
     @property
-    def class_of(self) -> dict:
+    def class_of(self) -> dict[tuple[int, bool], int]:
         return {q: i for i, q in enumerate(self.classes)}
 
 
-def pattern_block(problem, configs, gpu_type, col0, max_columns=20_000):
+def pattern_block(problem: AllocationProblem, configs: ConfigSet, gpu_type: int, col0: int,
+                  max_columns: int = 20_000) -> PatternBlock | None:
     """The rows of the module docstring for ``gpu_type``, its columns from ``col0``.
 
     Returns None without interference avoidance, when a node is touched by
@@ -114,7 +124,8 @@ def pattern_block(problem, configs, gpu_type, col0, max_columns=20_000):
                         rows=[r for r in rows if r is not None])
 
 
-def block_layout(pr, cs, g, nodes, col0, max_columns) -> BlockLayout | None:
+def block_layout(pr: AllocationProblem, cs: ConfigSet, g: int, nodes: Array, col0: int,
+                 max_columns: int) -> BlockLayout | None:
     """The columns of type ``g``'s block (see :class:`BlockLayout`), or None where the block does not apply."""
     of_type = cs.gpu_type == g
     moves = of_type & ~cs.keep
@@ -146,17 +157,18 @@ def block_layout(pr, cs, g, nodes, col0, max_columns) -> BlockLayout | None:
                        wcol=(first_w + np.arange(len(big) * len(chunk_sizes))).reshape(len(big), len(chunk_sizes)))
 
 
-def _keep_choices(pr, cs, nodes, keeps):
+def _keep_choices(pr: AllocationProblem, cs: ConfigSet, nodes: Array,
+                  keeps: Array) -> tuple[dict[int, list[int]], list[Choice]] | None:
     """``(touching, choices)``: the keep configurations touching each node of the type, and every fitting
     subset of them a touched node may keep, as ``(node, subset, residual, blocked)``; None when a node is
     touched by more than :data:`MAX_KEEPS_PER_NODE`."""
-    touching = {int(n): [] for n in nodes}
+    touching: dict[int, list[int]] = {int(n): [] for n in nodes}
     for c in keeps:
-        for n in np.flatnonzero(pr.current[cs.job[c]]):
+        for n in np.flatnonzero(pr.current[cs.job[c]]).tolist():
             if int(n) in touching:
                 touching[int(n)].append(int(c))
     cap = pr.node_capacity
-    choices = []
+    choices: list[Choice] = []
     for n, cl in touching.items():
         if len(cl) > MAX_KEEPS_PER_NODE:
             return None
@@ -169,10 +181,11 @@ def _keep_choices(pr, cs, nodes, keeps):
     return touching, choices
 
 
-def _splits(multi_sizes, room):
+def _splits(multi_sizes: list[int], room: int) -> tuple[list[tuple[int, tuple[int, ...]]], list[int]]:
     """``(splits, by_config)``: every split of the sizes with few splits, and the sizes with too many (those get
     per-configuration chunk columns)."""
-    splits, by_config = [], []
+    splits: list[tuple[int, tuple[int, ...]]] = []
+    by_config: list[int] = []
     for k in multi_sizes:
         these = []
         for sp in partitions(k, max(min(k - 1, room), 1)):
@@ -187,9 +200,10 @@ def _splits(multi_sizes, room):
     return splits, by_config
 
 
-def _patterns(classes, chunk_sizes, single_sizes, budget):
+def _patterns(classes: list[tuple[int, bool]], chunk_sizes: list[int], single_sizes: tuple[int, ...],
+              budget: int) -> list[tuple[int, int, tuple[int, ...]]] | None:
     """Every maximal node pattern ``(class, chunk, single sizes)`` of every class; None beyond ``budget``."""
-    patterns = []
+    patterns: list[tuple[int, int, tuple[int, ...]]] = []
     for qi, (r, b) in enumerate(classes):
         for c in [0] + ([c for c in chunk_sizes if c <= r] if not b else []):
             patterns.extend((qi, c, fill) for fill in fillings(r - c, single_sizes))
@@ -199,11 +213,11 @@ def _patterns(classes, chunk_sizes, single_sizes, budget):
 
 
 # ------------------------------------------------------------------ one builder per row family
-def _triplets(r_, c_, v_):
+def _triplets(r_: list[int], c_: list[int], v_: list[float]) -> tuple[Array, Array, Array]:
     return np.array(r_, np.int64), np.array(c_, np.int64), np.array(v_, float)
 
 
-def rows_p1(pr, cs, L):
+def rows_p1(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P1): each class's nodes, free or freed by their keep choice, hold one pattern each."""
     free_count = np.zeros(len(L.classes))
     class_of = L.class_of
@@ -215,7 +229,7 @@ def rows_p1(pr, cs, L):
             np.concatenate([np.ones(len(L.patterns)), -np.ones(len(L.choices))]), free_count, free_count, "P1")
 
 
-def rows_b1(pr, cs, L):
+def rows_b1(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(B1): a touched node keeps exactly one subset of its keep configurations."""
     touched = sorted({n for n, *_ in L.choices})
     pos = {n: i for i, n in enumerate(touched)}
@@ -223,7 +237,7 @@ def rows_b1(pr, cs, L):
     return (np.array([pos[n] for n, *_ in L.choices], np.int64), L.bcol, np.ones(len(L.choices)), ones, ones, "B1")
 
 
-def rows_b2(pr, cs, L):
+def rows_b2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(B2): a keep configuration is chosen exactly when every node of its row keeps it."""
     pairs = sorted({(c, n) for n, sub, *_ in L.choices for c in L.touching[n]})
     pos = {pq: i for i, pq in enumerate(pairs)}
@@ -241,7 +255,7 @@ def rows_b2(pr, cs, L):
     return (*_triplets(r_, c_, v_), zeros, zeros, "B2")
 
 
-def rows_p2(pr, cs, L):
+def rows_p2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P2): enough single-node slots of each size for the single-node moves of that size."""
     r_, c_, v_ = [], [], []
     for si, s in enumerate(L.single_sizes):
@@ -259,7 +273,7 @@ def rows_p2(pr, cs, L):
     return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P2")
 
 
-def rows_p3(pr, cs, L):
+def rows_p3(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P3): enough nodes holding a chunk of each size for the splits and chunk columns that use it."""
     r_, c_, v_ = [], [], []
     for ci, ch in enumerate(L.chunk_sizes):
@@ -281,7 +295,7 @@ def rows_p3(pr, cs, L):
     return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P3")
 
 
-def _chunk_rows(L, per_chunk, per_move, upper, name):
+def _chunk_rows(L: BlockLayout, per_chunk: Array, per_move: Array, upper: Array, name: str) -> RowFamily | None:
     """One row per large multi-node move: ``per_chunk`` times each of its chunk columns plus ``per_move`` times its
     ``z_c``, in ``[0, upper]`` (None without such moves). Shapes: per_chunk (chunk sizes,), per_move (moves,)."""
     if not len(L.big):
@@ -292,19 +306,19 @@ def _chunk_rows(L, per_chunk, per_move, upper, name):
             np.concatenate([np.tile(per_chunk, n_b), per_move]), np.zeros(n_b), upper, name)
 
 
-def rows_m1(pr, cs, L):
+def rows_m1(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(M1): a large multi-node move's chunk columns add up to its GPUs."""
     n_b = len(L.big)
     return _chunk_rows(L, np.asarray(L.chunk_sizes, float), -cs.n_gpus[L.big].astype(float), np.zeros(n_b), "M1")
 
 
-def rows_m2(pr, cs, L):
+def rows_m2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(M2): a large multi-node move takes at least two chunks."""
     n_b = len(L.big)
     return _chunk_rows(L, np.ones(len(L.chunk_sizes)), np.full(n_b, -2.0), np.full(n_b, np.inf), "M2")
 
 
-def rows_p4(pr, cs, L):
+def rows_p4(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P4): as many splits of each listed size as multi-node moves of that size."""
     sizes = [k for k in L.multi_sizes if k not in L.by_config]
     r_, c_, v_ = [], [], []

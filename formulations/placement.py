@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from goodopt.arrays import Array
+from goodopt.problem import AllocationProblem
 
-def place_configs(problem, configs, chosen, *, base=None):
+from .configs import ConfigSet
+
+
+def place_configs(problem: AllocationProblem, configs: ConfigSet, chosen: Array, *,
+                  base: Array | None = None) -> tuple[Array, list[int]]:
     """Allocation realising ``chosen[j]`` (index into ``configs`` or -1) for every job.
 
     ``base`` (J, N), if given, is an allocation of jobs whose ``chosen`` is -2:
@@ -63,7 +69,8 @@ def place_configs(problem, configs, chosen, *, base=None):
     return alloc, failed
 
 
-def move_job(problem, configs, j, c, old, free, multi_count):
+def move_job(problem: AllocationProblem, configs: ConfigSet, j: int, c: int, old: Array, free: Array,
+             multi_count: Array) -> tuple[Array, Array, Array] | None:
     """Job ``j`` moved from its row ``old`` to configuration ``c`` (-1: no GPUs), placed in ``free`` plus its own
     GPUs; ``multi_count`` counts the multi-node jobs on each node. Returns ``(row, free, multi_count)`` after
     the move, or None when ``c`` does not fit. Shapes: old, free, multi_count (N,) -> (N,) x 3."""
@@ -88,12 +95,12 @@ def move_job(problem, configs, j, c, old, free, multi_count):
     return row, free - row, mc + ((row > 0) if multi else 0)
 
 
-def _multi_nodes(alloc):
+def _multi_nodes(alloc: Array) -> Array:
     multi = (alloc > 0).sum(axis=1) > 1
     return (alloc[multi] > 0).any(axis=0)
 
 
-def place_one(node_type, free, blocked, g, k, multi):
+def place_one(node_type: Array, free: Array, blocked: Array, g: int, k: int, multi: bool) -> Array | None:
     """One job's row: k GPUs of type g on one node (best fit) or on >= 2 nodes.
 
     Multi-node rows avoid ``blocked`` nodes and take the freest nodes first.
@@ -124,7 +131,7 @@ def place_one(node_type, free, blocked, g, k, multi):
     return row
 
 
-def place_packed(node_type, free, blocked, g, k):
+def place_packed(node_type: Array, free: Array, blocked: Array, g: int, k: int) -> Array | None:
     """``k`` GPUs of type ``g`` on one node if any fits (best fit), else on the fewest nodes.
 
     Returns the row or ``None``; nothing is modified. Shapes: (N,) arrays -> (N,) or None.

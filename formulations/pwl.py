@@ -49,12 +49,16 @@ node packing) and repaired, and only then re-scored exactly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
 
+from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
+from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet, type_layout
 from .milp import constraint
@@ -75,14 +79,15 @@ class PwlClass:
     job: int
     gpu_type: int
     multi: bool
-    configs: np.ndarray
-    breaks: np.ndarray
-    values: np.ndarray
-    speedups: np.ndarray
+    configs: Array
+    breaks: Array
+    values: Array
+    speedups: Array
     error: float  # max |interpolation - f| over integer counts in [b_0, b_K], objective units
 
 
-def term(problem, speedup, job, objective: ScaledObjective | None = None):
+def term(problem: AllocationProblem, speedup: ArrayIn, job: ArrayIn,
+         objective: ScaledObjective | None = None) -> Array:
     """Objective term ``u(S)`` in the model's own units. Shapes: (C,), (C,) -> (C,).
 
     Finite p: the scaled term ``w_j bc_p((S + eps) / r)`` of ``objective``
@@ -97,12 +102,13 @@ def term(problem, speedup, job, objective: ScaledObjective | None = None):
     return problem.weights[job] * box_cox(problem.p, log_t - np.log(objective.reference))
 
 
-def default_objective(problem, cs: ConfigSet) -> ScaledObjective | None:
+def default_objective(problem: AllocationProblem, cs: ConfigSet) -> ScaledObjective | None:
     """The scaled objective without an incumbent (None for p = -inf)."""
     return scaled_objective(problem, cs, reference_fitness(problem, cs)) if np.isfinite(problem.p) else None
 
 
-def step_function(problem, cs: ConfigSet, idx, objective: ScaledObjective | None = None):
+def step_function(problem: AllocationProblem, cs: ConfigSet, idx: Array,
+                  objective: ScaledObjective | None = None) -> tuple[Array, Array, Array]:
     """``f`` and ``S`` at every integer count of a class. Shapes: idx (F,) -> counts, f, S (R,)."""
     if objective is None:
         objective = default_objective(problem, cs)
@@ -113,18 +119,18 @@ def step_function(problem, cs: ConfigSet, idx, objective: ScaledObjective | None
     return counts, term(problem, s, np.full(len(s), cs.job[idx[0]]), objective), s
 
 
-def _interp_error(counts, f, breaks):
+def _interp_error(counts: Array, f: Array, breaks: Array) -> float:
     return float(np.max(np.abs(np.interp(counts, breaks, f[breaks - counts[0]]) - f))) if len(counts) else 0.0
 
 
-def choose_breakpoints(counts, f, n_breakpoints, spacing: str):
+def choose_breakpoints(counts: Array, f: Array, n_breakpoints: int | Sequence[int], spacing: str) -> Array:
     """Breakpoints (GPU counts) for one class. Shapes: counts, f (R,) -> (B,).
 
     ``n_breakpoints`` is a count, or a sequence of GPU counts chosen by the
     user (those inside the class's range are used, with its two ends).
     """
     lo, hi = int(counts[0]), int(counts[-1])
-    if not np.isscalar(n_breakpoints):
+    if not isinstance(n_breakpoints, int | np.integer):
         user = np.asarray(n_breakpoints, dtype=np.int64)
         return np.union1d([lo, hi], user[(user > lo) & (user < hi)])
     if hi - lo + 1 <= n_breakpoints:
@@ -145,7 +151,7 @@ def choose_breakpoints(counts, f, n_breakpoints, spacing: str):
     return breaks
 
 
-def pwl_classes(problem, cs: ConfigSet, n_breakpoints: int = 8, spacing: str = "adaptive",
+def pwl_classes(problem: AllocationProblem, cs: ConfigSet, n_breakpoints: int | Sequence[int] = 8, spacing: str = "adaptive",
                 objective: ScaledObjective | None = None) -> list[PwlClass]:
     """The classes of every job with breakpoints and interpolation errors (objective units).
 
@@ -154,7 +160,7 @@ def pwl_classes(problem, cs: ConfigSet, n_breakpoints: int = 8, spacing: str = "
     """
     if objective is None:
         objective = default_objective(problem, cs)
-    if isinstance(n_breakpoints, (list, tuple, np.ndarray)):
+    if isinstance(n_breakpoints, list | tuple | np.ndarray):
         pts = np.asarray(n_breakpoints)
         if pts.ndim != 1 or not len(pts) or pts.dtype.kind not in "iu" or np.any(pts < 1):
             raise ValidationError("breakpoints", f"a list of breakpoints must hold GPU counts >= 1, got {n_breakpoints!r}")
@@ -177,7 +183,7 @@ def pwl_classes(problem, cs: ConfigSet, n_breakpoints: int = 8, spacing: str = "
     return out
 
 
-def build_model(problem, cs: ConfigSet, classes: list[PwlClass],
+def build_model(problem: AllocationProblem, cs: ConfigSet, classes: list[PwlClass],
                 objective: ScaledObjective | None = None) -> pyo.ConcreteModel:
     """The piecewise-linear MILP of the module docstring (a pure function).
 
@@ -200,7 +206,7 @@ def build_model(problem, cs: ConfigSet, classes: list[PwlClass],
     m.n = pyo.Var(Q, domain=pyo.NonNegativeIntegers, bounds=lambda m, q: (0, int(classes[q].breaks[-1])))
     keep_jobs = np.flatnonzero(cs.keep_of_job >= 0).tolist()
     m.keep = pyo.Var(keep_jobs, domain=pyo.Binary)
-    classes_of = [[] for _ in range(J)]
+    classes_of: list[list[int]] = [[] for _ in range(J)]
     for q, cl in enumerate(classes):
         classes_of[cl.job].append(q)
     must_run = np.zeros(J, bool) if objective is None else objective.must_run.copy()
@@ -227,7 +233,7 @@ def build_model(problem, cs: ConfigSet, classes: list[PwlClass],
     return m
 
 
-def _segment_rows(m, classes, lam_idx) -> None:
+def _segment_rows(m: pyo.ConcreteModel, classes: list[PwlClass], lam_idx: list[tuple[int, int]]) -> None:
     """(2) one segment per chosen class, (3) weights only on its segment's ends, (4) the GPU count they give."""
     Q = range(len(classes))
     m.lam_sum = pyo.Constraint(Q, rule=lambda m, q: sum(m.lam[q, i] for i in range(len(classes[q].breaks))) == m.d[q])
@@ -235,7 +241,7 @@ def _segment_rows(m, classes, lam_idx) -> None:
         [q for q in Q if len(classes[q].breaks) > 1],
         rule=lambda m, q: sum(m.seg[q, r] for r in range(1, len(classes[q].breaks))) == m.d[q])  # (2)
 
-    def adjacency(m, q, i):
+    def adjacency(m: pyo.ConcreteModel, q: int, i: int) -> Any:
         B = len(classes[q].breaks)
         segs = [r for r in (i, i + 1) if 1 <= r <= B - 1]
         return m.lam[q, i] <= sum(m.seg[q, r] for r in segs)
@@ -245,7 +251,8 @@ def _segment_rows(m, classes, lam_idx) -> None:
         int(b) * m.lam[q, i] for i, b in enumerate(classes[q].breaks)))  # (4)
 
 
-def _node_budget_rows(m, pr, classes, keep_jobs, keep_g, n_nodes, largest) -> None:
+def _node_budget_rows(m: pyo.ConcreteModel, pr: AllocationProblem, classes: list[PwlClass], keep_jobs: list[int],
+                      keep_g: dict[int, int], n_nodes: Array, largest: Array) -> None:
     """(6): multi-node classes take at least two nodes and no more than the type has, kept multi-node jobs
     counted with their nodes."""
     multi_q = [q for q in range(len(classes)) if classes[q].multi]
@@ -259,7 +266,9 @@ def _node_budget_rows(m, pr, classes, keep_jobs, keep_g, n_nodes, largest) -> No
         <= int(n_nodes[g])))
 
 
-def _set_objective(m, pr, cs, classes, classes_of, keep_jobs, keep_ok, objective) -> None:
+def _set_objective(m: pyo.ConcreteModel, pr: AllocationProblem, cs: ConfigSet, classes: list[PwlClass],
+                   classes_of: list[list[int]], keep_jobs: list[int], keep_ok: set[int],
+                   objective: ScaledObjective | None) -> None:
     """The objective: the epigraph of the smallest speedup (p = -inf), else the scaled terms' sum."""
     keep_s = {j: float(cs.speedup[cs.keep_of_job[j]]) for j in keep_jobs}
     if pr.p == -np.inf:
@@ -269,6 +278,8 @@ def _set_objective(m, pr, cs, classes, classes_of, keep_jobs, keep_ok, objective
             + (keep_s[j] * m.keep[j] if j in keep_s else 0))
         m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
         return
+    if objective is None:
+        raise ValidationError("objective", "a finite p needs the scaled objective", "pass objective=...")
     base = objective.idle
     expr = float(base.sum())
     expr += sum((float(v) - base[classes[q].job]) * m.lam[q, i]
@@ -278,7 +289,7 @@ def _set_objective(m, pr, cs, classes, classes_of, keep_jobs, keep_ok, objective
     m.obj = pyo.Objective(expr=expr, sense=pyo.maximize)
 
 
-def decode(model, problem, cs: ConfigSet, classes: list[PwlClass]) -> np.ndarray:
+def decode(model: pyo.ConcreteModel, problem: AllocationProblem, cs: ConfigSet, classes: list[PwlClass]) -> Array:
     """Config index per job (-1 = none): the best of the class at no more than its count."""
     chosen = np.full(problem.n_jobs, -1, np.int64)
     for j in model.keep:

@@ -55,7 +55,8 @@ class Cluster:
     @cached_property
     def node_names(self) -> tuple[str, ...]:
         """Node names ``<prefix>-<i>`` in node order."""
-        names, counters = [], {}
+        names: list[str] = []
+        counters: dict[str, int] = {}
         for g in self.groups:
             prefix = g.prefix or g.gpu_type
             start = counters.get(prefix, 0)

@@ -13,6 +13,9 @@ error raised on a worker process (or a Dask worker) reaches the caller intact.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 
 class GoodoptError(Exception):
     """Base class of all errors raised by goodopt.
@@ -22,11 +25,11 @@ class GoodoptError(Exception):
     subclass's constructor signature.
     """
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         self._init_args = args
         super().__init__(*args)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), getattr(self, "_init_args", self.args), self.__dict__)
 
 
@@ -86,7 +89,7 @@ class TaskError(GoodoptError, RuntimeError):
         How many tasks the run had.
     """
 
-    def __init__(self, failures, n_tasks: int):
+    def __init__(self, failures: Iterable[tuple[object, object]], n_tasks: int) -> None:
         self.failures = tuple((str(d), str(m)) for d, m in failures)
         self.n_tasks = int(n_tasks)
         desc, msg = self.failures[0]

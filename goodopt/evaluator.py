@@ -15,6 +15,7 @@ treat it as a constraint.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class Evaluator:
     #: Names of the terms of :meth:`violation_terms`, in order.
     TERMS = ("node_capacity", "negative", "mixed_gpu_types", "min_gpus", "max_gpus", "interference")
 
-    def __init__(self, problem):
+    def __init__(self, problem: Any) -> None:  # an AllocationProblem (which imports this module)
         self.problem = problem
         pr = problem
         self._K = pr.max_k
@@ -108,7 +109,7 @@ class Evaluator:
         return dict(zip(self.TERMS, (over, neg, mixed, under, above, interf)))
 
     # ------------------------------------------------------------ public API
-    def evaluate(self, pop) -> Evaluation:
+    def evaluate(self, pop: Any) -> Evaluation:
         """Fitness, speedups and violation in one pass.
 
         Shapes: pop (P, J, N) or (J, N) -> :class:`Evaluation` with leading P
@@ -121,7 +122,7 @@ class Evaluator:
         self.n_evaluations += len(pop)
         return Evaluation(self._fitness(s), s, sum(terms.values()).astype(float), k, nodes, gtype)
 
-    def speedups(self, pop) -> np.ndarray:
+    def speedups(self, pop: Any) -> np.ndarray:
         """Per-job speedups (re-allocation factors applied).
 
         Shapes: (P, J, N) -> (P, J); (J, N) -> (J,).
@@ -131,7 +132,7 @@ class Evaluator:
         s = self._speedups(a, k, nodes, gtype)
         return s[0] if single else s
 
-    def fitness(self, pop):
+    def fitness(self, pop: Any) -> Any:
         """Power-mean fitness ``F_p(S + eps)`` with the problem's weights.
 
         Shapes: (P, J, N) -> (P,); (J, N) -> float.
@@ -142,22 +143,22 @@ class Evaluator:
         self.n_evaluations += len(a)
         return float(f[0]) if single else f
 
-    def violation(self, pop):
+    def violation(self, pop: Any) -> Any:
         """Total constraint violation (0 = feasible), in GPUs / jobs over the limits.
 
         Shapes: (P, J, N) -> (P,); (J, N) -> float.
         """
         terms = self.violation_terms(pop)
-        v = sum(terms.values()).astype(float)
+        v = np.asarray(sum(terms.values()), dtype=float)
         return float(v[0]) if np.ndim(pop) == 2 else v
 
-    def violation_terms(self, pop) -> dict[str, np.ndarray]:
+    def violation_terms(self, pop: Any) -> dict[str, np.ndarray]:
         """Each constraint's violation. Shapes: (P, J, N) or (J, N) -> {name: (P,)}."""
         a, _ = self._coerce(pop)
         k, used, nodes, _, per_type = self._counts(a)
         return self._violation_terms(a, k, used, nodes, per_type)
 
-    def violations(self, alloc) -> list[str]:
+    def violations(self, alloc: Any) -> list[str]:
         """Human-readable list of the constraints one allocation breaks. Shapes: (J, N) ->."""
         pr = self.problem
         a = pr.check_allocation(alloc)
@@ -181,8 +182,8 @@ class Evaluator:
                 out.append(f"job {pr.job_names[j]}: {k[j]} GPUs, above its max_gpus {pr.max_gpus[j]}")
         if pr.interference_avoidance:
             multi = nodes > 1
-            for n in range(pr.n_nodes):
-                sharing = [pr.job_names[j] for j in np.flatnonzero(multi & (a[:, n] > 0))]
+            for node in range(pr.n_nodes):
+                sharing = [pr.job_names[j] for j in np.flatnonzero(multi & (a[:, node] > 0))]
                 if len(sharing) > 1:
-                    out.append(f"node {pr.node_names[n]}: multi-node jobs {sharing} share it (interference)")
+                    out.append(f"node {pr.node_names[node]}: multi-node jobs {sharing} share it (interference)")
         return out

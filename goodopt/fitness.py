@@ -7,6 +7,8 @@ weighted geometric mean, ``p = -inf`` the minimum and ``p = +inf`` the maximum.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .errors import ShapeError, ValidationError
@@ -17,7 +19,7 @@ from .errors import ShapeError, ValidationError
 TINY_P = 1e-12
 
 
-def check_p(p) -> float:
+def check_p(p: Any) -> float:
     """Validate the fairness exponent ``p`` (any real number or +-inf, not NaN)."""
     try:
         value = float(p)

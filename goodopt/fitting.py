@@ -105,13 +105,11 @@ def fit_throughput(df: pd.DataFrame) -> ThroughputFit:
     lower = np.zeros(7)
     upper = np.full(7, np.inf)
     lower[6], upper[6] = 1.0, 10.0
-    best = None
-    for g0 in _GAMMA_STARTS:
-        x0 = np.array([alpha_c0, beta_c0, alpha_r0, 1e-3 * alpha_r0, alpha_n0 - alpha_r0 + 1e-4, 1e-3, g0])
-        res = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), x_scale="jac",
-                            method="trf", max_nfev=5000)
-        if best is None or res.cost < best.cost:
-            best = res
+    starts = (np.array([alpha_c0, beta_c0, alpha_r0, 1e-3 * alpha_r0, alpha_n0 - alpha_r0 + 1e-4, 1e-3, g0])
+              for g0 in _GAMMA_STARTS)
+    # the lowest cost wins, the first start on ties
+    best = min((least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), x_scale="jac",
+                              method="trf", max_nfev=5000) for x0 in starts), key=lambda res: res.cost)
     x = np.zeros(7)
     x[free] = best.x
     params = ThroughputParams(alpha_c=x[0], beta_c=x[1], alpha_r=x[2], beta_r=x[3],

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from .errors import ScenarioError, ShapeError
 from .fitness import realloc_factor
 from .profiles import ThroughputProfile
 from .validation import MAX_WHOLE
+
+if TYPE_CHECKING:  # the evaluator imports this module
+    from .evaluator import Evaluator
 
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
@@ -103,7 +107,7 @@ class AllocationProblem:
         """What a job holding no GPUs enters the power mean with (``eps`` unless penalised)."""
         return self.eps if self.idle_value is None else float(self.idle_value)
 
-    def shifted(self, speedup):
+    def shifted(self, speedup: Any) -> np.ndarray:
         """Power-mean argument of speedups: ``S + eps`` when ``S > 0``, else :attr:`idle`.
 
         Shapes: (...) -> (...).
@@ -118,14 +122,14 @@ class AllocationProblem:
         """Largest GPU count covered by the tables."""
         return self.speedup_table.shape[2] - 1
 
-    def evaluator(self):
+    def evaluator(self) -> Evaluator:
         """The vectorised evaluator of this problem."""
         from .evaluator import Evaluator
 
         return Evaluator(self)
 
     # --------------------------------------------------------- conversions
-    def allocation_from_mapping(self, mapping) -> np.ndarray:
+    def allocation_from_mapping(self, mapping: Mapping[str, Mapping[str, int]]) -> np.ndarray:
         """Dense (J, N) allocation from ``{job: {node: gpus}}`` (missing = 0)."""
         a = np.zeros((self.n_jobs, self.n_nodes), dtype=np.int64)
         jidx = {n: i for i, n in enumerate(self.job_names)}
@@ -147,7 +151,7 @@ class AllocationProblem:
                 a[jidx[job], nidx[node]] = gpus
         return a
 
-    def allocation_to_mapping(self, alloc) -> dict[str, dict[str, int]]:
+    def allocation_to_mapping(self, alloc: Any) -> dict[str, dict[str, int]]:
         """``{job: {node: gpus}}`` with only non-zero entries. Shapes: (J, N) ->."""
         alloc = self.check_allocation(alloc)
         return {
@@ -155,7 +159,7 @@ class AllocationProblem:
             for j, job in enumerate(self.job_names)
         }
 
-    def check_allocation(self, pop) -> np.ndarray:
+    def check_allocation(self, pop: Any) -> np.ndarray:
         """Coerce an allocation (J, N) or population (P, J, N) to int64, or raise.
 
         Shapes: (J, N) or (P, J, N) -> same.
@@ -239,7 +243,7 @@ class AllocationProblem:
 def _app_pairs(profiles: Mapping, apps: set, type_names) -> dict:
     """Measured space sharing between the throughput-only applications ``apps`` (see
     :attr:`AllocationProblem.app_pairs`); ``{}`` when none has pair throughputs."""
-    out = {}
+    out: dict = {}
     app_of = {getattr(profiles[a], "name", a): a for a in apps}  # pairs name the other profile
     for a in sorted(apps):
         prof = profiles[a]

@@ -262,7 +262,7 @@ def _pairs(r: Reader) -> dict:
     """The optional ``pairs`` block of a throughput profile: GPU type -> other job type -> [own, other]."""
     if not r.has("pairs"):
         return {}
-    out = {}
+    out: dict[str, dict] = {}
     block = r.mapping("pairs")
     for gpu in block.keys():
         table = block.sub(gpu)

@@ -15,6 +15,7 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 
 #: The logger progress is reported on.
@@ -26,10 +27,10 @@ _TRACE: ContextVar = ContextVar("goodopt_trace", default=None)
 
 
 @contextlib.contextmanager
-def tracing():
+def tracing() -> Iterator[list[tuple[float, float, float]]]:
     """Collect the ``(seconds, incumbent, bound)`` points :func:`record_point` records while the block runs
     (in this thread or context); yields the list they go to."""
-    points: list = []
+    points: list[tuple[float, float, float]] = []
     token = _TRACE.set((time.perf_counter(), points))
     try:
         yield points
@@ -73,7 +74,7 @@ def task_progress(label: str, time_s: float, n_done: int, n_jobs: int) -> None:
         pass
 
 
-def report(message: str, *args, detail: bool = False) -> None:
+def report(message: str, *args: object, detail: bool = False) -> None:
     """Report progress: ``detail`` records (every GA generation) are debug-level, milestones info-level."""
     PROGRESS.log(logging.DEBUG if detail else logging.INFO, message, *args)
 

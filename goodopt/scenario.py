@@ -59,7 +59,7 @@ import yaml
 from .cluster import Cluster, NodeGroup
 from .errors import ScenarioError
 from .objective import Objective, objective_from_dict  # Objective: also importable from here, as documented
-from .profiles import AppProfile, load_profile, shipped_profile
+from .profiles import AppProfile, ThroughputProfile, load_profile, shipped_profile
 from .validation import Reader, read_yaml
 
 #: Largest allocation matrix (jobs x nodes): about 58 times the largest family's, so that populations fit in memory.
@@ -106,7 +106,7 @@ class Scenario:
 
     cluster: Cluster
     jobs: tuple[Job, ...]
-    profiles: Mapping[str, AppProfile]
+    profiles: Mapping[str, AppProfile | ThroughputProfile]
     objective: Objective = Objective()
     name: str = "scenario"
     description: str = ""
@@ -297,7 +297,7 @@ def scenario_from_file(path) -> Scenario:
 def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None) -> dict:
     """The YAML-ready mapping of a scenario (shipped profiles are referenced by name)."""
     o = s.objective
-    out = {
+    out: dict[str, object] = {
         "name": s.name,
         "description": s.description,
         "cluster": {"node_groups": [
@@ -310,8 +310,9 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
                       "n_batch_candidates": o.n_batch_candidates,
                       **({"restart_delays_s": dict(o.restart_delays_s)} if o.restart_delays_s else {}),
                       **({"idle_penalty": o.idle_penalty} if o.idle_penalty is not None else {})},
-        "jobs": [],
     }
+    jobs: list[dict] = []
+    out["jobs"] = jobs
     if profile_paths:
         out["profiles"] = dict(profile_paths)
     for job in s.jobs:
@@ -330,7 +331,7 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
             d["phi"] = job.phi
         else:
             d["epoch"] = job.epoch
-        out["jobs"].append(d)
+        jobs.append(d)
     return out
 
 

@@ -19,7 +19,7 @@ import difflib
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 
@@ -97,10 +97,10 @@ class Reader:
         self.data = data
         self.prefix = path
         self.error = error
-        self.seen: set[str] = set()
+        self.seen: set[str | int] = set()
 
-    def path(self, key: str) -> str:
-        return f"{self.prefix}.{key}" if self.prefix else key
+    def path(self, key: str | int) -> str:
+        return f"{self.prefix}.{key}" if self.prefix else str(key)
 
     def keys(self):
         return list(self.data.keys())
@@ -108,7 +108,7 @@ class Reader:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def raw(self, key: str, default=_MISSING):
+    def raw(self, key: str | int, default=_MISSING):
         self.seen.add(key)
         if key not in self.data:
             if default is _MISSING:
@@ -145,8 +145,16 @@ class Reader:
             raise self.error(self.path(key), f"must be true or false, got {value!r}")
         return value
 
-    def number(self, key: str, default=_MISSING, minimum=None, maximum=None, strict=False,
-               allow_inf=False) -> float:
+    @overload
+    def number(self, key: str | int, default: None, minimum: float | None = None, maximum: float | None = None,
+               strict: bool = False, allow_inf: bool = False) -> float | None: ...
+
+    @overload
+    def number(self, key: str | int, default: float = ..., minimum: float | None = None,
+               maximum: float | None = None, strict: bool = False, allow_inf: bool = False) -> float: ...
+
+    def number(self, key: str | int, default: Any = _MISSING, minimum: float | None = None,
+               maximum: float | None = None, strict: bool = False, allow_inf: bool = False) -> float | None:
         value = self.raw(key, default)
         if value is None and default is None:
             return None

@@ -7,13 +7,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from .style import TAB10, save
 from .style import plain_log as _plain_log
-from .style import save
 
 APPS = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
 
 
-COLORS = dict(zip(APPS, plt.get_cmap("tab10").colors))
+COLORS = dict(zip(APPS, TAB10))
 
 
 def _panel(ax, title, xlabel, ylabel, logy=True):

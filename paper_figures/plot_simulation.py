@@ -18,8 +18,18 @@ H = 3600.0
 
 
 def _read(tables: Path, name: str) -> pd.DataFrame | None:
+    """An optional table (None when the sweep did not write it)."""
     f = tables / f"{name}.csv"
     return pd.read_csv(f) if f.exists() else None
+
+
+def _need(tables: Path, name: str) -> pd.DataFrame:
+    """A table the figure cannot be drawn without."""
+    df = _read(tables, name)
+    if df is None:
+        raise FileNotFoundError(f"{tables / (name + '.csv')}: this figure's table is missing; run its sweep first "
+                                "(make figures runs every one)")
+    return df
 
 
 def _cluster_of(tables: Path, name: str) -> str:
@@ -55,7 +65,7 @@ def _bars(ax, df: pd.DataFrame, value: str, scale: float, ylabel: str, labels, c
 
 def plot_policies(tables: Path, out: Path):
     """Figure 5a from ``sim_policies.csv`` and ``sim_loads.csv``."""
-    df = _read(tables, "sim_policies")
+    df = _need(tables, "sim_policies")
     loads = _read(tables, "sim_loads")
     both = pd.concat([df, loads]) if loads is not None else df
     labels = list(dict.fromkeys(df.label))
@@ -87,7 +97,7 @@ def plot_policies(tables: Path, out: Path):
 
 def plot_cdf(tables: Path, out: Path):
     """Figure 5b from ``sim_policies-jobs.csv``."""
-    jobs = _read(tables, "sim_policies-jobs")
+    jobs = _need(tables, "sim_policies-jobs")
     base_load = 1.0 if (jobs.load == 1.0).any() else jobs.load.iloc[0]
     jobs = jobs[jobs.load == base_load]
     labels = list(dict.fromkeys(jobs.label))
@@ -110,7 +120,7 @@ def plot_cdf(tables: Path, out: Path):
 
 def plot_sensitivity(tables: Path, out: Path):
     """Figure 5c from ``sim_interval.csv`` and ``sim_interference.csv``."""
-    iv, itf = _read(tables, "sim_interval"), _read(tables, "sim_interference")
+    iv, itf = _need(tables, "sim_interval"), _need(tables, "sim_interference")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     fig.suptitle("Sensitivity (cf. Pollux Fig. 8b, 8c)")
     a = iv.groupby("interval_s")["avg_jct"].agg(["mean", "min", "max"]) / H
@@ -140,7 +150,7 @@ def plot_sensitivity(tables: Path, out: Path):
 
 def plot_heterogeneity(tables: Path, out: Path):
     """Figure 6 from ``heterogeneity.csv``."""
-    df = _read(tables, "heterogeneity")
+    df = _need(tables, "heterogeneity")
     labels = list(dict.fromkeys(df.label))
     col = colours(labels)
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
@@ -168,7 +178,7 @@ def plot_autoscaling(tables: Path, out: Path):
     ``autoscaling_timeline.csv``."""
     df = pd.concat([d for d in (_read(tables, "autoscaling"), _read(tables, "autoscaling_exact")) if d is not None],
                    ignore_index=True)
-    single, timeline = _read(tables, "autoscaling_single"), _read(tables, "autoscaling_timeline")
+    single, timeline = _need(tables, "autoscaling_single"), _need(tables, "autoscaling_timeline")
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     policies, scalers = list(dict.fromkeys(df.label)), list(dict.fromkeys(df.autoscale))
     col, mk = colours(policies), markers(scalers)

@@ -83,6 +83,7 @@ def _pollux_workloads(scale: str, traces) -> dict:
 
 def simulation(scale: str, traces=None) -> list[dict]:
     """Figure 5: JCT per policy across workloads and loads, the JCT CDF, interval and interference."""
+    policies: list[str | dict]
     if scale == "tiny":
         policies = ["greedy", "tiresias"]
         sensitive = "greedy"

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from goodopt.outputs import atomic_path  # noqa: E402
+
+#: The ten colours of matplotlib's "tab10" palette, in order.
+TAB10: tuple = tuple(cast(ListedColormap, plt.get_cmap("tab10")).colors)  # type: ignore[arg-type]
 
 #: PDF metadata that would change from run to run (dates, versions) is left out: same table, same bytes.
 PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
@@ -57,7 +62,7 @@ def tick_label(v: float, powers: bool = False) -> str:
 
 def colours(labels) -> dict:
     """A fixed colour per label, in the given order (tab10)."""
-    cmap = plt.get_cmap("tab10").colors
+    cmap = TAB10
     return {lab: cmap[i % len(cmap)] for i, lab in enumerate(labels)}
 
 

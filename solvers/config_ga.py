@@ -43,6 +43,8 @@ import numpy as np
 from goodopt.formulations.configs import ConfigSet, enumerate_configs, rank_utility
 from goodopt.formulations.placement import move_job
 
+from goodopt.arrays import Array
+
 from .heuristics import canonicalize
 
 #: At most this many of the second parent's differing job choices enter a child.
@@ -203,7 +205,7 @@ def ruin_recreate(pop: ConfigPopulation, m: int, rng) -> None:
             live.remove(best[0])
 
 
-def step_up(cs: ConfigSet) -> np.ndarray:
+def step_up(cs: ConfigSet) -> Array:
     """Per configuration, the next larger move configuration of its job in its (type, spread) class, or -1
     (keep configurations have none). Shapes: -> (C,)."""
     up = np.full(cs.n_configs, -1, dtype=np.int64)

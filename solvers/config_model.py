@@ -17,6 +17,8 @@ import numpy as np
 from goodopt.formulations.config_matrix import config_matrix, no_good_row
 from goodopt.formulations.configs import ConfigSet, choice_from_values, match_configs, rounded_from_values
 
+from goodopt.arrays import Array
+
 from .highs_arrays import HighsSession
 
 
@@ -32,7 +34,7 @@ class _Base:
         self._chosen = None
         self.build_s = 0.0
 
-    def chosen(self) -> np.ndarray:
+    def chosen(self) -> Array:
         """Configuration per job (-1 = none) of the last solution. Shapes: -> (J,)."""
         return self._chosen.copy()
 
@@ -166,7 +168,7 @@ class PyomoModel(_Base):
                             else fm.chosen_configs(self.model, self.cs, n))
         return out
 
-    def allocation(self) -> np.ndarray:
+    def allocation(self) -> Array:
         """The (J, N) allocation of a solved placement-level model."""
         return self.fm.placement_allocation(self.model, self.pr)
 

@@ -13,6 +13,7 @@ from math import comb, prod
 
 import numpy as np
 
+from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 
 _BLOCK = 50_000
@@ -24,7 +25,7 @@ def count_allocations(problem) -> int:
     return prod(comb(int(c) + J, J) for c in problem.node_capacity)
 
 
-def _splits(cap: int, n_jobs: int) -> np.ndarray:
+def _splits(cap: int, n_jobs: int) -> Array:
     """All ways to give at most ``cap`` GPUs of one node to ``n_jobs`` jobs. Shapes: -> (S, J)."""
     grids = np.indices((cap + 1,) * n_jobs).reshape(n_jobs, -1).T
     return grids[grids.sum(axis=1) <= cap]

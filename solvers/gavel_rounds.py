@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from goodopt.arrays import Array
+
 #: Gavel's default minimum time between two allocation resets (``minimum_time_between_allocation_resets``).
 GAVEL_RESET_INTERVAL_S = 1920.0
 #: Gavel's priority of a job on a type no job has run on since the reset ("not inf, so 2 x it is larger").
@@ -40,10 +42,10 @@ class GavelRounds:
 
     def __init__(self, n_types: int, round_s: float, reset_interval_s: float = GAVEL_RESET_INTERVAL_S):
         self.K, self.round_s, self.interval = int(n_types), float(round_s), float(reset_interval_s)
-        self.credit: dict[str, np.ndarray] = {}  # t_jk, insertion order = arrival order
-        self.deficit: dict[str, np.ndarray] = {}
+        self.credit: dict[str, Array] = {}  # t_jk, insertion order = arrival order
+        self.deficit: dict[str, Array] = {}
         self.worker_s = np.zeros(self.K)  # W_k
-        self.allocation: dict[str, np.ndarray] = {}
+        self.allocation: dict[str, Array] = {}
         self.last_reset = 0.0
         self.changed = False
 
@@ -76,7 +78,7 @@ class GavelRounds:
         self.allocation = {n: np.asarray(x, dtype=float) for n, x in allocation.items()}
         self.last_reset, self.changed = t, False
 
-    def priorities(self, names, runnable) -> np.ndarray:
+    def priorities(self, names, runnable) -> Array:
         """Each job's priority per type. Shapes: runnable (J, K) -> (J, K)."""
         x = self.fractions(names)
         t = np.array([self.credit[n] for n in names]).reshape(len(names), self.K)
@@ -85,12 +87,12 @@ class GavelRounds:
             p = np.where(share > 0, x / np.where(share > 0, share, 1.0), x * FIRST_PRIORITY)
         return np.where((x > 0) & runnable, p, 0.0)
 
-    def fractions(self, names) -> np.ndarray:
+    def fractions(self, names) -> Array:
         """The allocation's rows (zeros for a job not in it). Shapes: -> (J, K)."""
         zero = np.zeros(self.K)
         return np.array([self.allocation.get(n, zero) for n in names]).reshape(len(names), self.K)
 
-    def assign(self, names, scale_factor, capacity, runnable, type_order) -> np.ndarray:
+    def assign(self, names, scale_factor, capacity, runnable, type_order) -> Array:
         """GPU type index per job for the next round (-1 = none; a queued job outside the allocation also
         gets its type here, its GPUs left idle: see :meth:`runs`). Shapes: scale_factor (J,), capacity (K,),
         runnable (J, K) -> (J,)."""
@@ -112,7 +114,7 @@ class GavelRounds:
                     free[k] -= s[j]
         return np.array(out, dtype=np.int64)
 
-    def runs(self, names) -> np.ndarray:
+    def runs(self, names) -> Array:
         """Which jobs may be given GPUs: those in the current allocation. Shapes: -> (J,) bool."""
         return np.array([n in self.allocation for n in names], dtype=bool)
 

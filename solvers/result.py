@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from goodopt.arrays import Array
+
 
 class Termination(str, Enum):
     """Why a method stopped."""
@@ -97,7 +99,7 @@ class SolveResult:
     """
 
     method: str
-    x: np.ndarray
+    x: Array
     fitness: float
     status: Termination
     has_solution: bool
@@ -107,7 +109,7 @@ class SolveResult:
     objective_bound: float = float("nan")
     feasible: bool = True
     violations: list[str] = field(default_factory=list)
-    speedups: np.ndarray | None = None
+    speedups: Array | None = None
     stats: SolverStats = field(default_factory=SolverStats)
     options: dict = field(default_factory=dict)
     seed: int | None = None
@@ -128,7 +130,7 @@ class SolveResult:
         return f"<table><tr>{head}</tr><tr>{body}</tr></table>"
 
     @property
-    def allocation(self) -> np.ndarray:
+    def allocation(self) -> Array:
         return self.x
 
     @property

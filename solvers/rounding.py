@@ -26,6 +26,8 @@ from goodopt.formulations.configs import ConfigSet, enumerate_configs
 from goodopt.formulations.objective import reference_fitness, scaled_objective
 from goodopt.formulations.placement import place_configs
 
+from goodopt.arrays import Array
+
 from .config_model import ArrayModel
 from .heuristics import greedy
 
@@ -61,7 +63,7 @@ def lp_rounding(problem, evaluator, configs: ConfigSet | None = None, *, referen
     return alloc if evaluator.violation(alloc) == 0 else None
 
 
-def round_choice(problem, configs: ConfigSet, chosen) -> np.ndarray:
+def round_choice(problem, configs: ConfigSet, chosen) -> Array:
     """A feasible allocation from one configuration per job (-1: none): spread jobs first tried on one node,
     everything placed, jobs that do not fit tried with their own choice in what is left, then greedy.
     Shapes: chosen (J,) -> (J, N)."""
@@ -76,7 +78,7 @@ def round_choice(problem, configs: ConfigSet, chosen) -> np.ndarray:
     return greedy(pr, cs, start=alloc)[0]
 
 
-def singles_first(problem, configs: ConfigSet, chosen) -> np.ndarray:
+def singles_first(problem, configs: ConfigSet, chosen) -> Array:
     """``chosen`` with every spread (multi-node) move replaced by the best single-node configuration of its
     job and type with no more GPUs, where one exists. Shapes: (J,) -> (J,) (a new array)."""
     cs = configs

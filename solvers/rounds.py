@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from goodopt.formulations.placement import place_packed
 
+from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 
 
@@ -32,10 +33,10 @@ class RoundMechanism:
 
     def __init__(self, type_names):
         self.type_names = tuple(type_names)
-        self.received: dict[str, np.ndarray] = {}
+        self.received: dict[str, Array] = {}
         self.rounds: dict[str, float] = {}
 
-    def fractions_received(self, names) -> np.ndarray:
+    def fractions_received(self, names) -> Array:
         """``r_jk``: share of each job's recorded time spent on each type. Shapes: -> (J, K)."""
         K = len(self.type_names)
         out = np.zeros((len(names), K))
@@ -45,7 +46,7 @@ class RoundMechanism:
                 out[i] = self.received[n] / total
         return out
 
-    def priorities(self, names, x) -> np.ndarray:
+    def priorities(self, names, x) -> Array:
         """``X / r`` (inf where ``r = 0 < X``, 0 where ``X = 0``). Shapes: (J, K) -> (J, K)."""
         x = np.asarray(x, dtype=float)
         r = self.fractions_received(names)
@@ -53,7 +54,7 @@ class RoundMechanism:
             p = np.where(r > 0, x / np.where(r > 0, r, 1.0), np.inf)
         return np.where(x > 1e-12, p, 0.0)
 
-    def assign(self, names, x, scale_factor, capacity, current_type=None, members=None) -> np.ndarray:
+    def assign(self, names, x, scale_factor, capacity, current_type=None, members=None) -> Array:
         """GPU type index per job for the next round (-1 = none).
 
         With space sharing the "jobs" are units -- a job alone or a pair sharing
@@ -102,7 +103,7 @@ class RoundMechanism:
             self.rounds.pop(n, None)
 
 
-def current_types(node_type, current) -> np.ndarray:
+def current_types(node_type, current) -> Array:
     """GPU type index of each job's current row (-1 for jobs holding no GPUs).
 
     Shapes: node_type (N,), current (J, N) -> (J,).
@@ -114,7 +115,7 @@ def current_types(node_type, current) -> np.ndarray:
     return out
 
 
-def place_round(node_type, node_capacity, assigned, scale_factor, current=None) -> tuple[np.ndarray, list[int]]:
+def place_round(node_type, node_capacity, assigned, scale_factor, current=None) -> tuple[Array, list[int]]:
     """Node rows for a round's type assignment, keeping unchanged jobs in place.
 
     Returns the (J, N) allocation and the jobs that did not fit (left without

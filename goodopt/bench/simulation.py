@@ -14,7 +14,7 @@ from goodopt.generate import testbed_cluster
 from goodopt.sim import generate_workload, model_truth, simulate
 
 #: (label, policy, options). The first is the baseline.
-RUNS = (
+RUNS: tuple[tuple[str, str, dict], ...] = (
     ("pollux (pymoo GA loop)", "pollux", {"engine": "pymoo"}),
     ("pollux (numpy GA loop, 100 generations)", "pollux", {"stall_generations": None}),
     ("pollux (default: numpy, stall 20)", "pollux", {}),

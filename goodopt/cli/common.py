@@ -119,6 +119,9 @@ class LazyHelp(str):
     """A help text computed when help is shown (from the registries, plug-ins included), not when the parser is
     built: the policy registry loads the simulator, which a ``solve`` does not need."""
 
+    text: object
+    suffix: str
+
     def __new__(cls, text, suffix: str = ""):
         obj = super().__new__(cls, "..." + suffix)
         obj.text, obj.suffix = text, suffix

@@ -29,10 +29,11 @@ def run(args) -> int:
     found = [(f"method {args.name}", METHOD_OPTIONS.get(args.name)), (f"policy {args.name}",
              policy_options(args.name) if args.name in POLICIES else None)]
     found = [(what, opts) for what, opts in found if opts is not None]
+    shown: list[tuple[str, dict]] = [(what, opts) for what, opts in found if opts is not None]
     if not found:
         raise ValidationError("name", f"no method or policy is called {args.name!r}",
                               f"{suggest(args.name, [*METHOD_OPTIONS, *POLICIES])}run goodopt options to list them")
-    for what, opts in found:
+    for what, opts in shown:
         t = Table(title=f"{what}: options and defaults (docs/options.md says what each means)")
         t.add_column("option", overflow="fold")
         t.add_column("default", overflow="fold")

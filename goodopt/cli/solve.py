@@ -76,7 +76,7 @@ def run(args) -> int:
     con.print(f"fitness {fmt(res.fitness, 6)}  bound {fmt(res.bound, 6)}  gap {fmt(res.gap, 6)}")
     if res.message:
         con.print(res.message)
-    if res.has_solution:
+    if res.has_solution and res.x is not None and res.speedups is not None:
         t = Table(title="allocation")
         for col in ("job", "GPUs", "nodes", "speedup"):
             t.add_column(col, justify="left" if col in ("job", "nodes") else "right", overflow="fold")

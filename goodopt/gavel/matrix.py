@@ -143,7 +143,7 @@ class ThroughputMatrix:
     @property
     def pair_runnable(self) -> np.ndarray:
         """Where a pair may share a type: both members run alone there and together. Shapes: (P, K)."""
-        if self.pairs is None:
+        if self.pairs is None or self.pair_throughput is None:
             return np.zeros((0, self.n_types), dtype=bool)
         a, b = self.pairs[:, 0], self.pairs[:, 1]
         return (self.pair_throughput > 0).all(axis=2) & self.runnable[a] & self.runnable[b]
@@ -182,7 +182,7 @@ class ThroughputMatrix:
         """``sum_k X_jk T_jk`` plus, with pair fractions ``y``, each job's pair terms. Shapes: (J, K), (P, K)
         -> (J,)."""
         out = (np.asarray(x, dtype=float) * self.throughput).sum(axis=1)
-        if y is not None and self.pairs is not None and len(self.pairs):
+        if y is not None and self.pairs is not None and self.pair_throughput is not None and len(self.pairs):
             y = np.asarray(y, dtype=float)
             for i in range(2):
                 np.add.at(out, self.pairs[:, i], (y * self.pair_throughput[:, :, i]).sum(axis=1))

@@ -76,7 +76,7 @@ class GavelThroughputs:
                 if table:
                     rates[g] = table
             m = _BATCH.match(jt)
-            pairs = {}
+            pairs: dict = {}
             for (g, a, b), both in self.pairs.items():
                 if a == jt:
                     pairs.setdefault(g, {})[job_type_slug(b)] = both

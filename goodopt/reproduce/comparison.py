@@ -112,13 +112,13 @@ def read_published(traces: Path, spec: PublishedFile) -> pd.DataFrame:
         raise TraceError(f"{path}:1: column {missing[0]!r} is missing (header: {','.join(header)}); restore the "
                          "published file")
     seen: dict[tuple, int] = {}
-    records = []
+    records: list[dict[str, str | float]] = []
     for line, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
             raise TraceError(f"{path}:{line}: {len(row)} fields where the header has {len(header)}")
-        rec = dict(zip(header, (c.strip() for c in row)))
+        rec: dict[str, str | float] = dict(zip(header, (c.strip() for c in row)))
         key = tuple(rec[k] for k in spec.keys)
         if any(not k for k in key):
             raise TraceError(f"{path}:{line}: an empty key field ({', '.join(spec.keys)})")
@@ -126,7 +126,7 @@ def read_published(traces: Path, spec: PublishedFile) -> pd.DataFrame:
             raise TraceError(f"{path}:{line}: the row for {key} is given twice (first at line {seen[key]})")
         seen[key] = line
         for col in spec.values:
-            rec[col] = _published_value(path, line, col, rec[col])
+            rec[col] = _published_value(path, line, col, str(rec[col]))
         records.append(rec)
     if not records:
         raise TraceError(f"{path}: no rows under the header; restore the published file")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,10 +48,10 @@ GAVEL_MAX_ACTIVE = 1000
 
 #: How the runs schedule, as Gavel's simulator does: its round mechanism (:mod:`goodopt.solvers.gavel_rounds`)
 #: and one LP per allocation, solved by an interior-point method (Gavel: cvxpy with ECOS), with no second stage.
-GAVEL_SEMANTICS = {"mechanism": "gavel"}
+GAVEL_SEMANTICS: dict[str, Any] = {"mechanism": "gavel"}
 
 
-GAVEL_LP_OPTIONS = {"las": {"second_stage": False, "lp_method": "ipm", "scale_by_size": True},
+GAVEL_LP_OPTIONS: dict[str, dict[str, object]] = {"las": {"second_stage": False, "lp_method": "ipm", "scale_by_size": True},
                     "ftf": {"lp_method": "ipm"}}
 
 

@@ -51,21 +51,26 @@ def write_report(results: pd.DataFrame, experiments, seconds: dict, quick: bool,
 
 def _band_edges(data: pd.DataFrame):
     """The lowest and highest reproduced value each row's band accepts (NaN where no band is judged)."""
-    lo, hi = [], []
+    lo: list[float] = []
+    hi: list[float] = []
     for r in data.itertuples(index=False):
         band = r.band or ""
         p = float(r.published)
         if band.startswith("±") and band.endswith("%"):
             tol = float(band[1:-1]) / 100
-            lo.append(p * (1 - tol)), hi.append(p * (1 + tol))
+            lo.append(p * (1 - tol))
+            hi.append(p * (1 + tol))
         elif band.startswith("±") and "points" in band:
             tol = float(band[1:].split()[0])
-            lo.append(p - tol), hi.append(p + tol)
+            lo.append(p - tol)
+            hi.append(p + tol)
         elif band.startswith("within ") and band.endswith("x"):
             f = float(band[7:-1])
-            lo.append(p / f), hi.append(p * f)
+            lo.append(p / f)
+            hi.append(p * f)
         else:
-            lo.append(math.nan), hi.append(math.nan)
+            lo.append(math.nan)
+            hi.append(math.nan)
     return np.array(lo), np.array(hi)
 
 
@@ -103,16 +108,16 @@ def write_figure(rows: pd.DataFrame, exp, path: Path, quick: bool = False) -> Pa
         metric = rows.metric.iloc[0]
         data = rows[rows.metric == metric]
         labels = [f"{s}\n{p}" for s, p in zip(data.setting, data.policy)]
-        x = np.arange(len(data))
+        pos = np.arange(len(data))
         fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(data) + 2), 4))
-        ax.bar(x - 0.2, data.published, 0.4, label="published", color="#999999")
-        ax.bar(x + 0.2, data.reproduced, 0.4, label="goodopt", color="#1f77b4")
+        ax.bar(pos - 0.2, data.published, 0.4, label="published", color="#999999")
+        ax.bar(pos + 0.2, data.reproduced, 0.4, label="goodopt", color="#1f77b4")
         lo, hi = _band_edges(data)
         judged = np.isfinite(lo)
         if judged.any():
-            ax.errorbar(x[judged] + 0.2, ((lo + hi) / 2)[judged], yerr=((hi - lo) / 2)[judged], fmt="none",
+            ax.errorbar(pos[judged] + 0.2, ((lo + hi) / 2)[judged], yerr=((hi - lo) / 2)[judged], fmt="none",
                         ecolor="black", capsize=4, lw=1, label="band it must fall in")
-        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_xticks(pos, labels, fontsize=7)
         ax.set_ylabel(metric)
     ax.set_title(textwrap.fill(exp.title, 80) + ("\nquick run: one workload per setting, indicative only (bands "
                                                  "not judged)" if quick else ""), fontsize=9)

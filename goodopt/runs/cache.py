@@ -45,7 +45,7 @@ def code_digest() -> str:
     sub-packages): a cached result is reused only by the code that computed it."""
     h = hashlib.sha256()
     for pkg in CODE_PACKAGES:
-        root = Path(importlib.import_module(pkg).__file__).parent
+        root = Path(str(importlib.import_module(pkg).__file__)).parent
         for f in sorted(root.rglob("*.py")):
             h.update(f"{pkg}/{f.relative_to(root)}".encode())
             h.update(f.read_bytes())

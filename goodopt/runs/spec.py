@@ -375,7 +375,7 @@ def spec_to_dict(spec: SweepSpec) -> dict:
     """The YAML-ready mapping of ``spec`` (every field explicit)."""
     key = "methods" if spec.kind == "solve" else "policies"
     inner = "method" if spec.kind == "solve" else "policy"
-    out = {"name": spec.name, "kind": spec.kind, "seeds": list(spec.seeds),
+    out: dict[str, object] = {"name": spec.name, "kind": spec.kind, "seeds": list(spec.seeds),
            key: [{"label": v.label, inner: v.name, "options": dict(v.options)} for v in spec.variants]}
     if spec.kind == "solve":
         out.update(scenarios=list(spec.scenarios), time_limit_s=spec.time_limit_s, node_limit=spec.node_limit,

@@ -116,7 +116,7 @@ def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask:
     """Run ``tasks`` (any kinds of :mod:`goodopt.runs.tasks`) with the cache of ``cache_dir`` as
     :func:`run_sweep` does: ``(table, per-job table, number computed now)``, one table row per task."""
     cache = TaskCache(cache_dir) if cache_dir is not None else None
-    keys = [task_key(t) for t in tasks] if cache is not None else [None] * len(tasks)
+    keys: list[str] = [task_key(t) for t in tasks] if cache is not None else [""] * len(tasks)
     done: dict[int, dict] = {}
     if cache is not None:
         for i, (task, key) in enumerate(zip(tasks, keys)):

@@ -147,7 +147,7 @@ def _expand_solve(spec: SweepSpec) -> list[SolveTask]:
 
 
 def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
-    combos = [{}]
+    combos: list[dict] = [{}]
     for k, values in spec.vary.items():
         combos = [{**c, k: v} for c in combos for v in values]
     tasks = []
@@ -197,7 +197,7 @@ def _run_solve(task: SolveTask) -> dict:
     # jobs a count-level answer could not place on nodes (they run on fewer GPUs)
     row["n_placement_failed"] = len(res.extra.get("placement_failed_jobs", ()))
     jobs = []
-    if res.has_solution:
+    if res.has_solution and res.x is not None and res.speedups is not None:
         gpus, nodes = res.x.sum(axis=1), (res.x > 0).sum(axis=1)
         for j, name in enumerate(pr.job_names):
             jobs.append({"scenario": sc.name, "p": sc.objective.p, "seed": task.seed, "job": name,

@@ -47,7 +47,8 @@ import numpy as np
 from goodopt import goodput as gp
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError
-from goodopt.solvers.options import MAX_POPULATION
+from goodopt.objective import Objective
+from goodopt.solvers.option_checks import MAX_POPULATION
 from goodopt.validation import check_number, check_whole
 
 from .policies import goodput_problem
@@ -67,7 +68,7 @@ class ScaleState:
     current: np.ndarray  # (J, N) on the largest cluster
     billed: int  # nodes provisioned or provisioning
     min_nodes: int
-    objective: object  # the goodput objective of the allocation policy
+    objective: Objective  # the goodput objective of the allocation policy
     max_gpus: int | None = None  # the policy's cap on any job's GPUs
 
     @property

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import cast
 
 import numpy as np
 
@@ -54,7 +55,7 @@ from goodopt.errors import SimulationError, ValidationError
 
 from .agent import HeteroAgent, JobAgent
 from .config import SimConfig, check_elastic_setup, fixed_gpus
-from .elastic import NodePool
+from .elastic import NodePool, PoolView
 from .state import RoundState, SimJob
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Engine:
         for i, wj in enumerate(workload.jobs):
             app = truth[wj.application]
             batch, gpus = fixed.get(wj.application, (None, None))
+            agent: JobAgent | HeteroAgent
             if self.hetero:
                 agent = HeteroAgent({t: truth.on(wj.application, t) for t in self.types}, pooled=not self.aware,
                                     fixed_batch=batch, max_gpus=gpus, optimism=config.agent_optimism,
@@ -132,7 +134,7 @@ class Engine:
         self._pending: list[SimJob] = list(self.jobs)
         self._active: list[SimJob] = []
         self.t, self.r, self.n_done = 0.0, 0, 0
-        self._view = None
+        self._view: PoolView | None = None
         self.policy.reset(self.pool.view().cluster or self.cluster, self.rng)
         if self.scaler is not None:
             self.scaler.reset(self.cluster, self.rng)
@@ -181,7 +183,7 @@ class Engine:
             if self.hetero and self.aware and self.policy.adaptive_batch:
                 apps = {ty: self.truth.on(job.application, ty) for ty in self.types}
                 app0 = apps[self.types[0]]
-                job.agent.bootstrap(apps, app0.phi(app0.init_batch_size, 0))
+                cast(HeteroAgent, job.agent).bootstrap(apps, app0.phi(app0.init_batch_size, 0))
             self._active.append(job)
 
     def _next_look(self, t) -> float:

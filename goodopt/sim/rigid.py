@@ -226,7 +226,10 @@ class _Run:
         self._check_capacity(assigned[on], scale[on])
         self.mechanism.record(keys, assigned, self.cfg.round_s)
         self.last_unit = {key: int(k) for key, k in zip(keys, assigned) if k >= 0}
-        idx, ks, rates, shared = [], [], [], []  # a job is in at most one placed unit
+        idx: list[int] = []  # a job is in at most one placed unit
+        ks: list[int] = []
+        rates: list[float] = []
+        shared: list[bool] = []
         for mem, k in zip(members, assigned.tolist()):
             if k < 0:
                 continue

@@ -8,7 +8,7 @@ import numpy as np
 
 from goodopt.cluster import Cluster
 
-from .agent import JobAgent
+from .agent import HeteroAgent, JobAgent
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ class SimJob:
     arrival_s: float
     num_replicas: int
     batch_size: int
-    agent: JobAgent
+    agent: JobAgent | HeteroAgent
     fixed_gpus: int | None = None
-    row: np.ndarray = field(default=None)
+    row: np.ndarray = field(default=None)  # type: ignore[arg-type]  # set by the engine before first use
     local_bsz: int = 0
     accum_steps: int = 0
     progress: float = 0.0

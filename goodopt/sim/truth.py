@@ -205,7 +205,7 @@ class TraceAppTruth(AppTruth):
             sqr[i, :len(df)], var[i, :len(df)] = df["grad_sqr"], df["grad_var"]
             sqr[i, len(df):], var[i, len(df):] = sqr[i, len(df) - 1], var[i, len(df) - 1]
         self._sqr, self._var = sqr, var
-        self.times = lru_cache(maxsize=65536)(self._times)  # per-instance cache
+        self.times = lru_cache(maxsize=65536)(self._times)  # type: ignore[method-assign]  # per-instance cache
 
     def _times(self, placement, local_bsz):
         key = canonical_placement(placement)
@@ -291,7 +291,7 @@ class ModelAppTruth(AppTruth):
         )
         self._params = g.params
         self._profile = profile
-        self.times = lru_cache(maxsize=65536)(self._times)
+        self.times = lru_cache(maxsize=65536)(self._times)  # type: ignore[method-assign]  # per-instance cache
 
     def _times(self, placement, local_bsz):
         k = sum(placement)
@@ -351,9 +351,9 @@ def trace_truth(traces=None, apps=POLLUX_APPS, gpu_types: tuple[str, ...] = ("t4
     root = traces_dir(traces)
     gpu_types = tuple(gpu_types)
     if gpu_types == ("t4",):
-        out = {app: TraceAppTruth(root / "pollux" / app, app, TARGET_EPOCHS[app]) for app in apps}
-        return Truth(out, source=f"traces:{root}", gpu_types=gpu_types)
-    out = {}
+        one = {app: TraceAppTruth(root / "pollux" / app, app, TARGET_EPOCHS[app]) for app in apps}
+        return Truth(one, source=f"traces:{root}", gpu_types=gpu_types)
+    out: dict[str, dict[str, TraceAppTruth]] = {}
     for app in apps:
         out[app] = {}
         for gpu in gpu_types:

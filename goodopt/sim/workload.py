@@ -273,7 +273,7 @@ def generate_workload(seed, *, load: float = 1.0, hours: float = 8.0, mix=None,
         reqs, counts = zip(*REQUESTS[app])
         r = reqs[rng.choice(len(reqs), p=np.array(counts, float) / sum(counts))]
         jobs.append(WorkloadJob(f"{app}-{i}", float(t), app, int(r[0]), int(r[1])))
-    return Workload(tuple(jobs), name=name or f"generated-load{load:g}-seed{seed if np.isscalar(seed) else 'rng'}")
+    return Workload(tuple(jobs), name=name or f"generated-load{load:g}-seed{str(seed) if np.isscalar(seed) else 'rng'}")
 
 
 GENERATED_PREFIX = "generated:"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 from goodopt.formulations import gavel as fg
 
+from goodopt.arrays import Array
+
 from ..highs_arrays import HighsSession
 from ..result import Termination
 from .runner import Solved, need, require, solution
@@ -161,7 +163,7 @@ def _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w_j, tol) -> bool:
     return float(out.objective) <= t_star * w_j * (1 + 1e3 * tol)
 
 
-def _entity_weights(ent, w_ent, policies, job_w, open_, order) -> np.ndarray:
+def _entity_weights(ent, w_ent, policies, job_w, open_, order) -> Array:
     """Each open job's share of its entity's weight (0 for frozen jobs and FIFO jobs still waiting)."""
     w = np.zeros(len(ent))
     for e in np.unique(ent[open_]):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED
 
@@ -26,17 +27,17 @@ class FractionResult:
     """
 
     policy: str
-    x: np.ndarray
+    x: Array
     status: Termination
     fun: float
     message: str = ""
-    throughput: np.ndarray | None = None
-    normalised: np.ndarray | None = None
+    throughput: Array | None = None
+    normalised: Array | None = None
     n_lps: int = 0
     seconds: float = 0.0
     stages: list = field(default_factory=list)
     options: dict = field(default_factory=dict)
-    pair_x: np.ndarray | None = None
+    pair_x: Array | None = None
 
     @property
     def success(self) -> bool:
@@ -127,7 +128,7 @@ def _min_makespan(mx, run, eq, opts):
     return (*solution(model, mx), 1.0 / float(out.objective), Termination.OPTIMAL)
 
 
-def fifo_fractions(matrix, *, aware: bool = True) -> np.ndarray:
+def fifo_fractions(matrix, *, aware: bool = True) -> Array:
     """FIFO: in arrival order each job takes its whole time on one type with room for it.
 
     Heterogeneity-aware picks the fastest such type, agnostic the first (in

@@ -7,9 +7,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-import numpy as np
 from goodopt.formulations import gavel as fg
 
+from goodopt.arrays import Array
 from goodopt.errors import SolverError, ValidationError
 from goodopt.gavel import PACKED
 
@@ -26,7 +26,7 @@ class Solved:
     """An arrays LP and its column values (None without a solution)."""
 
     arrays: object
-    values: np.ndarray | None
+    values: Array | None
 
 
 class Runner:

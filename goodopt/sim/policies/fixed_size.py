@@ -160,8 +160,8 @@ class OptimusPolicy(FixedSizePolicy):
             if free == 0:
                 break
             sizes[j], free = 1, free - 1
-        heap = []
-        for j in np.flatnonzero((sizes > 0) & (sizes < limit)):
+        heap: list[tuple[float, int]] = []
+        for j in np.flatnonzero((sizes > 0) & (sizes < limit)).tolist():
             heapq.heappush(heap, (-(t_rem(j, 1) - t_rem(j, 2)), int(j)))
         while free > 0 and heap:
             neg_gain, j = heapq.heappop(heap)

@@ -71,7 +71,7 @@ class GavelPolicy(Policy):
         self.capacity = np.array([cluster.gpus_of_type(t) for t in self.types], dtype=np.int64)
         self.mechanism = RoundMechanism(self.types)
         self._names: tuple[str, ...] = ()
-        self._x = None
+        self._x: np.ndarray | None = None
         self._next_round_s = -np.inf
 
     def matrix(self, state):

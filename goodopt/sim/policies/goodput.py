@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -107,12 +108,14 @@ class GoodputPolicy(Policy):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValidationError(name, f"must be a whole number >= 1 or None, got {value!r}")
         self.max_gpus, self.virtual_node_gpus = max_gpus, virtual_node_gpus
-        self._virtual = None
+        self._virtual: VirtualNodes | None = None
         if preset not in PRESETS:
             raise ValidationError("preset", f"unknown objective preset {preset!r}", f"choose one of {list(PRESETS)}")
         start = Objective.sia() if preset == "sia" else Objective()
-        changes = {"interference_avoidance": interference_avoidance, "restart_delay_s": restart_delay_s}
-        for name, value in (("p", p), ("base", base), ("idle_penalty", idle_penalty)):
+        changes: dict[str, Any] = {"interference_avoidance": interference_avoidance,
+                                   "restart_delay_s": restart_delay_s}
+        given: tuple[tuple[str, Any], ...] = (("p", p), ("base", base), ("idle_penalty", idle_penalty))
+        for name, value in given:
             if value is not None:
                 changes[name] = value
         self.objective = dataclasses.replace(start, **changes)
