@@ -52,10 +52,18 @@ lock: test-latest
 test: $(STAMP)
 	GOODOPT_LOCKED=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
-# ruff on every Python file (pyflakes, import order, bugbear, pyupgrade; the rules and their exceptions are in
-# pyproject.toml)
+# ruff on every Python file (pyflakes, import order, bugbear, pyupgrade), then mypy on the package (strict on the
+# solvers and formulations); the rules and their exceptions are in pyproject.toml. mypy reads the package through a
+# tree of links shaped like the installed one (goodopt.solvers is the top-level solvers/ folder, and so on), made
+# afresh in the venv each time.
+TYPES := $(VENV)/typecheck
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	rm -rf $(TYPES) && mkdir -p $(TYPES)/goodopt
+	cp -rs $(CURDIR)/goodopt/. $(TYPES)/goodopt/
+	for d in formulations solvers scenarios paper_figures; do ln -s $(CURDIR)/$$d $(TYPES)/goodopt/$$d; done
+	cd $(TYPES) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/$(VENV)/mypy-cache \
+	    -p goodopt
 
 test-slow: $(STAMP)
 	GOODOPT_LOCKED=1 $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

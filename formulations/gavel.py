@@ -187,12 +187,6 @@ def build_model(matrix: ThroughputMatrix, *, objective: str, coef: Array | tuple
     return m
 
 
-def _price(mx: ThroughputMatrix) -> Array:
-    if mx.price_per_gpu_h is None:
-        raise ValidationError("price_per_gpu_h", "is required by the min_cost objective", "give the matrix its prices")
-    return mx.price_per_gpu_h
-
-
 def _coef(c: Array | None) -> Array:
     if c is None:
         raise ValidationError("coef", "this objective needs coefficients", "pass coef=...")
@@ -210,7 +204,7 @@ def _set_objective(m: pyo.ConcreteModel, objective: str, mx: ThroughputMatrix, p
     elif objective == "max_sum":
         m.obj = pyo.Objective(expr=sum(thr_obj(j) for j in range(mx.n_jobs)), sense=pyo.maximize)
     elif objective == "min_cost":
-        price = _price(mx)
+        price = mx.price_per_gpu_h
         m.obj = pyo.Objective(expr=sum(float(price[k] * mx.scale_factor[j]) * m.X[j, k]
                                        for j, k in pairs)
                               + sum(float(price[k] * mx.scale_factor[mb[0]]) * m.Y[p, k]
@@ -366,7 +360,7 @@ def _array_cost(objective: str, mx: ThroughputMatrix, c_obj: ArrayIn | None, jj:
         cost[:nx] = c[jj, kk]
         cost[nx:nx + ny] = c[pc["a"], pc["k"]] * pc["ra"] + c[pc["b"], pc["k"]] * pc["rb"]
     elif objective == "min_cost":
-        price = _price(mx)
+        price = mx.price_per_gpu_h
         cost[:nx] = -price[kk] * mx.scale_factor[jj]
         cost[nx:nx + ny] = -price[pc["k"]] * mx.scale_factor[pc["a"]]
         return cost, -1

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class PluginRegistry(dict):
     """A name -> entry dict that adds the plug-ins of an entry-point group (through ``register``) the first time
     it is read, so that a plug-in may import goodopt freely."""
 
-    def __init__(self, group: str, register: Callable[[str, object], None], entries=()):
+    def __init__(self, group: str, register: Callable[[str, Any], None], entries: Any = ()) -> None:
         super().__init__(entries)
         self._group, self._register, self._loaded = group, register, False
 

@@ -53,6 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -61,6 +62,9 @@ from .errors import ScenarioError
 from .objective import Objective, objective_from_dict  # Objective: also importable from here, as documented
 from .profiles import AppProfile, ThroughputProfile, load_profile, shipped_profile
 from .validation import Reader, read_yaml
+
+if TYPE_CHECKING:  # the problem is built from a scenario
+    from .problem import AllocationProblem
 
 #: Largest allocation matrix (jobs x nodes): about 58 times the largest family's, so that populations fit in memory.
 MAX_ALLOCATION_CELLS = 2 ** 24
@@ -116,7 +120,7 @@ class Scenario:
         object.__setattr__(self, "profiles", MappingProxyType(dict(self.profiles)))
         _check_jobs(self)
 
-    def problem(self):
+    def problem(self) -> AllocationProblem:
         """The allocation problem (validated arrays and speedup tables)."""
         from .problem import AllocationProblem
 

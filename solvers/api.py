@@ -12,32 +12,41 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
-from goodopt.formulations.configs import enumerate_configs
+from goodopt.formulations.configs import ConfigSet, enumerate_configs
 
+from goodopt.arrays import Array
 from goodopt.errors import ValidationError
+from goodopt.evaluator import Evaluator
 from goodopt.plugins import METHOD_GROUP, PluginRegistry
+from goodopt.problem import AllocationProblem
 from goodopt.progress import tracing
+from goodopt.scenario import Scenario
 
 from .gavel_method import solve_gavel_round
-from .options import OPTIONS, MethodOptions, ga_engine
+from .options import OPTIONS, GavelOptions, MethodOptions, MilpOptions, PwlOptions, ga_engine
 from .result import MethodOutcome, SolveResult, SolverStats, Termination
 
 log = logging.getLogger(__name__)
+
+#: A method's runner: ``(problem, evaluator, options, t_start) -> MethodOutcome``.
+Runner = Callable[["AllocationProblem", "Evaluator", Any, float], MethodOutcome]
 
 #: Methods whose solution may be named as another method's warm start.
 _WARM_BY_NAME = {"milp": ("greedy", "ga"), "ga": ("greedy", "milp", "lp"), "nsga2": ("greedy", "milp", "lp")}
 
 
-def _warm_starts(problem, evaluator, spec, opts, method):
+def _warm_starts(problem: AllocationProblem, evaluator: Evaluator, spec: Any, opts: MethodOptions,
+                 method: str) -> list[Array]:
     """Allocations named by a ``warm_start`` option. Shapes: -> list of (J, N)."""
     if spec is None:
         return []
     specs = spec if isinstance(spec, list) else [spec]
-    out = []
+    out: list[Array] = []
     for s in specs:
         if isinstance(s, str):
             names = _WARM_BY_NAME[method]
@@ -47,11 +56,11 @@ def _warm_starts(problem, evaluator, spec, opts, method):
             if s == "lp":
                 from .rounding import lp_rounding
 
-                a = lp_rounding(problem, evaluator, time_limit_s=opts.time_limit_s)  # one LP, one thread
-                if a is not None:
-                    out.append(a)
+                rounded = lp_rounding(problem, evaluator, time_limit_s=opts.time_limit_s)  # one LP, one thread
+                if rounded is not None:
+                    out.append(rounded)
                 continue
-            sub = {"time_limit_s": opts.time_limit_s} if s == "milp" else {}
+            sub: dict[str, Any] = {"time_limit_s": opts.time_limit_s} if s == "milp" else {}
             if s == "ga":
                 sub = {"seed": opts.seed if opts.seed is not None else 0}
             res = solve(problem, method=s, options=sub)
@@ -68,7 +77,8 @@ def _warm_starts(problem, evaluator, spec, opts, method):
     return out
 
 
-def solve(problem, method: str = "milp", options: dict | None = None) -> SolveResult:
+def solve(problem: AllocationProblem | Scenario, method: str = "milp",
+          options: Mapping[str, Any] | None = None) -> SolveResult:
     """Solve one allocation problem with ``method`` and re-score the answer.
 
     Methods: ``milp`` (exact, certified), ``milp-pwl``, ``ga``, ``nsga2``,
@@ -79,8 +89,6 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
     the allocation, the termination status, and the bound and gap where the
     method gives one.
     """
-    from goodopt.problem import AllocationProblem
-
     if not isinstance(problem, AllocationProblem):
         if hasattr(problem, "problem"):
             problem = problem.problem()
@@ -99,7 +107,7 @@ def solve(problem, method: str = "milp", options: dict | None = None) -> SolveRe
     return _result(problem, ev, method, opts, outcome, t_start, tuple(points))
 
 
-def _check_allocations(problem, opts: MethodOptions) -> None:
+def _check_allocations(problem: AllocationProblem, opts: MethodOptions) -> None:
     """Options that hold allocations (``warm_start``, ``initial_population``): whole GPU counts >= 0 of the
     problem's shape, one (J, N) or several (P, J, N) -- the shape is known only with the problem. Method
     names among warm starts are checked by the method."""
@@ -124,24 +132,24 @@ def _with_solver_log(opts: MethodOptions) -> MethodOptions:
     """``solver_log`` as HiGHS's own switches (the GA passes it to pymoo itself)."""
     if not opts.solver_log or "highs_options" not in opts:
         return opts
-    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **opts.highs_options})
+    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **opts["highs_options"]})
 
 
-def _run_milp(problem, ev, opts, t_start) -> MethodOutcome:
+def _run_milp(problem: AllocationProblem, ev: Evaluator, opts: MilpOptions, t_start: float) -> MethodOutcome:
     from .milp import solve_milp
 
     starts = _warm_starts(problem, ev, opts.warm_start, opts, "milp")
     return solve_milp(problem, ev, opts.replace(warm_start=max(starts, key=ev.fitness) if starts else None), t_start)
 
 
-def _run_pwl(problem, ev, opts, t_start) -> MethodOutcome:
+def _run_pwl(problem: AllocationProblem, ev: Evaluator, opts: PwlOptions, t_start: float) -> MethodOutcome:
     from .milp import solve_pwl
 
     return solve_pwl(problem, ev, opts, t_start)
 
 
-def _run_genetic(two_objectives):
-    def run(problem, ev, opts, t_start) -> MethodOutcome:
+def _run_genetic(two_objectives: bool) -> Runner:
+    def run(problem: AllocationProblem, ev: Evaluator, opts: Any, t_start: float) -> MethodOutcome:
         from .genetic import solve_ga
 
         engine = ga_engine(problem, getattr(opts, "engine", "pymoo"), two_objectives)
@@ -155,18 +163,18 @@ def _run_genetic(two_objectives):
     return run
 
 
-def _run_gavel(problem, ev, opts, t_start) -> MethodOutcome:
+def _run_gavel(problem: AllocationProblem, ev: Evaluator, opts: GavelOptions, t_start: float) -> MethodOutcome:
     return solve_gavel_round(problem, opts)
 
 
-def _run_simple(method):
-    def run(problem, ev, opts, t_start) -> MethodOutcome:
+def _run_simple(method: str) -> Runner:
+    def run(problem: AllocationProblem, ev: Evaluator, opts: Any, t_start: float) -> MethodOutcome:
         return _solve_simple(problem, ev, method, opts)
 
     return run
 
 
-def _solve_simple(problem, ev, method, opts):
+def _solve_simple(problem: AllocationProblem, ev: Evaluator, method: str, opts: Any) -> MethodOutcome:
     from .exhaustive import brute_force
     from .heuristics import equal_share, greedy
 
@@ -174,18 +182,19 @@ def _solve_simple(problem, ev, method, opts):
     cs = enumerate_configs(problem) if method != "brute-force" else None
     build_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    extra = {}
+    extra: dict[str, Any] = {}
     bound = np.nan
+    alloc: Array | None
     if method == "greedy":
         start = problem.current if opts.start == "current" else None
         if start is not None and ev.violation(start) != 0:
             raise ValidationError("options.start", "the current allocation is infeasible",
                                   "use start='empty'")
-        alloc, _, steps = greedy(problem, cs, start=start)
+        alloc, _, steps = greedy(problem, cast(ConfigSet, cs), start=start)
         extra["steps"] = steps
         status = Termination.COMPLETED
     elif method == "equal-share":
-        alloc, _ = equal_share(problem, cs)
+        alloc, _ = equal_share(problem, cast(ConfigSet, cs))
         status = Termination.COMPLETED
     else:
         alloc, fit, n = brute_force(problem, ev, max_allocations=opts.max_allocations)
@@ -198,7 +207,8 @@ def _solve_simple(problem, ev, method, opts):
                 n_configs=None if cs is None else cs.n_configs, extra=extra, message="")
 
 
-def _result(problem, ev, method, opts, f, t_start, trace=()) -> SolveResult:
+def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: MethodOptions, f: MethodOutcome,
+            t_start: float, trace: tuple[tuple[float, float, float], ...] = ()) -> SolveResult:
     alloc = f.alloc
     has = alloc is not None
     x = np.asarray(alloc, dtype=np.int64) if has else np.zeros((problem.n_jobs, problem.n_nodes), np.int64)
@@ -237,7 +247,7 @@ class Method:
     """A registered method: its options class and its runner ``(problem, evaluator, options, t_start) -> MethodOutcome``."""
 
     options: type[MethodOptions]
-    run: Callable
+    run: Runner
 
 
 #: Every method by name (plug-ins of the ``goodopt.methods`` entry points are added when it is first read).
@@ -253,31 +263,31 @@ REGISTRY: dict[str, Method] = PluginRegistry(METHOD_GROUP, lambda name, method: 
 })
 
 
-class _LiveNames(Sequence):
+class _LiveNames(Sequence[str]):
     """The names in :data:`REGISTRY` (those passing ``keep``), in registration order, as they are now."""
 
-    def __init__(self, keep=lambda method: True):
+    def __init__(self, keep: Callable[[Method], bool] = lambda method: True) -> None:
         self._keep = keep
 
     def _names(self) -> tuple[str, ...]:
         return tuple(name for name, m in REGISTRY.items() if self._keep(m))
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: Any) -> Any:
         return self._names()[i]
 
     def __len__(self) -> int:
         return len(self._names())
 
-    def __contains__(self, name) -> bool:
+    def __contains__(self, name: object) -> bool:
         return name in REGISTRY and self._keep(REGISTRY[name])
 
     def __repr__(self) -> str:
         return repr(self._names())
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and not isinstance(other, str) and self._names() == tuple(other)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal to tuples, so not hashable
 
 
 #: Every method's name (plug-ins included, as they are registered).
@@ -286,13 +296,13 @@ METHODS = _LiveNames()
 RANDOMISED = _LiveNames(lambda m: m.options.randomised)
 
 
-class _Defaults(Mapping):
+class _Defaults(Mapping[str, dict[str, Any]]):
     """Each registered method's options with their defaults, as the registry is now."""
 
-    def __getitem__(self, name) -> dict:
+    def __getitem__(self, name: str) -> dict[str, Any]:
         return REGISTRY[name].options.defaults()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(REGISTRY)
 
     def __len__(self) -> int:
@@ -300,10 +310,10 @@ class _Defaults(Mapping):
 
 
 #: Options each method accepts, with their defaults.
-METHOD_OPTIONS: Mapping[str, dict] = _Defaults()
+METHOD_OPTIONS: Mapping[str, dict[str, Any]] = _Defaults()
 
 
-def register_method(name: str, method) -> None:
+def register_method(name: str, method: Method | Callable[[], Method]) -> None:
     """Add an allocation method under ``name`` (a :class:`Method`, or a function returning one): from then on
     :func:`solve`, ``compare``, ``sweep`` and the command line take it. Its options class checks its options
     as goodopt's own do."""
@@ -318,7 +328,7 @@ def register_method(name: str, method) -> None:
     REGISTRY[name] = method
 
 
-def options_for(method: str, options=None) -> MethodOptions:
+def options_for(method: str, options: Mapping[str, Any] | None = None) -> MethodOptions:
     """The validated, typed options object of ``method`` with ``options`` (a mapping; defaults filled in), as
     :func:`solve` checks them: an error names the option and the fix. For callers that keep or compare a
     method's full options, or run its stages directly."""

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from goodopt.arrays import Array
 from goodopt.errors import SolverError, ValidationError
 
 from .highs_run import apply_highs_options, new_highs, out_of_range, read_highs, run_highs
@@ -45,7 +48,7 @@ class MilpOutcome:
     n_constraints: int
 
     @classmethod
-    def without_solve(cls, termination, raw_status: str, *, solver: str = "none", solver_version: str = "",
+    def without_solve(cls, termination: Termination, raw_status: str, *, solver: str = "none", solver_version: str = "",
                       compile_s: float = 0.0, n_variables: int = 0, n_constraints: int = 0) -> MilpOutcome:
         """An outcome where no model was solved (refused, skipped, or settled without a solver)."""
         nan = float("nan")
@@ -54,8 +57,10 @@ class MilpOutcome:
                    solver_version=solver_version, n_variables=n_variables, n_constraints=n_constraints)
 
 
-def solve_model(model, *, solver: str = "highs", time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None,
-                threads=None, highs_options=None, warm_start=None, relax: bool = False) -> MilpOutcome:
+def solve_model(model: Any, *, solver: str = "highs", time_limit_s: float | None = None,
+                mip_rel_gap: float | None = None, mip_abs_gap: float | None = None, threads: int | None = None,
+                highs_options: Mapping[str, Any] | None = None, warm_start: Any = None,
+                relax: bool = False) -> MilpOutcome:
     """Solve ``model`` and load the solution into its variables (when one exists).
 
     ``relax`` solves the LP relaxation (HiGHS only). ``mip_abs_gap`` is an
@@ -69,14 +74,15 @@ def solve_model(model, *, solver: str = "highs", time_limit_s=None, mip_rel_gap=
     return _solve_factory(model, solver, time_limit_s, gaps, threads, highs_options or {}, warm_start)
 
 
-def _objective_sense(model) -> int:
+def _objective_sense(model: Any) -> int:
     import pyomo.environ as pyo
 
     obj = next(model.component_data_objects(pyo.Objective, active=True))
     return 1 if obj.sense == pyo.minimize else -1
 
 
-def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=False):
+def _solve_highs(model: Any, time_limit_s: float | None, gaps: dict[str, float | None], threads: int | None,
+                 options: Mapping[str, Any], warm_start: Any, relax: bool = False) -> MilpOutcome:
     import highspy
     from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
@@ -133,7 +139,7 @@ def _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax=
                        solver_version=version, n_variables=n, n_constraints=m)
 
 
-def _set_limits(h, time_limit_s, gaps, threads) -> None:
+def _set_limits(h: Any, time_limit_s: float | None, gaps: dict[str, float | None], threads: int | None) -> None:
     """The time limit, the gaps HiGHS may stop at and its threads (None: HiGHS's default)."""
     if time_limit_s is not None:
         h.setOptionValue("time_limit", float(time_limit_s))
@@ -144,7 +150,7 @@ def _set_limits(h, time_limit_s, gaps, threads) -> None:
         h.setOptionValue("threads", int(threads))
 
 
-def _set_start(h, cols, lower, upper, warm_start) -> None:
+def _set_start(h: Any, cols: list[Any], lower: Array, upper: Array, warm_start: Any) -> None:
     """Hand HiGHS a start: ``warm_start`` maps pyomo variables to values; the other columns start at 0 (within
     their bounds)."""
     import highspy
@@ -161,7 +167,8 @@ def _set_start(h, cols, lower, upper, warm_start) -> None:
     h.setSolution(sol)
 
 
-def _solve_factory(model, name, time_limit_s, gaps, threads, options, warm_start):
+def _solve_factory(model: Any, name: str, time_limit_s: float | None, gaps: dict[str, float | None],
+                   threads: int | None, options: Mapping[str, Any], warm_start: Any) -> MilpOutcome:
     import pyomo.environ as pyo
     from pyomo.opt import SolverStatus
     from pyomo.opt import TerminationCondition as TC

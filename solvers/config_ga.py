@@ -38,12 +38,16 @@ the evaluator's choice among the final population uses the true fitness.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 from goodopt.formulations.configs import ConfigSet, enumerate_configs, rank_utility
 from goodopt.formulations.placement import move_job
 
-from goodopt.arrays import Array
+from goodopt.arrays import Array, ArrayIn
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
 
 from .heuristics import canonicalize
 
@@ -69,7 +73,7 @@ class ConfigPopulation:
     ``multi_count`` (P, N) int; ``score`` (P,) float.
     """
 
-    def __init__(self, problem, configs: ConfigSet, chosen, alloc):
+    def __init__(self, problem: AllocationProblem, configs: ConfigSet, chosen: ArrayIn, alloc: ArrayIn) -> None:
         pr, cs = problem, configs
         self.pr, self.cs = pr, cs
         self.chosen = np.asarray(chosen, dtype=np.int64)
@@ -84,12 +88,12 @@ class ConfigPopulation:
         self.up = step_up(cs)
         self._hash = np.random.default_rng(0).integers(1, 2**62, size=pr.n_jobs)  # genotype fingerprints
 
-    def _terms(self, chosen):
+    def _terms(self, chosen: Array) -> Array:
         if not len(self.u_cfg):  # no job has a configuration: every job idles
             return np.broadcast_to(self.u_idle[None, :], chosen.shape)
         return np.where(chosen >= 0, self.u_cfg[np.maximum(chosen, 0)], self.u_idle[None, :])
 
-    def take(self, idx) -> ConfigPopulation:
+    def take(self, idx: ArrayIn) -> ConfigPopulation:
         """The members ``idx`` (copies), in that order."""
         out = object.__new__(ConfigPopulation)
         out.__dict__.update({k: v for k, v in self.__dict__.items() if k not in _MEMBER_FIELDS})
@@ -131,11 +135,12 @@ class ConfigPopulation:
         return True
 
 
-def seed_population(problem, configs: ConfigSet, seeds) -> ConfigPopulation:
+def seed_population(problem: AllocationProblem, configs: ConfigSet, seeds: Iterable[Array]) -> ConfigPopulation:
     """Members from feasible (J, N) allocations: the current one first, then ``seeds``, each mapped to
     configurations (rows of pruned shapes shrink to the configuration they dominate)."""
     pr = problem
-    rows, chosen = [], []
+    rows: list[Array] = []
+    chosen: list[Array] = []
     for a in [pr.current, *seeds]:
         a2, ch = canonicalize(pr, configs, a)
         a2[ch < 0] = 0
@@ -144,7 +149,7 @@ def seed_population(problem, configs: ConfigSet, seeds) -> ConfigPopulation:
     return ConfigPopulation(pr, configs, np.stack(chosen), np.stack(rows))
 
 
-def _neighbour(cs: ConfigSet, j: int, c: int, rng) -> int:
+def _neighbour(cs: ConfigSet, j: int, c: int, rng: np.random.Generator) -> int:
     """A configuration of job ``j`` near ``c``: one frontier step up or down in its (type, spread) class,
     another of its configurations, or none."""
     lo, hi = int(cs.job_start[j]), int(cs.job_start[j + 1])
@@ -164,7 +169,7 @@ def _neighbour(cs: ConfigSet, j: int, c: int, rng) -> int:
     return -1
 
 
-def ruin_recreate(pop: ConfigPopulation, m: int, rng) -> None:
+def ruin_recreate(pop: ConfigPopulation, m: int, rng: np.random.Generator) -> None:
     """Empty a few jobs of member ``m`` -- every job on a random node and on a second node of its type
     (half the time: it frees whole nodes, which single-node configurations need) or a random handful --
     and fill them again as greedy would: each first in its configuration of best term per GPU that fits,
@@ -191,14 +196,15 @@ def ruin_recreate(pop: ConfigPopulation, m: int, rng) -> None:
                 break
     live = [int(j) for j in ruined if pop.chosen[m, j] >= 0 and not cs.keep[pop.chosen[m, j]]]
     for _ in range(RECREATE_STEPS):
-        best, best_gain = None, 0.0
-        for j in live:
-            nxt = int(pop.up[pop.chosen[m, j]])
+        best: tuple[int, int] | None = None
+        best_gain = 0.0
+        for job in live:
+            nxt = int(pop.up[pop.chosen[m, job]])
             if nxt >= 0:
-                c0 = int(pop.chosen[m, j])
+                c0 = int(pop.chosen[m, job])
                 gain = (pop.u_cfg[nxt] - pop.u_cfg[c0]) / max(int(cs.n_gpus[nxt] - cs.n_gpus[c0]), 1)
                 if gain > best_gain:
-                    best, best_gain = (j, nxt), gain
+                    best, best_gain = (job, nxt), gain
         if best is None:
             break
         if not pop.try_set(m, best[0], best[1]):
@@ -217,7 +223,7 @@ def step_up(cs: ConfigSet) -> Array:
     return up
 
 
-def _count_dtype(most: int):
+def _count_dtype(most: int) -> type[np.integer[Any]]:
     """The smallest integer type that holds ``most``."""
     for t in (np.int8, np.int16, np.int32):
         if most <= np.iinfo(t).max:
@@ -225,7 +231,8 @@ def _count_dtype(most: int):
     return np.int64
 
 
-def make_children(pop: ConfigPopulation, parents, mates, cross, rng) -> ConfigPopulation:
+def make_children(pop: ConfigPopulation, parents: Array, mates: Array, cross: Array,
+                  rng: np.random.Generator) -> ConfigPopulation:
     """Children of ``parents``: copies, then crossover with ``mates`` where ``cross``, then mutation (ruin
     and recreate, or a few single-job changes)."""
     kids = pop.take(parents)
@@ -245,8 +252,10 @@ def make_children(pop: ConfigPopulation, parents, mates, cross, rng) -> ConfigPo
     return kids
 
 
-def evolve(problem, evaluator, seeds, *, pop_size: int, n_gen: int, crossover_prob: float, rng,
-           deadline: float | None = None, stall: int | None = None, on_generation=None):
+def evolve(problem: AllocationProblem, evaluator: Evaluator, seeds: Iterable[Array], *, pop_size: int, n_gen: int,
+           crossover_prob: float, rng: np.random.Generator, deadline: float | None = None, stall: int | None = None,
+           on_generation: Callable[[int, ConfigPopulation], None] | None = None
+           ) -> tuple[Array | None, ConfigPopulation, int, bool]:
     """Run the GA over configurations. Returns ``(best allocation or None, final population, generations,
     stopped by the deadline)``. Shapes: seeds list of (J, N)."""
     cs = enumerate_configs(problem)
@@ -281,7 +290,7 @@ def evolve(problem, evaluator, seeds, *, pop_size: int, n_gen: int, crossover_pr
 FINAL_CANDIDATES = 16
 
 
-def _best(pop: ConfigPopulation, evaluator):
+def _best(pop: ConfigPopulation, evaluator: Evaluator) -> Array | None:
     """Of the best :data:`FINAL_CANDIDATES` members by score, the one of largest true fitness (the
     evaluator's), or None when none is feasible."""
     top = np.argsort(-pop.score, kind="stable")[:FINAL_CANDIDATES]

@@ -12,37 +12,42 @@ round an LP solution, add a no-good cut (C1), and move the epigraph floor
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from goodopt.formulations.config_matrix import config_matrix, no_good_row
 from goodopt.formulations.configs import ConfigSet, choice_from_values, match_configs, rounded_from_values
+from goodopt.formulations.objective import ScaledObjective
 
-from goodopt.arrays import Array
+from goodopt.arrays import Array, ArrayIn
+from goodopt.problem import AllocationProblem
 
+from .backend import MilpOutcome, solve_model
 from .highs_arrays import HighsSession
 
 
-def epigraph_value(problem, configs: ConfigSet, chosen) -> float:
+def epigraph_value(problem: AllocationProblem, configs: ConfigSet, chosen: Array) -> float:
     """The fitness at p = ±inf of a choice of configurations (min or max of ``S + eps``). Shapes: (J,)."""
     s = problem.eps + np.where(chosen >= 0, configs.speedup[np.maximum(chosen, 0)], 0.0)
     return float(s.min() if problem.p < 0 else s.max()) if len(s) else problem.eps
 
 
 class _Base:
-    def __init__(self, problem, configs, objective):
+    def __init__(self, problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None) -> None:
         self.pr, self.cs, self.objective = problem, configs, objective
-        self._chosen = None
+        self._chosen: Array = np.full(problem.n_jobs, -1, dtype=np.int64)  # none before a solution
         self.build_s = 0.0
 
     def chosen(self) -> Array:
         """Configuration per job (-1 = none) of the last solution. Shapes: -> (J,)."""
         return self._chosen.copy()
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         """The loaded solution, to :meth:`restore` after a probing solve."""
         return self._chosen.copy()
 
-    def restore(self, snap) -> None:
+    def restore(self, snap: Any) -> None:
         self._chosen = np.asarray(snap).copy()
 
     def epigraph_value(self) -> float:
@@ -52,17 +57,19 @@ class _Base:
 class ArrayModel(_Base):
     """The configuration level as arrays in a live HiGHS instance."""
 
-    def __init__(self, problem, configs, objective, *, threads=None, highs_options=None, placement=()):
+    def __init__(self, problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None, *,
+                 threads: int | None = None,
+                 highs_options: Mapping[str, Any] | None = None, placement: Iterable[int] = ()) -> None:
         super().__init__(problem, configs, objective)
         t0 = time.perf_counter()
         self.mm = config_matrix(problem, configs, objective, placement=placement)
         self.session = HighsSession(self.mm, threads=threads, highs_options=highs_options)
         self.build_s = time.perf_counter() - t0
-        self._x = None
-        self._floor = None
+        self._x: Array | None = None
 
-    def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None, relax=False,
-              node_limit=None, **_):
+    def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
+              mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
+              node_limit: int | None = None, **_: Any) -> MilpOutcome:
         x0 = self._encode(warm_start) if warm_start is not None else None
         out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
                                     warm_start=x0, relax=relax, node_limit=node_limit)
@@ -73,7 +80,7 @@ class ArrayModel(_Base):
             self._chosen = rounded_from_values(self.cs, n, z) if relax else choice_from_values(self.cs, n, z)
         return out
 
-    def _encode(self, alloc):
+    def _encode(self, alloc: ArrayIn) -> Array | tuple[Array, Array]:
         """Column values of an allocation (its rows matched to configurations)."""
         pr, cs, mm = self.pr, self.cs, self.mm
         chosen = match_configs(pr, cs, np.asarray(alloc))
@@ -92,11 +99,11 @@ class ArrayModel(_Base):
             return np.arange(n_own), x[:n_own]
         return x
 
-    def exclude(self, config_indices) -> None:
+    def exclude(self, config_indices: ArrayIn) -> None:
         cols, vals, lo, hi = no_good_row(config_indices, self.mm.n_columns)
         self.session.add_row(cols, vals, lo, hi)
 
-    def fix_outside(self, chosen, types) -> None:
+    def fix_outside(self, chosen: ArrayIn, types: Iterable[int]) -> None:
         """Fix every job not on a GPU type of ``types`` in ``chosen`` to its configuration there (or to idle); the
         others may choose among the configurations of their own type or stay idle. Finite p only (the ``u_j``
         columns); :meth:`unfix` restores the model. Shapes: chosen (J,)."""
@@ -121,10 +128,10 @@ class ArrayModel(_Base):
         n = self.cs.n_configs + self.pr.n_jobs
         self._set_bounds(np.arange(n), self.mm.lower[:n], self.mm.upper[:n])
 
-    def _set_bounds(self, idx, lo, hi) -> None:
+    def _set_bounds(self, idx: Array, lo: ArrayIn, hi: ArrayIn) -> None:
         self.session.h.changeColsBounds(len(idx), idx.astype(np.int32), np.asarray(lo, float), np.asarray(hi, float))
 
-    def set_floor(self, value) -> None:
+    def set_floor(self, value: float | None) -> None:
         """Epigraph models: ``t >= value`` (None restores the model's own bound)."""
         t = self.cs.n_configs
         lo = self.mm.lower[t] if value is None else float(value)
@@ -137,8 +144,10 @@ class PyomoModel(_Base):
     pyomo is imported here, on first use: the array route never needs it.
     """
 
-    def __init__(self, problem, configs, objective, *, level="config", symmetry="order", fixed_choice=None,
-                 solver="highs", threads=None, highs_options=None):
+    def __init__(self, problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None, *,
+                 level: str = "config",
+                 symmetry: str = "order", fixed_choice: ArrayIn | None = None, solver: str = "highs",
+                 threads: int | None = None, highs_options: Mapping[str, Any] | None = None) -> None:
         from goodopt.formulations import milp as fm
 
         super().__init__(problem, configs, objective)
@@ -149,16 +158,15 @@ class PyomoModel(_Base):
         self.build_s = time.perf_counter() - t0
         self.solver, self.threads, self.highs_options = solver, threads, highs_options
 
-    def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None, relax=False,
-              node_limit=None, **_):
+    def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
+              mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
+              node_limit: int | None = None, **_: Any) -> MilpOutcome:
         fm = self.fm
         start = (fm.warm_start_values(self.model, self.pr, self.cs, warm_start)
                  if warm_start is not None else None)
         options = dict(self.highs_options or {})
         if node_limit is not None and self.solver == "highs":
             options.setdefault("mip_max_nodes", int(node_limit))
-        from .backend import solve_model
-
         out = solve_model(self.model, solver=self.solver, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap,
                           mip_abs_gap=mip_abs_gap, threads=self.threads, highs_options=options,
                           warm_start=start, relax=relax)
@@ -172,23 +180,27 @@ class PyomoModel(_Base):
         """The (J, N) allocation of a solved placement-level model."""
         return self.fm.placement_allocation(self.model, self.pr)
 
-    def snapshot(self):
+    def snapshot(self) -> Any:
         import pyomo.environ as pyo
 
         return self._chosen.copy(), [(v, v.value) for v in self.model.component_data_objects(pyo.Var)]
 
-    def restore(self, snap) -> None:
+    def restore(self, snap: Any) -> None:
         chosen, values = snap
         self._chosen = chosen.copy()
         for v, val in values:
             v.set_value(val, skip_validation=True)
 
-    def exclude(self, config_indices) -> None:
+    def exclude(self, config_indices: ArrayIn) -> None:
         self.fm.exclude_choice(self.model, config_indices)
 
-    def set_floor(self, value) -> None:
+    def set_floor(self, value: float | None) -> None:
         t = self.model.t
         if value is None:
             t.setlb(self.pr.eps)
         else:
             t.setlb(float(value))
+
+
+#: Either route's configuration (or placement) model.
+ConfigModel = ArrayModel | PyomoModel

@@ -15,11 +15,13 @@ import numpy as np
 
 from goodopt.arrays import Array
 from goodopt.errors import ValidationError
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
 
 _BLOCK = 50_000
 
 
-def count_allocations(problem) -> int:
+def count_allocations(problem: AllocationProblem) -> int:
     """Number of allocations brute force would enumerate."""
     J = problem.n_jobs
     return prod(comb(int(c) + J, J) for c in problem.node_capacity)
@@ -31,7 +33,8 @@ def _splits(cap: int, n_jobs: int) -> Array:
     return grids[grids.sum(axis=1) <= cap]
 
 
-def brute_force(problem, evaluator, *, max_allocations: int = 2_000_000):
+def brute_force(problem: AllocationProblem, evaluator: Evaluator, *,
+                max_allocations: int = 2_000_000) -> tuple[Array | None, float, int]:
     """Best feasible allocation by enumeration; ``None`` if none is feasible.
 
     Returns ``(alloc or None, fitness, n_scored)``. Shapes: -> (J, N).

@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED, check_entities, entity_fields, matrix_from_problem, pairs_from_problem
+from goodopt.problem import AllocationProblem
 from goodopt.validation import suggest
 
 from .gavel import solve_gavel
+from .options import GavelOptions
 from .result import MethodOutcome, Termination
 from .rounds import RoundMechanism, current_types, place_round
 
 
-def _entity_groups(problem, entities) -> dict:
+def _entity_groups(problem: AllocationProblem, entities: Mapping[str, Any]) -> dict[str, Any]:
     """The matrix's entity fields: the jobs' ``entity`` names weighted by ``entities`` (an entity the option
     does not name has weight 1 and fairness inside); ``{}`` when no job names one."""
     named = problem.entities if problem.entities and any(problem.entities) else ()
@@ -34,10 +38,11 @@ def _entity_groups(problem, entities) -> dict:
     return entity_fields(check_entities(spec), [SimpleNamespace(entity=e) for e in named])
 
 
-def _job_work(problem, opts) -> dict:
+def _job_work(problem: AllocationProblem, opts: GavelOptions) -> dict[str, Any]:
     """The matrix's ``remaining_steps`` and ``elapsed_s`` from the options (job -> number), each job named."""
-    out = {}
-    for name, default in (("remaining_steps", None), ("elapsed_s", 0.0)):
+    out: dict[str, Any] = {}
+    defaults: tuple[tuple[str, float | None], ...] = (("remaining_steps", None), ("elapsed_s", 0.0))
+    for name, default in defaults:
         given = dict(opts[name] or {})
         unknown = sorted(set(given) - set(problem.job_names))
         if unknown:
@@ -49,11 +54,11 @@ def _job_work(problem, opts) -> dict:
         if missing and default is None:
             raise ValidationError(f"options.{name}", f"gives no value for job {missing[0]!r}",
                                   "give every job of the scenario its remaining work")
-        out[name] = np.array([float(given.get(j, default)) for j in problem.job_names])
+        out[name] = np.array([float(given.get(j, 0.0 if default is None else default)) for j in problem.job_names])
     return out
 
 
-def solve_gavel_round(problem, opts) -> MethodOutcome:
+def solve_gavel_round(problem: AllocationProblem, opts: GavelOptions) -> MethodOutcome:
     """Gavel's time fractions at fixed GPU counts, realised for one round (fresh history)."""
     t0 = time.perf_counter()
     n = opts.n_gpus
@@ -79,7 +84,8 @@ def solve_gavel_round(problem, opts) -> MethodOutcome:
     alloc, failed = place_round(problem.node_type, problem.node_capacity, assigned, mx.scale_factor, cur)
     extra = {"fractions": fr.to_dict(mx)["fractions"], "policy": fr.policy, "policy_objective": fr.fun,
              "lp_stages": fr.stages, "unplaced_jobs": [problem.job_names[j] for j in failed]}
-    if mx.pairs is not None:  # two jobs on one GPU is no allocation of this model: reported, not realised
+    # two jobs on one GPU is no allocation of this model: reported, not realised
+    if mx.pairs is not None and fr.pair_x is not None:
         extra["pair_fractions"] = {f"{mx.job_names[a]}+{mx.job_names[b]}": {
             t: float(v) for t, v in zip(mx.type_names, row) if v > 1e-9}
             for (a, b), row in zip(mx.pairs, fr.pair_x) if row.sum() > 1e-9}

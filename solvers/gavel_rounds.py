@@ -27,9 +27,11 @@ over resets) only breaks ties, as in Gavel.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
-from goodopt.arrays import Array
+from goodopt.arrays import Array, ArrayIn
 
 #: Gavel's default minimum time between two allocation resets (``minimum_time_between_allocation_resets``).
 GAVEL_RESET_INTERVAL_S = 1920.0
@@ -49,7 +51,7 @@ class GavelRounds:
         self.last_reset = 0.0
         self.changed = False
 
-    def sync(self, names) -> None:
+    def sync(self, names: Sequence[str]) -> None:
         """Add jobs that arrived (half a round of credit on every type) and drop jobs that left."""
         present = set(names)
         for gone in [n for n in self.credit if n not in present]:
@@ -66,7 +68,7 @@ class GavelRounds:
         happened after time 0 yet)."""
         return self.changed and (self.last_reset == 0 or t - self.last_reset >= self.interval)
 
-    def reset(self, t: float, allocation: dict) -> None:
+    def reset(self, t: float, allocation: Mapping[str, ArrayIn]) -> None:
         """Settle the deficits of the period that ends, restart every credit at half a round and take the new
         ``allocation`` (name -> (K,) fractions)."""
         elapsed = t - self.last_reset
@@ -78,7 +80,7 @@ class GavelRounds:
         self.allocation = {n: np.asarray(x, dtype=float) for n, x in allocation.items()}
         self.last_reset, self.changed = t, False
 
-    def priorities(self, names, runnable) -> Array:
+    def priorities(self, names: Sequence[str], runnable: Array) -> Array:
         """Each job's priority per type. Shapes: runnable (J, K) -> (J, K)."""
         x = self.fractions(names)
         t = np.array([self.credit[n] for n in names]).reshape(len(names), self.K)
@@ -87,12 +89,13 @@ class GavelRounds:
             p = np.where(share > 0, x / np.where(share > 0, share, 1.0), x * FIRST_PRIORITY)
         return np.where((x > 0) & runnable, p, 0.0)
 
-    def fractions(self, names) -> Array:
+    def fractions(self, names: Sequence[str]) -> Array:
         """The allocation's rows (zeros for a job not in it). Shapes: -> (J, K)."""
         zero = np.zeros(self.K)
         return np.array([self.allocation.get(n, zero) for n in names]).reshape(len(names), self.K)
 
-    def assign(self, names, scale_factor, capacity, runnable, type_order) -> Array:
+    def assign(self, names: Sequence[str], scale_factor: ArrayIn, capacity: ArrayIn, runnable: Array,
+               type_order: ArrayIn) -> Array:
         """GPU type index per job for the next round (-1 = none; a queued job outside the allocation also
         gets its type here, its GPUs left idle: see :meth:`runs`). Shapes: scale_factor (J,), capacity (K,),
         runnable (J, K) -> (J,)."""
@@ -114,11 +117,11 @@ class GavelRounds:
                     free[k] -= s[j]
         return np.array(out, dtype=np.int64)
 
-    def runs(self, names) -> Array:
+    def runs(self, names: Sequence[str]) -> Array:
         """Which jobs may be given GPUs: those in the current allocation. Shapes: -> (J,) bool."""
         return np.array([n in self.allocation for n in names], dtype=bool)
 
-    def record(self, names, types, seconds) -> None:
+    def record(self, names: Sequence[str], types: ArrayIn, seconds: ArrayIn) -> None:
         """Credit each job of ``names`` that ran its ``seconds`` on its type (and the type's total, added in
         the order given). Shapes: names (n,), types (n,) int, seconds (n,)."""
         for name, k, sec in zip(names, np.asarray(types).tolist(), np.asarray(seconds, dtype=float).tolist()):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from goodopt.formulations.ga import AllocationGAProblem
@@ -46,16 +48,20 @@ from pymoo.optimize import minimize
 from pymoo.termination.max_gen import MaximumGenerationTermination
 from pymoo.termination.max_time import TimeBasedTermination
 
+from goodopt.arrays import Array
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
 from .config_ga import evolve
-from .options import stall_for
+from .options import GaOptions, Nsga2Options, stall_for
 from .result import MethodOutcome, Termination
 
 log = logging.getLogger(__name__)
 
 
-def solve_ga(problem, evaluator, opts, t_start, *, seeds=(), two_objectives=False):
+def solve_ga(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptions | Nsga2Options, t_start: float, *,
+             seeds: Iterable[Array] = (), two_objectives: bool = False) -> MethodOutcome:
     """Run the GA. ``seeds`` are (J, N) allocations for the initial population."""
     t0 = time.perf_counter()
     seeds = list(seeds)
@@ -121,14 +127,14 @@ def _report_generation(gen: int, n_gen: int, best: float) -> None:
            detail=gen % max(1, n_gen // 10) != 0)
 
 
-class _GenerationReport(Callback):
+class _GenerationReport(Callback):  # type: ignore[misc]  # pymoo publishes no types
     """pymoo callback: :func:`_report_generation` after each generation."""
 
-    def __init__(self, n_gen: int):
+    def __init__(self, n_gen: int) -> None:
         super().__init__()
         self.n_gen = n_gen
 
-    def notify(self, algorithm):
+    def notify(self, algorithm: Any) -> None:
         opt = algorithm.opt
         feasible = opt.get("CV")[:, 0] <= 0 if opt is not None and len(opt) else np.zeros(0, bool)
         best = -float(opt.get("F")[feasible, 0].min()) if feasible.any() else -np.inf
@@ -141,7 +147,8 @@ def _pymoo_version() -> str:
     return version("pymoo")
 
 
-def _solve_configs(problem, evaluator, opts, t_start, seeds, t0):
+def _solve_configs(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptions | Nsga2Options, t_start: float,
+                   seeds: list[Array], t0: float) -> MethodOutcome:
     """The GA over configurations (:mod:`goodopt.solvers.config_ga`), for large clusters."""
     rng = np.random.default_rng(opts.seed)
     deadline = None if opts.time_limit_s is None else t_start + opts.time_limit_s
@@ -162,14 +169,15 @@ def _solve_configs(problem, evaluator, opts, t_start, seeds, t0):
                          message=f"{gen} generations of population {P} over job configurations")
 
 
-def _solve_numpy(problem, evaluator, opts, t_start, data, seeds, t0):
+def _solve_numpy(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptions | Nsga2Options, t_start: float,
+                 data: RepairData, seeds: list[Array], t0: float) -> MethodOutcome:
     """The single-objective GA as whole-population array operations (see the module docstring)."""
     rng = np.random.default_rng(opts.seed)
     P, J = opts.pop_size, problem.n_jobs
     rate = opts.mutation_rate if opts.mutation_rate is not None else min(1.0, 2.0 / max(J, 1))
     deadline = None if opts.time_limit_s is None else t_start + opts.time_limit_s
 
-    def score(pop):
+    def score(pop: Array) -> Array:
         ev = evaluator.evaluate(pop)
         return np.where(ev.violation == 0, ev.fitness, -np.inf)
 

@@ -28,13 +28,17 @@ from goodopt.formulations.configs import ConfigSet, match_configs
 from goodopt.formulations.objective import log_gain, log_terms
 from goodopt.formulations.placement import move_job
 
+from goodopt.arrays import Array, ArrayIn
+from goodopt.problem import AllocationProblem
+
 _MAX_TRIES_PER_STEP = 64
 
 
 class _State:
     """Allocation under construction with incremental free capacity."""
 
-    def __init__(self, problem, configs: ConfigSet, alloc=None, chosen=None):
+    def __init__(self, problem: AllocationProblem, configs: ConfigSet, alloc: ArrayIn | None = None,
+                 chosen: ArrayIn | None = None) -> None:
         self.pr, self.cs = problem, configs
         J, N = problem.n_jobs, problem.n_nodes
         self.alloc = np.zeros((J, N), np.int64) if alloc is None else np.array(alloc, dtype=np.int64)
@@ -53,7 +57,8 @@ class _State:
         return True
 
 
-def greedy(problem, configs: ConfigSet, *, start=None, start_chosen=None):
+def greedy(problem: AllocationProblem, configs: ConfigSet, *, start: ArrayIn | None = None,
+           start_chosen: ArrayIn | None = None) -> tuple[Array, Array, int]:
     """Marginal-gain greedy from ``start`` (default: nothing allocated).
 
     Returns ``(alloc, chosen, n_steps)``. Shapes: start (J, N) -> (J, N), (J,).
@@ -104,13 +109,14 @@ def greedy(problem, configs: ConfigSet, *, start=None, start_chosen=None):
     return st.alloc, st.chosen, steps
 
 
-def _log_ratio(pr, cs, lt_cur, lt_cfg, w_cfg, k_cur, sl):
+def _log_ratio(pr: AllocationProblem, cs: ConfigSet, lt_cur: Array, lt_cfg: Array, w_cfg: Array, k_cur: Array,
+               sl: slice) -> Array:
     """Log of the objective gain per extra GPU of moving to each configuration in ``sl``. Shapes: -> (len(sl),)."""
     gain = log_gain(pr, lt_cur[sl], lt_cfg[sl], w_cfg[sl])
     return gain - np.log(np.maximum(cs.n_gpus[sl] - k_cur[sl], 0.5))
 
 
-def _top_stable(key, n):
+def _top_stable(key: Array, n: int) -> Array:
     """Indices of the ``n`` smallest keys in stable order (ties by position). Shapes: (C,) -> (<= n,)."""
     if len(key) <= n:
         return np.argsort(key, kind="stable")
@@ -119,7 +125,7 @@ def _top_stable(key, n):
     return idx[np.argsort(key[idx], kind="stable")][:n]
 
 
-def equal_share(problem, configs: ConfigSet):
+def equal_share(problem: AllocationProblem, configs: ConfigSet) -> tuple[Array, Array]:
     """Equal GPU count per job, packed. Returns ``(alloc, chosen)``."""
     pr, cs = problem, configs
     st = _State(pr, cs)
@@ -136,7 +142,7 @@ def equal_share(problem, configs: ConfigSet):
     return st.alloc, st.chosen
 
 
-def canonicalize(problem, configs: ConfigSet, alloc):
+def canonicalize(problem: AllocationProblem, configs: ConfigSet, alloc: ArrayIn) -> tuple[Array, Array]:
     """Shrink each row to the best configuration of its class it dominates.
 
     A row whose (type, count, spread) was pruned as dominated gives up GPUs to
@@ -169,7 +175,7 @@ def canonicalize(problem, configs: ConfigSet, alloc):
     return a, chosen
 
 
-def _shrink(row, k, multi):
+def _shrink(row: Array, k: int, multi: bool) -> Array:
     """Remove GPUs from ``row`` down to ``k``, keeping >= 2 nodes when ``multi``."""
     row = row.copy()
     excess = int(row.sum()) - k

@@ -10,8 +10,13 @@ model's own (maximised) units.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from goodopt.formulations.matrix import MatrixModel
+
+from goodopt.arrays import Array, ArrayIn
 
 from .backend import MilpOutcome
 from .highs_run import apply_highs_options, new_highs, out_of_range, read_highs, run_highs
@@ -21,7 +26,8 @@ from .result import Termination
 class HighsSession:
     """One matrix model loaded into HiGHS; :meth:`solve` may be called again after :meth:`add_row`."""
 
-    def __init__(self, model, *, threads=None, highs_options=None):
+    def __init__(self, model: MatrixModel, *, threads: int | None = None,
+                 highs_options: Mapping[str, Any] | None = None) -> None:
         import highspy
 
         self._hs = highspy
@@ -57,15 +63,16 @@ class HighsSession:
         v = h.version() if hasattr(h, "version") else ""
         self.version = v if isinstance(v, str) else f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
 
-    def add_row(self, columns, values, lower, upper):
+    def add_row(self, columns: ArrayIn, values: ArrayIn, lower: float, upper: float) -> None:
         """Append one row ``lower <= Σ values * x[columns] <= upper``."""
         inf = self._hs.kHighsInf
         self.h.addRow(lower if np.isfinite(lower) else -inf, upper if np.isfinite(upper) else inf,
                       len(columns), np.asarray(columns, np.int32), np.asarray(values, float))
         self.n_rows += 1
 
-    def solve(self, *, time_limit_s=None, mip_rel_gap=None, mip_abs_gap=None, warm_start=None,
-              relax=False, node_limit=None):
+    def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
+              mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
+              node_limit: int | None = None) -> tuple[MilpOutcome, Array | None]:
         """Solve; returns ``(MilpOutcome, x)`` with ``x`` the column values (None without a solution).
 
         ``relax`` solves the LP relaxation (integrality dropped for this solve only).
@@ -101,13 +108,14 @@ class HighsSession:
         t1 = time.perf_counter()
         stopped = run_highs(h, time_limit_s)
         solve_s = time.perf_counter() - t1
-        out, x = self._outcome(integer, solve_s, setup, stopped)
+        out, x = self._outcome(bool(integer), solve_s, setup, stopped)
         if relax and model.integer.any():
             h.changeColsIntegrality(model.n_columns, np.arange(model.n_columns, dtype=np.int32),
                                     np.array(self._integrality))
         return out, x
 
-    def _outcome(self, integer, solve_s, setup_s, stopped=False):
+    def _outcome(self, integer: bool, solve_s: float, setup_s: float,
+                 stopped: bool = False) -> tuple[MilpOutcome, Array | None]:
         h, model = self.h, self.model
         term, has_solution, objective, bound, gap, nodes, raw = read_highs(h, integer, stopped=stopped)
         x = np.asarray(h.getSolution().col_value, float) if has_solution else None

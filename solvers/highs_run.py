@@ -10,6 +10,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +26,7 @@ log = logging.getLogger(__name__)
 MAX_COEFFICIENT = 1e12
 
 
-def out_of_range(*arrays) -> str:
+def out_of_range(*arrays: tuple[str, Any]) -> str:
     """A description of the first non-finite or huge coefficient, or ""."""
     for name, a in arrays:
         a = np.asarray(a, dtype=float)
@@ -38,7 +40,7 @@ def out_of_range(*arrays) -> str:
 _BANNER_SHOWN = False
 
 
-def run_highs(h, time_limit_s: float | None = None) -> bool:
+def run_highs(h: Any, time_limit_s: float | None = None) -> bool:
     """``h.run()``, interruptible and held to its time limit; returns whether the watchdog stopped it.
 
     HiGHS checks its own ``time_limit`` only at certain points, and a root heuristic can run far past it. With
@@ -56,7 +58,7 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
     h.HandleUserInterrupt = True
     done, box = threading.Event(), {}
 
-    def target():
+    def target() -> None:
         try:
             _run(h)
         except BaseException as exc:  # noqa: BLE001 -- handed to the caller's thread
@@ -65,14 +67,15 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
             done.set()
 
     t0 = time.perf_counter()
-    cutoff = None if time_limit_s is None else t0 + float(time_limit_s) + watchdog_grace_s(time_limit_s)
+    limit_s = 0.0 if time_limit_s is None else float(time_limit_s)
+    cutoff = None if time_limit_s is None else t0 + limit_s + watchdog_grace_s(limit_s)
     stopped = False
     threading.Thread(target=target, name=SOLVER_THREAD, daemon=True).start()
     try:
         while not done.wait(0.1):
             if cutoff is not None and not stopped and time.perf_counter() >= cutoff:
                 log.warning("HiGHS ran %.1f s past its %.3g s time limit; asking it to stop",
-                            time.perf_counter() - t0 - float(time_limit_s), float(time_limit_s))
+                            time.perf_counter() - t0 - limit_s, limit_s)
                 h.cancelSolve()
                 stopped = True
     except KeyboardInterrupt:
@@ -87,7 +90,7 @@ def run_highs(h, time_limit_s: float | None = None) -> bool:
     return stopped
 
 
-def _run(h) -> None:
+def _run(h: Any) -> None:
     """``h.run()``; run again after a reset when HiGHS refused to start because this thread's pool was sized
     for another ``threads`` value (it sizes a thread's pool at its first run and then ends any run asking
     another size with status "error" and model status "not set": in a sweep worker with mixed ``threads``
@@ -120,7 +123,7 @@ INTERRUPT_GRACE_S = 2.0
 DEFAULT_THREADS = 1
 
 
-def new_highs():
+def new_highs() -> Any:
     """A HiGHS instance with its output off, on :data:`DEFAULT_THREADS` threads.
 
     HiGHS 1.16 prints a copyright banner on the C-level standard output when
@@ -154,7 +157,7 @@ def new_highs():
     return h
 
 
-def apply_highs_options(h, options) -> None:
+def apply_highs_options(h: Any, options: Mapping[str, Any] | None) -> None:
     """Set HiGHS's native ``options`` (name -> value) on ``h``; a value HiGHS rejects is an error naming it."""
     import highspy
 
@@ -164,7 +167,8 @@ def apply_highs_options(h, options) -> None:
                                   "see the HiGHS option list (e.g. presolve='off', mip_heuristic_effort=0.1)")
 
 
-def read_highs(h, integer: bool, sense: int = 1, stopped: bool = False):
+def read_highs(h: Any, integer: bool, sense: int = 1,
+               stopped: bool = False) -> tuple[Termination, bool, float, float, float, int | None, str]:
     """How a HiGHS run ended: ``(termination, has_solution, objective, bound, gap, nodes, raw status)``.
 
     ``sense`` (+1 or -1) turns HiGHS's objective into the model's own sense;
@@ -194,7 +198,7 @@ def read_highs(h, integer: bool, sense: int = 1, stopped: bool = False):
             h.modelStatusToString(status))
 
 
-def _highs_termination(highspy, status, gap) -> Termination:
+def _highs_termination(highspy: Any, status: Any, gap: float) -> Termination:
     S = highspy.HighsModelStatus
     if status == S.kOptimal:
         return Termination.OPTIMAL  # HiGHS met the gaps it was given; callers judge the fitness gap

@@ -4,7 +4,8 @@ numbers and HiGHS's own options, each failing with an error that names the optio
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -26,14 +27,14 @@ MAX_POPULATION = 100_000
 MAX_THREADS = 1024
 
 
-def whole(name, v, lo, fix=None, none_ok=False, hi=MAX_WHOLE):
+def whole(name: str, v: Any, lo: int, fix: str | None = None, none_ok: bool = False, hi: int = MAX_WHOLE) -> None:
     if v is None and none_ok:
         return
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
         raise ValidationError(f"options.{name}", f"must be a whole number in [{lo}, {hi}], got {v!r}", fix)
 
 
-def whole_if_int(cls, name: str, value):
+def whole_if_int(cls: type, name: str, value: Any) -> Any:
     """A whole float given for a whole-number option (``1e3`` in YAML 1.2) as the int it stands for."""
     types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
              for f in dataclasses.fields(cls)}
@@ -48,7 +49,7 @@ DECLARED = {"int": (int, np.integer), "float": (int, float, np.integer, np.float
              "str": (str,)}
 
 
-def check_declared_type(cls, name: str, value) -> None:
+def check_declared_type(cls: type, name: str, value: Any) -> None:
     """A value of the plain type its field declares (``int``, ``float``, ``bool``, ``str``, or ``... | None``), so
     a method's options -- a plug-in's too -- never reach it with a value of the wrong type."""
     types = {f.name: f.type for f in dataclasses.fields(cls)}
@@ -65,7 +66,7 @@ def check_declared_type(cls, name: str, value) -> None:
         raise ValidationError(f"options.{name}", f"must be {what}{' or omitted' if none else ''}, got {value!r}")
 
 
-def seconds(name, v, fix=None):
+def seconds(name: str, v: Any, fix: str | None = None) -> None:
     if v is None:
         return
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SECONDS:
@@ -73,12 +74,12 @@ def seconds(name, v, fix=None):
                               f"got {v!r}", fix)
 
 
-def choice(name, v, choices):
-    if v not in choices:
+def choice(name: str, v: Any, choices: Iterable[Any]) -> None:
+    if v not in tuple(choices):
         raise ValidationError(f"options.{name}", f"must be one of {tuple(choices)}, got {v!r}")
 
 
-def job_numbers(name: str, value, strict: bool) -> None:
+def job_numbers(name: str, value: Any, strict: bool) -> None:
     """A mapping job name -> finite number (> 0 when ``strict``, else >= 0)."""
     if not isinstance(value, Mapping):
         raise ValidationError(f"options.{name}", f"must map job -> number, got {value!r}", "e.g. {job-0: 5000}")
@@ -88,7 +89,7 @@ def job_numbers(name: str, value, strict: bool) -> None:
                                   f"got {v!r}")
 
 
-def check_highs_options(options) -> None:
+def check_highs_options(options: Any) -> None:
     """Native HiGHS options: a mapping whose every name HiGHS knows and whose every value it accepts."""
     import highspy
 

@@ -9,14 +9,15 @@ or by name through the read-only mapping view the objects also provide.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import POLICY_NAMES, check_entities
+from goodopt.problem import AllocationProblem
 from goodopt.validation import MAX_WHOLE, suggest
 
 from .gavel import check_policy_options
@@ -35,7 +36,7 @@ from .option_checks import (  # noqa: F401
 
 
 @dataclass(frozen=True, kw_only=True)
-class MethodOptions(Mapping):
+class MethodOptions(Mapping[str, Any]):
     """Options every method takes: ``time_limit_s`` (wall clock, None = none), ``seed``, ``threads``,
     ``solver_log`` (print the solver's own log: HiGHS's, or pymoo's table per generation)."""
 
@@ -47,7 +48,7 @@ class MethodOptions(Mapping):
     randomised: ClassVar[bool] = False
     method: ClassVar[str] = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         seconds("time_limit_s", self.time_limit_s, "omit it for no limit")
         whole("seed", self.seed, 0, none_ok=True)
         whole("threads", self.threads, 1, f"HiGHS starts a thread pool of that size; give at most the machine's "
@@ -58,7 +59,7 @@ class MethodOptions(Mapping):
                                   "pass options={'seed': 0} (same seed, same result)")
 
     @classmethod
-    def build(cls, options: Mapping | None):
+    def build(cls, options: Mapping[str, Any] | None) -> Self:
         """The options object from a user's mapping (None = defaults); unknown keys are listed."""
         if options is None:
             options = {}
@@ -72,6 +73,7 @@ class MethodOptions(Mapping):
             raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
                                   f"{suggest(unknown[0], names)}valid options: {', '.join(sorted(names))}")
         options = {k: whole_if_int(cls, k, v) for k, v in options.items()}
+        built: Self | Exception
         try:  # the class's own checks speak first: they name the range or the choices
             built = cls(**options)
         except ValidationError:
@@ -85,7 +87,7 @@ class MethodOptions(Mapping):
                                   f"see goodopt options {cls.method}") from None
         return built
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
 
     # read-only mapping view (stages that look options up by name)
@@ -94,7 +96,7 @@ class MethodOptions(Mapping):
             raise KeyError(key)
         return getattr(self, key)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._names())
 
     def __len__(self) -> int:
@@ -105,9 +107,9 @@ class MethodOptions(Mapping):
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
-    def defaults(cls) -> dict:
+    def defaults(cls) -> dict[str, Any]:
         """Every option and its default (factories called)."""
-        out = {}
+        out: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             out[f.name] = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         return out
@@ -117,9 +119,9 @@ class MethodOptions(Mapping):
 class _MilpBase(MethodOptions):
     mip_rel_gap: float = 1e-6
     solver: str = "highs"
-    highs_options: Mapping = field(default_factory=dict)
+    highs_options: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         g = self.mip_rel_gap
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g < 1:
@@ -146,7 +148,7 @@ class MilpOptions(_MilpBase):
     config_placement: str = "patterns"
     write_model: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         choice("formulation", self.formulation, ("auto", "placement", "config"))
         if self.write_model is not None and (not isinstance(self.write_model, str)
@@ -173,7 +175,7 @@ class PwlOptions(_MilpBase):
     spacing: str = "adaptive"
     node_limit: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
         b = self.breakpoints
@@ -199,7 +201,7 @@ class _GeneticBase(MethodOptions):
     warm_start: Any = "auto"
     initial_population: Any = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         whole("pop_size", self.pop_size, 1, hi=MAX_POPULATION)
         whole("n_gen", self.n_gen, 1)
@@ -216,7 +218,7 @@ class GaOptions(_GeneticBase):
     #: never for the others.
     stall_generations: Any = "auto"  # a whole number, None or "auto" (checked below)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         choice("engine", self.engine, ENGINES)
         if self.stall_generations != "auto":
@@ -239,14 +241,14 @@ CONFIGS_FROM_CELLS = 10_000
 CONFIGS_STALL = 20
 
 
-def stall_for(engine: str, stall) -> int | None:
+def stall_for(engine: str, stall: int | str | None) -> int | None:
     """The ``stall_generations`` an engine runs with (``auto`` resolved)."""
-    if stall != "auto":
+    if not isinstance(stall, str):
         return stall
     return CONFIGS_STALL if engine == "configs" else None
 
 
-def ga_engine(problem, engine: str, two_objectives: bool = False) -> str:
+def ga_engine(problem: AllocationProblem, engine: str, two_objectives: bool = False) -> str:
     """The engine ``engine`` stands for on ``problem`` (``auto`` resolved; NSGA-II runs on pymoo)."""
     if two_objectives:
         return "pymoo"
@@ -265,7 +267,7 @@ class GreedyOptions(MethodOptions):
     method: ClassVar[str] = "greedy"
     start: str = "empty"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         choice("start", self.start, ("empty", "current"))
 
@@ -280,7 +282,7 @@ class BruteForceOptions(MethodOptions):
     method: ClassVar[str] = "brute-force"
     max_allocations: int = 2_000_000
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         whole("max_allocations", self.max_allocations, 1)
 
@@ -290,16 +292,16 @@ class GavelOptions(MethodOptions):
     method: ClassVar[str] = "gavel"
     policy: str = "max_min_fairness"
     n_gpus: Any = "min_gpus"
-    policy_options: Mapping = field(default_factory=dict)
+    policy_options: Mapping[str, Any] = field(default_factory=dict)
     #: Entity -> {weight, policy: fairness | fifo} for the hierarchical policy; jobs name theirs (``entity``).
-    entities: Mapping = field(default_factory=dict)
+    entities: Mapping[str, Any] = field(default_factory=dict)
     #: Job -> work left, in the throughput matrix's units (work / throughput = seconds): every job, for
     #: finish_time_fairness and min_makespan (and their packed forms).
-    remaining_steps: Mapping = field(default_factory=dict)
+    remaining_steps: Mapping[str, Any] = field(default_factory=dict)
     #: Job -> seconds it has run so far (finish_time_fairness; a job left out: 0, it arrives now).
-    elapsed_s: Mapping = field(default_factory=dict)
+    elapsed_s: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         choice("policy", self.policy, POLICY_NAMES)
         if not isinstance(self.entities, Mapping):

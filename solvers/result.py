@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from goodopt.arrays import Array
+from goodopt.problem import AllocationProblem
 
 
 class Termination(str, Enum):
@@ -63,7 +64,7 @@ class MethodOutcome:
     n_variables: int | None = None
     n_constraints: int | None = None
     n_configs: int | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     message: str = ""
 
 
@@ -84,7 +85,7 @@ class SolverStats:
     n_configs: int | None = None
     #: The incumbent and bound over time, ``(seconds, incumbent, bound)`` in fitness units, as the method saw
     #: them: one point per MILP stage (the model's values), per GA generation (best fitness, no bound).
-    trace: tuple = ()
+    trace: tuple[tuple[float, float, float], ...] = ()
 
 
 @dataclass
@@ -111,9 +112,9 @@ class SolveResult:
     violations: list[str] = field(default_factory=list)
     speedups: Array | None = None
     stats: SolverStats = field(default_factory=SolverStats)
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fun(self) -> float:
@@ -145,9 +146,9 @@ class SolveResult:
             return 0.0 if self.fitness == 0 else float("inf")
         return max(0.0, (self.bound - self.fitness) / abs(self.bound))
 
-    def to_dict(self, problem=None) -> dict:
+    def to_dict(self, problem: AllocationProblem | None = None) -> dict[str, Any]:
         """JSON-ready summary; ``allocation`` as job -> {node: GPUs} when ``problem`` is given."""
-        out = {
+        out: dict[str, Any] = {
             "method": self.method,
             "status": str(self.status),
             "has_solution": self.has_solution,
@@ -163,7 +164,7 @@ class SolveResult:
             "stats": asdict(self.stats),
             "extra": _jsonable(self.extra),
         }
-        if problem is not None and self.has_solution:
+        if problem is not None and self.has_solution and self.speedups is not None:
             out["allocation"] = problem.allocation_to_mapping(self.x)
             out["speedups"] = {n: float(s) for n, s in zip(problem.job_names, self.speedups)}
         return out
@@ -173,7 +174,7 @@ class SolveResult:
                 f"bound={self.bound:.6g}, gap={self.gap:.3g}, seconds={self.stats.total_s:.3g})")
 
 
-def _num(x):
+def _num(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
@@ -181,8 +182,8 @@ def _num(x):
 MAX_JSON_ARRAY = 64
 
 
-def _jsonable(obj):
-    def default(o):
+def _jsonable(obj: Any) -> Any:
+    def default(o: Any) -> Any:
         if isinstance(o, np.ndarray):
             return o.tolist() if o.size <= MAX_JSON_ARRAY else f"array of shape {o.shape} (see the result object)"
         return str(o)

@@ -27,6 +27,8 @@ from goodopt.formulations.objective import reference_fitness, scaled_objective
 from goodopt.formulations.placement import place_configs
 
 from goodopt.arrays import Array
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
 
 from .config_model import ArrayModel
 from .heuristics import greedy
@@ -34,8 +36,9 @@ from .heuristics import greedy
 log = logging.getLogger(__name__)
 
 
-def lp_rounding(problem, evaluator, configs: ConfigSet | None = None, *, reference: float | None = None,
-                threads: int | None = None, time_limit_s: float | None = None):
+def lp_rounding(problem: AllocationProblem, evaluator: Evaluator, configs: ConfigSet | None = None, *,
+                reference: float | None = None,
+                threads: int | None = None, time_limit_s: float | None = None) -> Array | None:
     """A feasible allocation rounded from the configuration LP, or None when the LP has no solution (within
     ``time_limit_s``, when given).
 
@@ -63,7 +66,7 @@ def lp_rounding(problem, evaluator, configs: ConfigSet | None = None, *, referen
     return alloc if evaluator.violation(alloc) == 0 else None
 
 
-def round_choice(problem, configs: ConfigSet, chosen) -> Array:
+def round_choice(problem: AllocationProblem, configs: ConfigSet, chosen: Array) -> Array:
     """A feasible allocation from one configuration per job (-1: none): spread jobs first tried on one node,
     everything placed, jobs that do not fit tried with their own choice in what is left, then greedy.
     Shapes: chosen (J,) -> (J, N)."""
@@ -78,7 +81,7 @@ def round_choice(problem, configs: ConfigSet, chosen) -> Array:
     return greedy(pr, cs, start=alloc)[0]
 
 
-def singles_first(problem, configs: ConfigSet, chosen) -> Array:
+def singles_first(problem: AllocationProblem, configs: ConfigSet, chosen: Array) -> Array:
     """``chosen`` with every spread (multi-node) move replaced by the best single-node configuration of its
     job and type with no more GPUs, where one exists. Shapes: (J,) -> (J,) (a new array)."""
     cs = configs

@@ -21,22 +21,24 @@ The mechanism is deterministic and knows nothing of the simulator.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 from goodopt.formulations.placement import place_packed
 
-from goodopt.arrays import Array
+from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
 
 
 class RoundMechanism:
     """Received time per (job, type) across rounds; jobs are keyed by name."""
 
-    def __init__(self, type_names):
+    def __init__(self, type_names: Iterable[str]) -> None:
         self.type_names = tuple(type_names)
         self.received: dict[str, Array] = {}
         self.rounds: dict[str, float] = {}
 
-    def fractions_received(self, names) -> Array:
+    def fractions_received(self, names: Sequence[str]) -> Array:
         """``r_jk``: share of each job's recorded time spent on each type. Shapes: -> (J, K)."""
         K = len(self.type_names)
         out = np.zeros((len(names), K))
@@ -46,7 +48,7 @@ class RoundMechanism:
                 out[i] = self.received[n] / total
         return out
 
-    def priorities(self, names, x) -> Array:
+    def priorities(self, names: Sequence[str], x: ArrayIn) -> Array:
         """``X / r`` (inf where ``r = 0 < X``, 0 where ``X = 0``). Shapes: (J, K) -> (J, K)."""
         x = np.asarray(x, dtype=float)
         r = self.fractions_received(names)
@@ -54,7 +56,8 @@ class RoundMechanism:
             p = np.where(r > 0, x / np.where(r > 0, r, 1.0), np.inf)
         return np.where(x > 1e-12, p, 0.0)
 
-    def assign(self, names, x, scale_factor, capacity, current_type=None, members=None) -> Array:
+    def assign(self, names: Sequence[str], x: ArrayIn, scale_factor: ArrayIn, capacity: ArrayIn,
+               current_type: ArrayIn | None = None, members: Sequence[Sequence[int]] | None = None) -> Array:
         """GPU type index per job for the next round (-1 = none).
 
         With space sharing the "jobs" are units -- a job alone or a pair sharing
@@ -75,7 +78,7 @@ class RoundMechanism:
         # sort: priority desc, current type first, X desc, job index asc
         order = np.lexsort((jj, -x[jj, kk], (cur[jj] != kk).astype(int), -prio[jj, kk]))
         out = np.full(J, -1, dtype=np.int64)
-        placed: set = set()
+        placed: set[int] = set()
         for i in order:
             j, k = int(jj[i]), int(kk[i])
             jobs = (j,) if members is None else members[j]
@@ -85,7 +88,7 @@ class RoundMechanism:
                 placed.update(jobs)
         return out
 
-    def record(self, names, assigned, seconds: float) -> None:
+    def record(self, names: Sequence[str], assigned: ArrayIn, seconds: float) -> None:
         """Add ``seconds`` to every job's time and to its assigned type's received time."""
         K = len(self.type_names)
         for n, k in zip(names, assigned):
@@ -96,14 +99,14 @@ class RoundMechanism:
             if k >= 0:
                 self.received[n][int(k)] += float(seconds)
 
-    def forget(self, names) -> None:
+    def forget(self, names: Iterable[str]) -> None:
         """Drop the history of jobs that left."""
         for n in names:
             self.received.pop(n, None)
             self.rounds.pop(n, None)
 
 
-def current_types(node_type, current) -> Array:
+def current_types(node_type: Array, current: Array) -> Array:
     """GPU type index of each job's current row (-1 for jobs holding no GPUs).
 
     Shapes: node_type (N,), current (J, N) -> (J,).
@@ -115,7 +118,8 @@ def current_types(node_type, current) -> Array:
     return out
 
 
-def place_round(node_type, node_capacity, assigned, scale_factor, current=None) -> tuple[Array, list[int]]:
+def place_round(node_type: Array, node_capacity: Array, assigned: Array, scale_factor: Array,
+                current: Array | None = None) -> tuple[Array, list[int]]:
     """Node rows for a round's type assignment, keeping unchanged jobs in place.
 
     Returns the (J, N) allocation and the jobs that did not fit (left without
@@ -152,7 +156,7 @@ def place_round(node_type, node_capacity, assigned, scale_factor, current=None) 
     return alloc, failed
 
 
-def place_packed_on(free, n_gpus: int):
+def place_packed_on(free: ArrayIn, n_gpus: int) -> Array | None:
     """GPUs per node for ``n_gpus`` on nodes with ``free`` GPUs, packed (None if they do not fit).
 
     Shapes: free (M,) -> (M,).

@@ -86,11 +86,11 @@ def ga_rounds(seed: int = 0, progress=None):
         t = time.perf_counter()
         b = solve_ga(pr, slow, _ga_options(seed), time.perf_counter())
         t_slow = time.perf_counter() - t
-        same = bool(np.array_equal(a["alloc"], b["alloc"]))
+        same = bool(np.array_equal(a.alloc, b.alloc))
         rows.append({
             "case": f"16x4, {n_jobs} jobs", "n_jobs": n_jobs, "ga_round_s": t_fast, "loop_ga_round_s": t_slow,
             "ratio": t_slow / t_fast, "evaluation_share": fast.seconds / t_fast,
-            "fitness": float(pr.evaluator().fitness(a["alloc"])), "same_result": same,
+            "fitness": float(pr.evaluator().fitness(a.alloc)), "same_result": same,
         })
         if progress:
             progress()

@@ -49,11 +49,12 @@ class ThroughputMatrix:
     throughput: np.ndarray
     scale_factor: np.ndarray
     capacity: np.ndarray
-    weights: np.ndarray | None = None
-    price_per_gpu_h: np.ndarray | None = None
+    # None: filled in by __post_init__ (weights 1, prices 1, arrival in job order)
+    weights: np.ndarray = None  # type: ignore[assignment]
+    price_per_gpu_h: np.ndarray = None  # type: ignore[assignment]
     remaining_steps: np.ndarray | None = None
     elapsed_s: np.ndarray | None = None
-    arrival_order: np.ndarray | None = field(default=None)
+    arrival_order: np.ndarray = field(default=None)  # type: ignore[arg-type]
     pairs: np.ndarray | None = None
     pair_throughput: np.ndarray | None = None
     entities: np.ndarray | None = None

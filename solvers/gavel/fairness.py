@@ -3,17 +3,22 @@ max-min fairness (water filling)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from goodopt.formulations import gavel as fg
 
 from goodopt.arrays import Array
+from goodopt.gavel.matrix import ThroughputMatrix
 
+from ..backend import MilpOutcome
 from ..highs_arrays import HighsSession
 from ..result import Termination
-from .runner import Solved, need, require, solution
+from .runner import PolicyAnswer, Runner, Solved, need, require, solution
 
 
-def finish_time_fairness(mx, run, eq, opts):
+def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
     """min max_j rho_j by the scaled-floor LPs (8), each of which bounds the optimum from both sides; the next
     ``r`` is the secant root of ``tau(r) = 1`` through the last two LPs, or the bracket's middle when that
     falls outside it or the bracket shrank less than half.
@@ -29,7 +34,9 @@ def finish_time_fairness(mx, run, eq, opts):
     lo = float(np.max(a / D))
     sel = np.flatnonzero(R > 0)
     search = _FtfSearch(mx, sel, run, R[sel]) if run.backend == "arrays" and len(sel) else None
-    status, seen, r, best_r = Termination.OPTIMAL, [], hi, None
+    status, r = Termination.OPTIMAL, hi
+    seen: list[tuple[float, float]] = []
+    best_r: float | None = None
     while len(sel) and hi - lo > opts["rel_tol"] * hi:
         if len(run.stages) >= opts["max_lps"]:
             status = Termination.ITERATION_LIMIT
@@ -68,7 +75,7 @@ def finish_time_fairness(mx, run, eq, opts):
     return best[0], best[1], hi, status
 
 
-def _ftf_coef(mx, sel, slack, R):
+def _ftf_coef(mx: ThroughputMatrix, sel: Array, slack: Array, R: Array) -> Array:
     """The max-min coefficients of the scaled-floor LP at ``r`` (``slack = r D - a`` of the jobs ``sel``)."""
     coef = np.zeros_like(mx.throughput)
     coef[sel] = mx.throughput[sel] * (slack / R[sel])[:, None]
@@ -83,7 +90,7 @@ class _FtfSearch:
     its optimum ``t`` are the same; the last basis stays valid and the next solve starts from it.
     """
 
-    def __init__(self, mx, sel, run, remaining):
+    def __init__(self, mx: ThroughputMatrix, sel: Array, run: Runner, remaining: Array) -> None:
         self.run = run
         self.arrays = fg.build_arrays(mx, objective="max_min", coef=mx.throughput, rows=sel)
         self.session = HighsSession(self.arrays.model)
@@ -92,7 +99,7 @@ class _FtfSearch:
         self.rows = np.arange(m.n_rows - len(sel), m.n_rows, dtype=np.int32)
         self.remaining = remaining
 
-    def solve(self, name, slack):
+    def solve(self, name: str, slack: Array) -> tuple[Solved, MilpOutcome]:
         h = self.session.h
         for row, value in zip(self.rows.tolist(), (self.remaining / slack).tolist()):
             h.changeCoeff(row, self.t_col, value)
@@ -101,7 +108,7 @@ class _FtfSearch:
         return Solved(self.arrays, values), out
 
 
-def _ftf_next(seen, lo, hi, shrank) -> float:
+def _ftf_next(seen: list[tuple[float, float]], lo: float, hi: float, shrank: bool) -> float:
     """The next ``r``: the secant root of ``tau(r) = 1`` if it lies inside the bracket and the last LP halved
     it, else the bracket's middle (the first LP, at the upper end, always shrinks the bracket)."""
     mid = 0.5 * (lo + hi)
@@ -114,7 +121,7 @@ def _ftf_next(seen, lo, hi, shrank) -> float:
     return r if lo < r < hi else mid
 
 
-def _ftf_rho(mx, x, y, a, R, D) -> float:
+def _ftf_rho(mx: ThroughputMatrix, x: Array, y: Array | None, a: Array, R: Array, D: Array) -> float:
     """``max_j rho_j`` of fractions ``(x, y)``."""
     thr = mx.effective_throughput(x, y)
     with np.errstate(divide="ignore"):
@@ -122,12 +129,12 @@ def _ftf_rho(mx, x, y, a, R, D) -> float:
     return float(np.max((a + rem) / D))
 
 
-def water_filling(mx, run, eq, opts):
+def water_filling(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
     """Hierarchical weighted max-min fairness (10): freeze bottlenecks level by level."""
     J = mx.n_jobs
-    ent = mx.entities if mx.entities is not None else np.arange(J)
-    w_ent = mx.entity_weights if mx.entities is not None else mx.weights
-    policies = mx.entity_policies if mx.entities is not None else ("fairness",) * J
+    ent, w_ent, policies = np.arange(J), mx.weights, ("fairness",) * J
+    if mx.entities is not None and mx.entity_weights is not None and mx.entity_policies is not None:
+        ent, w_ent, policies = mx.entities, mx.entity_weights, mx.entity_policies
     T = mx.throughput
     level = np.full(J, np.nan)  # frozen throughputs
     status, t_star, tol = Termination.OPTIMAL, 0.0, opts["tolerance"]
@@ -142,7 +149,7 @@ def water_filling(mx, run, eq, opts):
         model, out = run.solve("level", objective="max_min", coef=coef, floor=floor, rows=rows)
         require(out, "max_min_fairness_water_filling", "level")
         t_star = float(out.objective)
-        stuck = [j for j in rows if _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w[j], tol)]
+        stuck = [j for j in rows.tolist() if _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w[j], tol)]
         for j in stuck or rows:  # numerical ties: freeze the whole level rather than loop
             level[j] = t_star * w[j] * eq[j]
     floor = np.nan_to_num(level, nan=0.0) * (1 - tol)
@@ -152,7 +159,8 @@ def water_filling(mx, run, eq, opts):
     return x, y, t_star, status
 
 
-def _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w_j, tol) -> bool:
+def _bottleneck(mx: ThroughputMatrix, run: Runner, j: int, rows: Array, coef: Array, t_star: float, floor: Array,
+                eq: Array, w_j: float, tol: float) -> bool:
     """Whether job ``j`` cannot rise above its level ``t* w_j`` (in ``thr / thr^eq``) while the other weighted
     jobs stay at ``t*`` (one LP)."""
     only = np.zeros_like(coef)
@@ -163,7 +171,8 @@ def _bottleneck(mx, run, j, rows, coef, t_star, floor, eq, w_j, tol) -> bool:
     return float(out.objective) <= t_star * w_j * (1 + 1e3 * tol)
 
 
-def _entity_weights(ent, w_ent, policies, job_w, open_, order) -> Array:
+def _entity_weights(ent: Array, w_ent: Array, policies: Sequence[str], job_w: Array, open_: Array,
+                    order: Array) -> Array:
     """Each open job's share of its entity's weight (0 for frozen jobs and FIFO jobs still waiting)."""
     w = np.zeros(len(ent))
     for e in np.unique(ent[open_]):

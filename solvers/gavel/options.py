@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kep
 
 
 #: Options per policy with their defaults.
-POLICY_OPTIONS = {
+POLICY_OPTIONS: dict[str, dict[str, Any]] = {
     "max_min_fairness": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
     "max_min_fairness_agnostic": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
     "max_total_throughput": {"normalise": True},
@@ -49,7 +50,7 @@ _OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool, "scale_
                  "floor": ("number", 0.0, 1e6, False), "max_lps": ("whole", 1, 1_000_000, False)}
 
 
-def check_policy_options(policy, options) -> dict:
+def check_policy_options(policy: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """Every option of Gavel policy ``policy`` (defaults filled in), each checked by its kind; an error
     names the option (``options.NAME``) and what it takes."""
     if policy not in POLICY_OPTIONS:
@@ -80,7 +81,7 @@ def check_policy_options(policy, options) -> dict:
     return opts
 
 
-def _check_kind(key: str, value) -> None:
+def _check_kind(key: str, value: Any) -> None:
     kind = _OPTION_KINDS.get(key)
     if kind is bool and not isinstance(value, bool):
         raise ValidationError(f"options.{key}", f"must be true or false, got {value!r}")

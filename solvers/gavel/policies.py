@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED
+from goodopt.gavel.matrix import ThroughputMatrix
 
 from ..result import Termination
 from .fairness import finish_time_fairness, water_filling
 from .options import POLICIES, check_policy_options
-from .runner import Runner, for_policy, need, require, solution
+from .runner import PolicyAnswer, Runner, for_policy, need, require, solution
 
 
 @dataclass
@@ -35,26 +38,28 @@ class FractionResult:
     normalised: Array | None = None
     n_lps: int = 0
     seconds: float = 0.0
-    stages: list = field(default_factory=list)
-    options: dict = field(default_factory=dict)
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
     pair_x: Array | None = None
 
     @property
     def success(self) -> bool:
         return self.status in (Termination.OPTIMAL, Termination.COMPLETED)
 
-    def to_dict(self, matrix=None) -> dict:
+    def to_dict(self, matrix: ThroughputMatrix | None = None) -> dict[str, Any]:
         """JSON-ready fractions (job -> type -> fraction), throughputs and status."""
-        out = {"policy": self.policy, "status": str(self.status), "fun": float(self.fun), "message": self.message,
-               "n_lps": self.n_lps, "seconds": self.seconds, "stages": self.stages, "options": self.options}
-        if matrix is not None:
+        out: dict[str, Any] = {
+            "policy": self.policy, "status": str(self.status), "fun": float(self.fun), "message": self.message,
+            "n_lps": self.n_lps, "seconds": self.seconds, "stages": self.stages, "options": self.options}
+        if matrix is not None and self.normalised is not None:
             out["fractions"] = {j: {t: float(v) for t, v in zip(matrix.type_names, row) if v > 1e-9}
                                 for j, row in zip(matrix.job_names, self.x)}
             out["normalised_throughput"] = {j: float(v) for j, v in zip(matrix.job_names, self.normalised)}
         return out
 
 
-def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None = None) -> FractionResult:
+def solve_gavel(matrix: ThroughputMatrix, policy: str = "max_min_fairness",
+                options: Mapping[str, Any] | None = None) -> FractionResult:
     """Time fractions of one Gavel policy. Shapes: matrix (J, K) -> result.x (J, K), result.pair_x (P, K).
 
     A packed policy (:data:`~goodopt.gavel.PACKED`) needs the matrix's job
@@ -75,12 +80,13 @@ def solve_gavel(matrix, policy: str = "max_min_fairness", options: dict | None =
                           stages=run.stages, options=opts, pair_x=y)
 
 
-def _fifo(mx, run, eq, opts):
+def _fifo(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
     x = fifo_fractions(mx, aware=opts["aware"])
     return x, None, float((x.sum(axis=1) > 0).sum()), Termination.COMPLETED
 
 
-def _max_min_fairness(mx, run, eq, opts, *, agnostic=False):
+def _max_min_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any], *,
+                      agnostic: bool = False) -> PolicyAnswer:
     """Weighted max-min fairness of normalised throughput (aware) or of time fractions (agnostic), then, with
     ``second_stage``, the most total gain that keeps every job within ``tolerance`` of that level."""
     T, w = mx.throughput, mx.weights[:, None]
@@ -102,7 +108,7 @@ def _max_min_fairness(mx, run, eq, opts, *, agnostic=False):
     return x, y, fun, Termination.OPTIMAL
 
 
-def _max_total_throughput(mx, run, eq, opts):
+def _max_total_throughput(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
     T = mx.throughput
     scale = T.max(axis=1, keepdims=True) if opts["normalise"] else 1.0
     model, out = run.solve("max-sum", objective="max_sum", coef=T / scale)
@@ -110,7 +116,7 @@ def _max_total_throughput(mx, run, eq, opts):
     return (*solution(model, mx), float(out.objective), Termination.OPTIMAL)
 
 
-def _min_cost(mx, run, eq, opts):
+def _min_cost(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
     floor = float(opts["floor"])
     if not 0 <= floor:
         raise ValidationError("options.floor", f"must be >= 0, got {floor}", "1.0 = equal-share throughput")
@@ -119,7 +125,7 @@ def _min_cost(mx, run, eq, opts):
     return (*solution(model, mx), float(out.objective), Termination.OPTIMAL)
 
 
-def _min_makespan(mx, run, eq, opts):
+def _min_makespan(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
     R = need(mx, "remaining_steps", "min_makespan")
     if np.any(R <= 0):
         raise ValidationError("remaining_steps", "must be > 0 for min_makespan", "drop finished jobs")
@@ -128,7 +134,7 @@ def _min_makespan(mx, run, eq, opts):
     return (*solution(model, mx), 1.0 / float(out.objective), Termination.OPTIMAL)
 
 
-def fifo_fractions(matrix, *, aware: bool = True) -> Array:
+def fifo_fractions(matrix: ThroughputMatrix, *, aware: bool = True) -> Array:
     """FIFO: in arrival order each job takes its whole time on one type with room for it.
 
     Heterogeneity-aware picks the fastest such type, agnostic the first (in
@@ -149,7 +155,7 @@ def fifo_fractions(matrix, *, aware: bool = True) -> Array:
 
 #: Each policy's solve function by base name (a packed policy runs its base's): ``(matrix, runner, equal-share
 #: throughputs, options) -> (x, pair_x or None, fun, status)``.
-POLICY_SOLVERS = {
+POLICY_SOLVERS: dict[str, Callable[[ThroughputMatrix, Runner, Array, dict[str, Any]], PolicyAnswer]] = {
     "max_min_fairness": _max_min_fairness,
     "max_min_fairness_agnostic": lambda mx, run, eq, opts: _max_min_fairness(mx, run, eq, opts, agnostic=True),
     "max_total_throughput": _max_total_throughput,

@@ -5,42 +5,49 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from goodopt.formulations import gavel as fg
 
 from goodopt.arrays import Array
 from goodopt.errors import SolverError, ValidationError
 from goodopt.gavel import PACKED
+from goodopt.gavel.matrix import ThroughputMatrix
 
-from ..backend import solve_model
+from ..backend import MilpOutcome, solve_model
 from ..highs_arrays import HighsSession
 from ..result import Termination
 from .options import LP_METHODS
 
 log = logging.getLogger(__name__)
 
+#: What a policy's solve function returns: ``(X (J, K), Y (P, K) or None, objective, status)``.
+PolicyAnswer = tuple[Array, Array | None, float, Termination]
+
 
 @dataclass(frozen=True)
 class Solved:
     """An arrays LP and its column values (None without a solution)."""
 
-    arrays: object
+    arrays: fg.GavelArrays
     values: Array | None
 
 
 class Runner:
     """Solves LPs in sequence, keeping their log and the time budget."""
 
-    def __init__(self, matrix, time_limit_s, backend="arrays", lp_method="simplex"):
+    def __init__(self, matrix: ThroughputMatrix, time_limit_s: float | None, backend: str = "arrays",
+                 lp_method: str = "simplex") -> None:
         self.mx = matrix
         self.lp_method = lp_method
         self.highs_options = LP_METHODS[lp_method]
         self.deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
-        self.stages: list = []
+        self.stages: list[dict[str, Any]] = []
         self.backend = backend
 
-    def solve(self, name, **build):
+    def solve(self, name: str, **build: Any) -> tuple[Any, MilpOutcome]:
         model, out = self._solve(self.highs_options, build)
         fallback = bool(self.highs_options) and out.termination not in (Termination.OPTIMAL, Termination.INFEASIBLE,
                                                                         Termination.TIME_LIMIT)
@@ -51,7 +58,7 @@ class Runner:
         self.record(name, out, **({"fallback": "simplex"} if fallback else {}))
         return model, out
 
-    def record(self, name, out, **extra) -> None:
+    def record(self, name: str, out: MilpOutcome, **extra: Any) -> None:
         """Log one solved LP."""
         self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
                             "solve_s": out.solve_s + out.compile_s, **extra})
@@ -60,7 +67,7 @@ class Runner:
         """Seconds left of the time limit (None: no limit)."""
         return None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
 
-    def _solve(self, highs_options, build):
+    def _solve(self, highs_options: Mapping[str, Any], build: dict[str, Any]) -> tuple[Any, MilpOutcome]:
         remaining = self.remaining()
         if self.backend == "pyomo":
             model = fg.build_model(self.mx, **build)
@@ -71,7 +78,7 @@ class Runner:
         return Solved(arrays, values), out
 
 
-def for_policy(matrix, policy):
+def for_policy(matrix: ThroughputMatrix, policy: str) -> ThroughputMatrix:
     """The matrix a policy solves: with its pairs for a packed policy (which needs them), without otherwise."""
     if policy in PACKED:
         if matrix.pairs is None:
@@ -83,15 +90,15 @@ def for_policy(matrix, policy):
     return dataclasses.replace(matrix, pairs=None, pair_throughput=None)
 
 
-def solution(model, mx):
+def solution(model: Any, mx: ThroughputMatrix) -> tuple[Array, Array]:
     """``(X, Y)`` of a solved LP of either backend."""
     if isinstance(model, Solved):
         return model.arrays.fractions(model.values)
     return fg.fractions(model, mx), fg.pair_fractions(model, mx)
 
 
-def need(mx, name, policy):
-    v = getattr(mx, name)
+def need(mx: ThroughputMatrix, name: str, policy: str) -> Array:
+    v: Array | None = getattr(mx, name)
     if v is None:
         raise ValidationError(name, f"is required by policy {policy!r}",
                               f"give the matrix its {name}; from a scenario (solve, compare): --option "
@@ -99,7 +106,7 @@ def need(mx, name, policy):
     return v
 
 
-def require(out, policy, stage, hint="check the throughput matrix"):
+def require(out: MilpOutcome, policy: str, stage: str, hint: str = "check the throughput matrix") -> None:
     if out.termination == Termination.OPTIMAL and out.has_solution:
         return
     raise SolverError(f"Gavel policy {policy!r}, LP {stage!r}: status {out.termination} ({out.raw_status}), "

@@ -8,15 +8,19 @@ from dataclasses import replace
 
 import numpy as np
 
+from goodopt.arrays import Array
+
+from ..backend import MilpOutcome
+from ..config_model import ConfigModel
 from ..result import CERTIFIED_GAP, Termination
 from ..rounding import round_choice
 from .placement import place_choice
-from .run import as_time_limit
+from .run import MilpRun, as_time_limit
 
 log = logging.getLogger(__name__)
 
 
-def certify_epigraph(run, model, out, max_rounds: int = 5):
+def certify_epigraph(run: MilpRun, model: ConfigModel, out: MilpOutcome, max_rounds: int = 5) -> MilpOutcome:
     """Re-check an "optimal" epigraph (p = +-inf) solution by asking for a strictly better one.
 
     HiGHS 1.15 returned a sub-optimal point as optimal (bound = incumbent) on
@@ -54,7 +58,7 @@ def certify_epigraph(run, model, out, max_rounds: int = 5):
     return out
 
 
-def lp_certificate(run, model, name):
+def lp_certificate(run: MilpRun, model: ConfigModel, name: str) -> tuple[MilpOutcome, Array | None] | None:
     """Solve ``model``'s LP relaxation, place its (rounded) choice exactly, or else round it into an allocation
     (:func:`round_choice`), and keep that as a candidate. The LP bounds the model, hence the problem: when the
     best candidate reaches that bound within the gap the MILP would stop at, it is certified without the MILP.

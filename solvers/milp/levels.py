@@ -6,14 +6,18 @@ from __future__ import annotations
 import numpy as np
 from goodopt.formulations.placement import place_configs
 
+from goodopt.errors import SolverError
+
+from ..backend import MilpOutcome
+from ..config_model import ConfigModel
 from ..heuristics import greedy
-from ..result import CERTIFIED_GAP, Termination
+from ..result import CERTIFIED_GAP, MethodOutcome, Termination
 from ..rounding import round_choice
 from .certify import certify_epigraph
 from .models import config_model, placement_model
 from .pattern_rows import placement_cut_loop, placement_rows_loop
 from .placement import place_choice, placement_pairs
-from .run import MAX_RESCALES, as_time_limit, model_route, pattern_rows_apply, remaining
+from .run import MAX_RESCALES, MilpRun, as_time_limit, model_route, pattern_rows_apply, remaining
 from .verdict import finish
 
 #: Job-node pairs from which ``lp_rounding: auto`` starts with the LP relaxation under every type's node-pattern
@@ -21,7 +25,7 @@ from .verdict import finish
 LP_FIRST_FROM_PAIRS = 2_000
 
 
-def lp_first(run) -> bool:
+def lp_first(run: MilpRun) -> bool:
     """Whether the exact method starts with the LP certificate under every type's pattern rows."""
     o, pr = run.opts, run.pr
     lp = getattr(o, "lp_rounding", "auto")
@@ -31,7 +35,7 @@ def lp_first(run) -> bool:
     return lp is True or pr.n_jobs * pr.n_nodes >= LP_FIRST_FROM_PAIRS
 
 
-def config_level(run):
+def config_level(run: MilpRun) -> MethodOutcome | None:
     """Configuration relaxation, re-scaled until resolved, then placed; None to go on to the placement level."""
     pr, cs, opts, info = run.pr, run.cs, run.opts, run.info
     model, out = solve_config_model(run)
@@ -65,15 +69,15 @@ def config_level(run):
     if opts.formulation == "config" or run.expired() or too_big:
         if too_big:
             info["skipped"] = f"placement-level model skipped: {pairs} job-node pairs > max_placement_pairs"
-        alloc, source, _ = run.best()
+        best, source, _ = run.best()
         info["incumbent"] = source
         if run.expired() and opts.formulation != "config":
             out = as_time_limit(out)
-        return finish(run, alloc, out, proven=False)
+        return finish(run, best, out, proven=False)
     return None
 
 
-def solve_config_model(run):
+def solve_config_model(run: MilpRun) -> tuple[ConfigModel, MilpOutcome]:
     """The configuration MILP, warm from the best candidate; re-scaled while its answer is not resolved.
 
     With ``lp_rounding`` the LP relaxation is solved first and rounded into
@@ -81,7 +85,8 @@ def solve_config_model(run):
     only LP solved.
     """
     pr, cs = run.pr, run.cs
-    out = model = None
+    out: MilpOutcome | None = None
+    model: ConfigModel | None = None
     for attempt in range(MAX_RESCALES + 1):
         model = config_model(run)
         kw = run.solve_kwargs()
@@ -102,10 +107,12 @@ def solve_config_model(run):
         run.add_candidate(place_configs(pr, cs, model.chosen())[0], "rescaling")
         run.scale_objective(reference)
     run.info["rescales"] = attempt
+    if model is None or out is None:  # MAX_RESCALES >= 0: the loop ran
+        raise SolverError("the configuration model was not solved")
     return model, out
 
 
-def unresolved(run, out):
+def unresolved(run: MilpRun, out: MilpOutcome) -> float | None:
     """A better reference fitness when the solver stopped "optimal" but the fitness gap is not closed.
 
     The model's units resolve fitness differences near the reference; a
@@ -125,7 +132,7 @@ def unresolved(run, out):
     return max(f_obj, run.best()[2]) if ob.p < 0 else f_obj
 
 
-def placement_level(run):
+def placement_level(run: MilpRun) -> MethodOutcome:
     """The placement-level MILP, warm-started from the best candidate."""
     info = run.info
     start_alloc, source, start_fit = run.best()

@@ -8,7 +8,11 @@ import logging
 import numpy as np
 from goodopt.formulations.objective import reference_fitness
 
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
+
 from ..heuristics import canonicalize, greedy
+from ..options import MilpOptions
 from ..result import MethodOutcome, Termination
 from .certify import lp_certificate
 from .levels import config_level, lp_first, placement_level
@@ -23,7 +27,7 @@ log = logging.getLogger(__name__)
 EPIGRAPH_MIP_FEASIBILITY = 1e-9
 
 
-def _epigraph_tolerance(problem, opts):
+def _epigraph_tolerance(problem: AllocationProblem, opts: MilpOptions) -> MilpOptions:
     """Options with a tight MIP feasibility tolerance for epigraph models.
 
     At the default 1e-6, HiGHS 1.16 let the epigraph variable exceed the
@@ -38,7 +42,7 @@ def _epigraph_tolerance(problem, opts):
                                        **opts.highs_options})
 
 
-def solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
+def solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptions, t_start: float) -> MethodOutcome:
     """Run the exact method; a ``numerical`` verdict gets a second opinion with HiGHS's presolve on.
 
     HiGHS 1.15 with presolve off (this method's default for configuration
@@ -61,11 +65,12 @@ def solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     return out
 
 
-def _expired_from(opts, t_start):
+def _expired_from(opts: MilpOptions, t_start: float) -> bool:
     return expired(None if opts.time_limit_s is None else t_start + opts.time_limit_s)
 
 
-def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
+def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptions,
+                t_start: float) -> MethodOutcome:
     run = MilpRun(problem, evaluator, opts, t_start)
     if getattr(opts, "warm_start", None) is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts.warm_start)[0], "user")
@@ -87,7 +92,7 @@ def _solve_milp(problem, evaluator, opts, t_start) -> MethodOutcome:
     return placement_level(run)
 
 
-def _safe_reference(run) -> float | None:
+def _safe_reference(run: MilpRun) -> float | None:
     """The objective's reference before greedy's start (the user's start, else every job at its best: an upper
     bound for p <= 0), or None when it is not a finite positive fitness (an idle value of 0, say)."""
     with np.errstate(all="ignore"):

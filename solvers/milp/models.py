@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
-from ..config_model import ArrayModel, PyomoModel
-from .run import config_highs_options, model_route
+from collections.abc import Iterable
+
+from goodopt.arrays import Array
+
+from ..config_model import ArrayModel, ConfigModel, PyomoModel
+from .run import MilpRun, config_highs_options, model_route
 
 
-def config_model(run, placement=()):
+def config_model(run: MilpRun, placement: Iterable[int] = ()) -> ConfigModel:
     """The configuration level on the chosen route (arrays into HiGHS, or pyomo).
 
     ``placement``: GPU types whose node-pattern rows are added (array route).
     """
     o = run.opts
+    model: ConfigModel
     if model_route(o) == "arrays":
         model = ArrayModel(run.pr, run.cs, run.objective, threads=o.threads, highs_options=config_highs_options(o),
                            placement=placement)
@@ -25,7 +30,7 @@ def config_model(run, placement=()):
     return model
 
 
-def placement_model(run, fixed_choice=None):
+def placement_model(run: MilpRun, fixed_choice: Array | None = None) -> PyomoModel:
     o = run.opts
     model = PyomoModel(run.pr, run.cs, run.objective, level="placement", symmetry=o.symmetry,
                        fixed_choice=fixed_choice, solver=o.solver, threads=o.threads,

@@ -3,18 +3,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 from goodopt.formulations.placement import place_configs
 
+from goodopt.arrays import Array
+
+from ..backend import MilpOutcome
+from ..config_model import ArrayModel, ConfigModel
 from ..result import Termination
 from .certify import certify_epigraph, lp_certificate
 from .models import config_model
 from .placement import place_choice
+from .run import MilpRun
 
 
-def placement_rows_loop(run, model, out):
+def placement_rows_loop(run: MilpRun, model: ConfigModel, out: MilpOutcome) -> tuple[MilpOutcome, Array | None]:
     """Add node-pattern rows for every GPU type whose optimum did not place, and re-solve.
 
     The configuration level is first solved with aggregate capacity rows only
@@ -40,7 +47,7 @@ def placement_rows_loop(run, model, out):
             return out, None
         with_rows |= bad
         start = run.best()[0]
-        model = config_model(run, placement=sorted(with_rows))
+        model = cast(ArrayModel, config_model(run, placement=sorted(with_rows)))  # the arrays route
         missing = set(with_rows) - set(model.mm.pattern_types)
         if missing:  # too many patterns for a type: fall back to no-good cuts there
             info["pattern_rows_skipped"] = sorted(pr.type_names[g] for g in missing)
@@ -62,7 +69,7 @@ def placement_rows_loop(run, model, out):
     return out, None
 
 
-def placement_cut_loop(run, model, out):
+def placement_cut_loop(run: MilpRun, model: ConfigModel, out: MilpOutcome) -> tuple[MilpOutcome, Array | None]:
     """Re-solve the configuration level with placement cuts (C1) until its optimum places.
 
     Returns ``(outcome, allocation)`` with the certified allocation, ``(outcome, None)``
@@ -94,7 +101,8 @@ def placement_cut_loop(run, model, out):
     return out, None
 
 
-def repair_on_types(run, model, first, chosen, types):
+def repair_on_types(run: MilpRun, model: ArrayModel, first: MilpOutcome, chosen: Array,
+                    types: Iterable[int]) -> tuple[MilpOutcome, Array] | None:
     """Re-choose only the jobs on the unplaced GPU ``types`` under their node-pattern rows, every other job
     fixed to ``first``'s choice (presolve stays off, as for every configuration model: with it on, mixed-2048
     under Sia's objective took 26 s here instead of 1.3 s).

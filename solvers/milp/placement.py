@@ -7,14 +7,19 @@ from dataclasses import replace
 
 import numpy as np
 from goodopt.formulations import node_patterns
+from goodopt.formulations.configs import ConfigSet
 from goodopt.formulations.placement import place_configs
+
+from goodopt.arrays import Array
+from goodopt.problem import AllocationProblem
 
 from ..highs_arrays import HighsSession
 from ..result import Termination
 from .models import placement_model
+from .run import MilpRun
 
 
-def place_choice(run, chosen):
+def place_choice(run: MilpRun, chosen: Array) -> tuple[Array | None, list[Array], bool]:
     """Place a choice of configurations exactly, type by type.
 
     The heuristic packer first; each GPU type it could not pack is decided by
@@ -38,19 +43,19 @@ def place_choice(run, chosen):
             unplaceable.append(sub[sub >= 0])
         elif verdict == "undecided":
             undecided = True
-        else:
+        elif rows is not None:
             alloc[of_type] = rows[of_type]
     if unplaceable or undecided or run.ev.violation(alloc) != 0:
         return None, unplaceable, undecided
     return alloc, [], False
 
 
-def place_type(run, sub, g):
+def place_type(run: MilpRun, sub: Array, g: int) -> tuple[Array | None, str]:
     """Rows (J, N) placing ``sub``'s configurations of type ``g``, and ``"placed"``, ``"infeasible"`` or ``"undecided"``."""
     pr = run.pr
     name = f"placement-check type {pr.type_names[g]}"
     pm = node_patterns.pattern_model(pr, run.cs, sub, g)
-    if pm == "infeasible":
+    if isinstance(pm, str):  # "infeasible": the kept rows alone do not fit
         return None, "infeasible"
     if pm is not None:
         session = HighsSession(pm.matrix, threads=run.opts.threads)
@@ -71,7 +76,7 @@ def place_type(run, sub, g):
     return check.allocation(), "placed"
 
 
-def placement_pairs(problem, cs):
+def placement_pairs(problem: AllocationProblem, cs: ConfigSet) -> int:
     """Number of (job, node) placement variables of the placement-level model."""
     nodes_per_type = np.bincount(problem.node_type, minlength=problem.n_gpu_types)
     pairs = 0

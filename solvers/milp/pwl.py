@@ -9,13 +9,18 @@ import numpy as np
 from goodopt.formulations import pwl as fp
 from goodopt.formulations.placement import place_configs
 
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
+
 from ..backend import solve_model
 from ..heuristics import greedy
+from ..options import PwlOptions
+from ..result import MethodOutcome
 from .run import MilpRun
 from .verdict import finish, nothing_left, nothing_to_choose
 
 
-def solve_pwl(problem, evaluator, opts, t_start):
+def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions, t_start: float) -> MethodOutcome:
     """Run the piecewise-linear method. Returns result fields like :func:`solve_milp`.
 
     Never certifies: the decoded counts are placed and repaired heuristically.
@@ -40,8 +45,9 @@ def solve_pwl(problem, evaluator, opts, t_start):
     run.build_s += time.perf_counter() - t0
     kw = run.solve_kwargs()
     native = dict(opts.highs_options)
-    if kw.pop("node_limit") is not None and opts.solver == "highs":
-        native.setdefault("mip_max_nodes", int(opts.node_limit))
+    node_limit = kw.pop("node_limit")
+    if node_limit is not None and opts.solver == "highs":
+        native.setdefault("mip_max_nodes", int(node_limit))
     out = run.stage("pwl", lambda: solve_model(model, solver=opts.solver, threads=opts.threads,
                                                highs_options=native, **kw))
     if not out.has_solution:

@@ -4,19 +4,25 @@ records its stages share."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
-from goodopt.formulations.objective import fitness_of_value, reference_fitness, scaled_objective
+from goodopt.formulations.objective import ScaledObjective, fitness_of_value, reference_fitness, scaled_objective
 
+from goodopt.arrays import Array
+from goodopt.evaluator import Evaluator
+from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
 from ..backend import MilpOutcome
+from ..options import MilpOptions, PwlOptions
 from ..result import CERTIFIED_GAP, Termination
 
 
-def objective_to_fitness(problem, value: float, reference: float | None = None) -> float:
+def objective_to_fitness(problem: AllocationProblem, value: float, reference: float | None = None) -> float:
     """Fitness of a model objective value (or bound).
 
     Finite p: ``reference`` is the reference fitness ``r`` the model was
@@ -33,15 +39,15 @@ def objective_to_fitness(problem, value: float, reference: float | None = None) 
     return fitness_from_sum(value, float(problem.weights.sum()), problem.p)
 
 
-def remaining(deadline):
+def remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
 
 
-def expired(deadline):
+def expired(deadline: float | None) -> bool:
     return deadline is not None and time.perf_counter() >= deadline
 
 
-def config_highs_options(opts):
+def config_highs_options(opts: MilpOptions | PwlOptions) -> Mapping[str, Any]:
     """Native options for configuration-level models: presolve off unless the user says otherwise.
 
     Measured on the families: HiGHS's presolve made these models 10-20x slower
@@ -52,12 +58,12 @@ def config_highs_options(opts):
     return {"presolve": "off", **opts.highs_options}
 
 
-def model_route(opts):
-    route = getattr(opts, "model_route", "auto")
+def model_route(opts: MilpOptions | PwlOptions) -> str:
+    route: str = getattr(opts, "model_route", "auto")
     return ("arrays" if opts.solver == "highs" else "pyomo") if route == "auto" else route
 
 
-def pattern_rows_apply(run):
+def pattern_rows_apply(run: MilpRun) -> bool:
     o = run.opts
     return (getattr(o, "config_placement", "patterns") == "patterns" and model_route(o) == "arrays"
             and run.pr.interference_avoidance)
@@ -65,25 +71,30 @@ def pattern_rows_apply(run):
 
 #: Re-scalings of the objective (a new reference fitness) before a resolution problem is reported.
 MAX_RESCALES = 8
+#: A feasible allocation kept as a candidate answer: (allocation, where it came from, fitness).
+Candidate = tuple[Array, str, float]
 
 
 class MilpRun:
     """State shared by the stages of one exact solve: data, options, clock, incumbents, bound."""
 
-    def __init__(self, problem, evaluator, opts, t_start):
-        self.pr, self.ev, self.opts = problem, evaluator, opts
+    def __init__(self, problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptions | PwlOptions,
+                 t_start: float) -> None:
+        self.pr, self.ev = problem, evaluator
+        # MilpOptions or PwlOptions: the stages that read the milp-only options run for milp only
+        self.opts: Any = opts
         self.deadline = None if opts.time_limit_s is None else t_start + opts.time_limit_s
         t0 = time.perf_counter()
         self.cs = enumerate_configs(problem)
         self.build_s = time.perf_counter() - t0
-        self.info = {"n_configs": self.cs.n_configs, "stages": []}
-        self.candidates = []  # (alloc, source, fitness) of feasible allocations
+        self.info: dict[str, Any] = {"n_configs": self.cs.n_configs, "stages": []}
+        self.candidates: list[Candidate] = []  # (alloc, source, fitness) of feasible allocations
         self.fit_bound = np.inf
-        self.objective = None  # ScaledObjective for finite p
-        self.last_model = None  # the configuration or placement model solved last (write_model)
+        self.objective: ScaledObjective | None = None  # for finite p
+        self.last_model: Any = None  # the configuration or placement model solved last (write_model)
 
     # ---------------------------------------------------------------- incumbents
-    def add_candidate(self, alloc, source):
+    def add_candidate(self, alloc: Array | None, source: str) -> float:
         """Keep a feasible allocation as a candidate answer; returns its fitness (-inf if infeasible)."""
         if alloc is None or self.ev.violation(alloc) != 0:
             return -np.inf
@@ -91,29 +102,29 @@ class MilpRun:
         self.candidates.append((np.asarray(alloc, dtype=np.int64), source, fit))
         return fit
 
-    def best(self):
+    def best(self) -> tuple[Array | None, str | None, float]:
         """``(alloc, source, fitness)`` of the best candidate, or ``(None, None, -inf)``."""
         if not self.candidates:
             return None, None, -np.inf
         return max(self.candidates, key=lambda c: c[2])
 
     # ---------------------------------------------------------------- objective
-    def scale_objective(self, reference=None):
+    def scale_objective(self, reference: float | None = None) -> ScaledObjective | None:
         """(Re-)scale the finite-p objective to ``reference`` (default: the best incumbent), pruning by it."""
         if not np.isfinite(self.pr.p):
             return None
-        inc = self.best()[2]
-        inc = inc if np.isfinite(inc) and inc > 0 else None
+        best = self.best()[2]
+        inc = best if np.isfinite(best) and best > 0 else None
         r = reference if reference is not None else reference_fitness(self.pr, self.cs, inc)
         self.objective = scaled_objective(self.pr, self.cs, r, inc)
         self.info["objective_scale"] = {"reference": r, "pruned_configs": int(self.objective.forbidden.sum()),
                                         "must_run_jobs": int(self.objective.must_run.sum())}
         return self.objective
 
-    def to_fitness(self, value):
+    def to_fitness(self, value: float) -> float:
         return objective_to_fitness(self.pr, value, None if self.objective is None else self.objective.reference)
 
-    def model_bound(self, bound):
+    def model_bound(self, bound: float) -> float:
         """A solver's dual bound made valid: loosened by the gaps the solver was allowed to stop at.
 
         HiGHS closes nodes whose bound lies within ``mip_abs_gap`` or
@@ -123,7 +134,7 @@ class MilpRun:
         """
         return bound + self.gaps["mip_abs_gap"] + self.gaps["mip_rel_gap"] * abs(bound)
 
-    def tighten(self, out):
+    def tighten(self, out: MilpOutcome | None) -> None:
         """Take a solved model's bound (valid for the placement problem) into the best bound."""
         if out is not None and out.termination not in (Termination.ERROR, Termination.NUMERICAL) \
                 and np.isfinite(out.bound):
@@ -132,17 +143,17 @@ class MilpRun:
                 self.fit_bound = min(self.fit_bound, f)
 
     # ---------------------------------------------------------------- solver arguments
-    def solve_kwargs(self, *, check=False):
+    def solve_kwargs(self, *, check: bool = False) -> dict[str, Any]:
         """Arguments of a model's ``solve``: the time left (capped for placement checks) and the gaps."""
         o = self.opts
-        kw = dict(time_limit_s=remaining(self.deadline), node_limit=getattr(o, "node_limit", None))
+        kw: dict[str, Any] = dict(time_limit_s=remaining(self.deadline), node_limit=getattr(o, "node_limit", None))
         if check:
-            kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, o.placement_check_s)
+            kw["time_limit_s"] = min(kw["time_limit_s"] or np.inf, getattr(o, "placement_check_s", np.inf))
         kw.update(self.gaps)
         return kw
 
     @property
-    def gaps(self):
+    def gaps(self) -> dict[str, float]:
         """The gaps the solver may stop at: a tenth of the fitness gap asked for, in the model's units.
 
         Finite p: an absolute model gap ``d`` moves ``log F`` by about ``d / W``
@@ -154,7 +165,7 @@ class MilpRun:
             return {"mip_rel_gap": 0.0, "mip_abs_gap": target * self.objective.weight_sum}
         return {"mip_rel_gap": target, "mip_abs_gap": 0.0}
 
-    def stage(self, name, out):
+    def stage(self, name: str, out: MilpOutcome | Callable[[], MilpOutcome]) -> MilpOutcome:
         """Record a stage's outcome; ``out`` may be a function that solves it, called after saying so."""
         if callable(out):
             report("stage %s: solving ...", name)
@@ -167,13 +178,13 @@ class MilpRun:
                rec["fitness_bound"], rec["solve_s"])
         return out
 
-    def expired(self):
+    def expired(self) -> bool:
         return expired(self.deadline)
 
 
-def stage_record(name, out, objective=None):
+def stage_record(name: str, out: MilpOutcome, objective: ScaledObjective | None = None) -> dict[str, Any]:
     """One stage's record; ``fitness``/``fitness_bound`` read the model's values as fitness."""
-    conv = objective.fitness if objective is not None else (lambda v: v)
+    conv: Callable[[float], float] = objective.fitness if objective is not None else (lambda v: v)
     return {"model": name, "status": str(out.termination), "raw_status": out.raw_status,
             "objective": out.objective, "bound": out.bound,
             "fitness": conv(out.objective) if np.isfinite(out.objective) else float("nan"),
@@ -183,12 +194,12 @@ def stage_record(name, out, objective=None):
             "n_constraints": out.n_constraints}
 
 
-def stand_in(termination, raw):
+def stand_in(termination: Termination, raw: str) -> MilpOutcome:
     """An outcome for a stage where no model was solved."""
     return MilpOutcome.without_solve(termination, raw)
 
 
-def as_time_limit(out):
+def as_time_limit(out: MilpOutcome | None) -> MilpOutcome:
     """``out`` with the time-limit status; a stand-in outcome when no model was solved yet."""
     if out is None:
         return stand_in(Termination.TIME_LIMIT, "time limit reached before solving")

@@ -7,13 +7,16 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from goodopt.arrays import Array
 from goodopt.outputs import atomic_path
 
+from ..backend import MilpOutcome
 from ..result import CERTIFIED_GAP, MethodOutcome, Termination
-from .run import stand_in
+from .run import MilpRun, stand_in
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +24,8 @@ log = logging.getLogger(__name__)
 SOLVER_CLAIMS = (Termination.OPTIMAL, Termination.GAP_LIMIT)
 
 
-def judge(fitness, bound, claimed, proven, mip_rel_gap):
+def judge(fitness: float, bound: float, claimed: Termination, proven: bool,
+          mip_rel_gap: float) -> tuple[Termination, str]:
     """The status of an answer, from its re-scored fitness and bound — never from the solver's claim alone.
 
     ``claimed`` is the last solver status; ``proven`` whether the answer is
@@ -50,7 +54,7 @@ def judge(fitness, bound, claimed, proven, mip_rel_gap):
                                    f"{gap / abs(bound):.3g} below the bound {bound:.9g}")
 
 
-def finish(run, alloc, out, proven=True):
+def finish(run: MilpRun, alloc: Array | None, out: MilpOutcome, proven: bool = True) -> MethodOutcome:
     """Result fields of the exact methods; the status is judged from the evaluator's fitness and the bound."""
     info = run.info
     fit_bound = run.fit_bound if np.isfinite(run.fit_bound) else float("nan")
@@ -75,7 +79,7 @@ def finish(run, alloc, out, proven=True):
     )
 
 
-def write_model(model, path, stages) -> dict:
+def write_model(model: Any, path: str | Path, stages: list[dict[str, Any]]) -> dict[str, Any]:
     """Write the model solved last to ``path`` (.mps or .lp, for any MILP solver), whole or not at all; returns
     what was written: the file, the stage that solved it and the objective value that stage found."""
     path = Path(path)
@@ -88,25 +92,26 @@ def write_model(model, path, stages) -> dict:
         else:
             model.model.write(str(staged), io_options={"symbolic_solver_labels": True})
         shutil.copyfile(staged, tmp)
-    last = next((st for st in reversed(stages) if not st["model"].startswith("placement-check")), {})
+    last: dict[str, Any] = next((st for st in reversed(stages) if not st["model"].startswith("placement-check")), {})
     log.info("milp: wrote the %s model to %s", last.get("model", ""), path)
     return {"path": str(path), "stage": last.get("model"), "objective": last.get("objective"),
             "sense": "maximise"}
 
 
-def nothing_left(run) -> bool:
+def nothing_left(run: MilpRun) -> bool:
     """No configuration at all, or every one pruned as worse than the incumbent (finite p)."""
     ob = run.objective
     return run.cs.n_configs == 0 or (ob is not None and bool(ob.forbidden.all()) and not ob.must_run.any())
 
 
-def nothing_to_choose(run):
+def nothing_to_choose(run: MilpRun) -> MethodOutcome:
     """Nothing to choose: the empty allocation is the only one, or the incumbent is proven optimal.
 
     With no configuration the empty allocation is the only allocation; when
     every configuration was pruned, none belongs to an allocation better than
     the incumbent (each one's term alone exceeds its whole objective).
     """
+    alloc: Array | None
     if run.cs.n_configs == 0:
         alloc = np.zeros((run.pr.n_jobs, run.pr.n_nodes), np.int64)
         run.info["proof"] = "no job has a feasible configuration; the empty allocation is the only allocation"
