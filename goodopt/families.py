@@ -20,7 +20,9 @@ from pathlib import Path
 from .cluster import Cluster, NodeGroup
 from .errors import ValidationError
 from .generate import random_scenario
-from .scenario import Objective, Scenario
+from .outputs import atomic_dir
+from .profiles import save_profile
+from .scenario import Objective, Scenario, save_scenario
 from .validation import suggest
 
 
@@ -133,9 +135,6 @@ def export_families(out_dir, seeds: int = 3, names=None) -> Path:
     """
     import csv
 
-    from .outputs import atomic_dir
-    from .profiles import save_profile
-    from .scenario import save_scenario
 
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 1000:
         raise ValidationError("seeds", f"must be a whole number in [1, 1000], got {seeds!r}")

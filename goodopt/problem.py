@@ -20,18 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from . import goodput as gp
 from .errors import ScenarioError, ShapeError
+from .evaluator import Evaluator
 from .fitness import realloc_factor
 from .profiles import ThroughputProfile
 from .validation import MAX_WHOLE
-
-if TYPE_CHECKING:  # the evaluator imports this module
-    from .evaluator import Evaluator
 
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
@@ -124,8 +122,6 @@ class AllocationProblem:
 
     def evaluator(self) -> Evaluator:
         """The vectorised evaluator of this problem."""
-        from .evaluator import Evaluator
-
         return Evaluator(self)
 
     # --------------------------------------------------------- conversions

@@ -27,6 +27,7 @@ import yaml
 
 from .errors import ScenarioError
 from .goodput import ThroughputParams
+from .outputs import write_text
 from .validation import Reader, read_yaml, suggest
 
 
@@ -279,8 +280,6 @@ def _pairs(r: Reader) -> dict:
 
 def save_profile(profile, path) -> Path:
     """Write a profile of either kind as YAML to ``path``, atomically."""
-    from .outputs import write_text
-
     return write_text(path, yaml.safe_dump(profile.to_dict(), sort_keys=False, width=100, default_flow_style=None))
 
 

@@ -53,18 +53,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import yaml
 
 from .cluster import Cluster, NodeGroup
 from .errors import ScenarioError
 from .objective import Objective, objective_from_dict  # Objective: also importable from here, as documented
+from .outputs import write_text
+from .problem import AllocationProblem
 from .profiles import AppProfile, ThroughputProfile, load_profile, shipped_profile
 from .validation import Reader, read_yaml
-
-if TYPE_CHECKING:  # the problem is built from a scenario
-    from .problem import AllocationProblem
 
 #: Largest allocation matrix (jobs x nodes): about 58 times the largest family's, so that populations fit in memory.
 MAX_ALLOCATION_CELLS = 2 ** 24
@@ -122,8 +120,6 @@ class Scenario:
 
     def problem(self) -> AllocationProblem:
         """The allocation problem (validated arrays and speedup tables)."""
-        from .problem import AllocationProblem
-
         return AllocationProblem.from_scenario(self)
 
     def with_objective(self, **changes) -> Scenario:
@@ -341,7 +337,5 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
 
 def save_scenario(s: Scenario, path, profile_paths: Mapping[str, str] | None = None) -> None:
     """Write a scenario as YAML (readable back with :func:`load_scenario`)."""
-    from .outputs import write_text
-
     write_text(path, yaml.safe_dump(scenario_to_dict(s, profile_paths), sort_keys=False,
                                          default_flow_style=None, width=100))

@@ -17,10 +17,17 @@ import pandas as pd
 import yaml
 
 from goodopt import goodput as gp
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.errors import TraceError
 from goodopt.outputs import meta_path, write_text
 from goodopt.profiles import shipped_profile
+from goodopt.runs import run_sweep, spec_from_dict, spec_to_dict
+from goodopt.runs.sweep import run_tasks
 from goodopt.runs.tables import write_table as _write_csv
-from goodopt.traces import POLLUX_APPS, measurements, traces_dir
+from goodopt.runs.tasks import sim_task
+from goodopt.sim import SimConfig, simulate
+from goodopt.sim.workload import APP_MIX, Workload, WorkloadJob, generate_workload
+from goodopt.traces import POLLUX_APPS, SIA_CLUSTERS, measurements, traces_dir
 
 from . import specs
 
@@ -112,8 +119,6 @@ def goodput_table(gpu_type="t4", gpus_per_node=4) -> pd.DataFrame:
 
 def speedup_types_table() -> pd.DataFrame:
     """Speedup (vs one GPU of the same type) against GPU count, per application and GPU type."""
-    from goodopt.traces import SIA_CLUSTERS
-
     rows = []
     k = GPU_COUNTS
     for app in POLLUX_APPS:
@@ -163,8 +168,6 @@ def speedup_tables(ctx: Context) -> list[Path]:
 
 def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
     """Run one sweep spec (cached) and write its tables, its spec (YAML) and metadata."""
-    from goodopt.runs import run_sweep, spec_from_dict, spec_to_dict
-
     sp = spec_from_dict(spec, base_dir=base_dir)
     res = run_sweep(sp, cache_dir=ctx.cache, workers=ctx.workers, progress=ctx.progress)
     write_text(ctx.tables / f"{sp.name}.spec.yaml", yaml.safe_dump(spec_to_dict(sp), sort_keys=False))
@@ -190,8 +193,6 @@ def runtime_tables(ctx: Context) -> list[Path]:
 
 def _need_traces(ctx: Context, what: str) -> str:
     if ctx.traces is None:
-        from goodopt.errors import TraceError
-
         raise TraceError(f"the full-scale {what} runs on the published traces, which were not found: "
                          "set GOODOPT_TRACES to the traces folder, or drop FULL=1")
     return ctx.traces
@@ -205,8 +206,6 @@ def simulation_tables(ctx: Context) -> list[Path]:
 
 def hetero_workloads(ctx: Context) -> list[str]:
     """Generated workloads for the heterogeneous cluster, written as inputs next to the tables."""
-    from goodopt.sim.workload import APP_MIX, generate_workload
-
     apps = specs.TINY_HETERO_APPS if ctx.scale == "tiny" else specs.HETERO_APPS
     mix = {a: APP_MIX[a] for a in apps}
     load, hours, seeds = (0.5, 0.5, [0]) if ctx.scale == "tiny" else (1.0, 2.0, [0, 1, 2])
@@ -238,13 +237,6 @@ def _t4_nodes(n: int) -> dict:
 def single_job_tables(ctx: Context) -> list[Path]:
     """One job alone (ImageNet at the default scale): fixed clusters of several sizes (cached tasks) and an
     elastic cluster under Pollux's auto-scaler, whose rounds give how its size follows the job's training."""
-    from goodopt.cluster import Cluster, NodeGroup
-    from goodopt.profiles import shipped_profile
-    from goodopt.runs.sweep import run_tasks
-    from goodopt.runs.tasks import sim_task
-    from goodopt.sim import SimConfig, simulate
-    from goodopt.sim.workload import Workload, WorkloadJob
-
     app, sizes = specs.single_job(ctx.scale)
     job = WorkloadJob(app, 0.0, app, 4, shipped_profile(app).init_batch_size)
     wl = Workload((job,), name=f"{app}-alone")

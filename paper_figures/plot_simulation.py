@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from goodopt.sources import load_scenario
+
 from .style import colours, markers, plain_log, save
 
 H = 3600.0
@@ -36,7 +38,6 @@ def _cluster_of(tables: Path, name: str) -> str:
     """The cluster a simulation table was run on, from its metadata (``name (64 GPUs: 6 x 4 t4 + ...)``)."""
     import json
 
-    from goodopt.sources import load_scenario
 
     meta = json.loads((tables / f"{name}.meta.json").read_text())
     source = meta.get("sweep", {}).get("cluster", "?")

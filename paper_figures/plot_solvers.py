@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from goodopt.runs.plots import draw_profiles
+
 from .style import colours, markers, plain_log, save
 
 
@@ -210,8 +212,6 @@ def plot_runtime(tables: Path, out: Path):
 
 def plot_profiles(tables: Path, out: Path):
     """Performance profiles over every instance of Figure 7 (and Figure 4's, when its table is there)."""
-    from goodopt.runs.plots import draw_profiles
-
     parts = [pd.read_csv(tables / "runtime_scaling.csv")]
     if (tables / "exact_vs_heuristic.csv").is_file():
         parts.append(pd.read_csv(tables / "exact_vs_heuristic.csv"))

@@ -27,9 +27,13 @@ from goodopt.problem import AllocationProblem
 from goodopt.progress import tracing
 from goodopt.scenario import Scenario
 
+from .exhaustive import brute_force
 from .gavel_method import solve_gavel_round
+from .heuristics import equal_share, greedy
+from .milp import solve_milp, solve_pwl
 from .options import OPTIONS, GavelOptions, MethodOptions, MilpOptions, PwlOptions, ga_engine
 from .result import MethodOutcome, SolveResult, SolverStats, Termination
+from .rounding import lp_rounding
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +58,6 @@ def _warm_starts(problem: AllocationProblem, evaluator: Evaluator, spec: Any, op
                 raise ValidationError("options.warm_start", f"unknown warm start {s!r} for method {method!r}",
                                       f"use one of {names}, an allocation (J, N) or a list of them")
             if s == "lp":
-                from .rounding import lp_rounding
-
                 rounded = lp_rounding(problem, evaluator, time_limit_s=opts.time_limit_s)  # one LP, one thread
                 if rounded is not None:
                     out.append(rounded)
@@ -136,21 +138,17 @@ def _with_solver_log(opts: MethodOptions) -> MethodOptions:
 
 
 def _run_milp(problem: AllocationProblem, ev: Evaluator, opts: MilpOptions, t_start: float) -> MethodOutcome:
-    from .milp import solve_milp
-
     starts = _warm_starts(problem, ev, opts.warm_start, opts, "milp")
     return solve_milp(problem, ev, opts.replace(warm_start=max(starts, key=ev.fitness) if starts else None), t_start)
 
 
 def _run_pwl(problem: AllocationProblem, ev: Evaluator, opts: PwlOptions, t_start: float) -> MethodOutcome:
-    from .milp import solve_pwl
-
     return solve_pwl(problem, ev, opts, t_start)
 
 
 def _run_genetic(two_objectives: bool) -> Runner:
     def run(problem: AllocationProblem, ev: Evaluator, opts: Any, t_start: float) -> MethodOutcome:
-        from .genetic import solve_ga
+        from .genetic import solve_ga  # loads pymoo (about 1.4 s), which no other method needs
 
         engine = ga_engine(problem, getattr(opts, "engine", "pymoo"), two_objectives)
         warm = opts.warm_start
@@ -175,9 +173,6 @@ def _run_simple(method: str) -> Runner:
 
 
 def _solve_simple(problem: AllocationProblem, ev: Evaluator, method: str, opts: Any) -> MethodOutcome:
-    from .exhaustive import brute_force
-    from .heuristics import equal_share, greedy
-
     t0 = time.perf_counter()
     cs = enumerate_configs(problem) if method != "brute-force" else None
     build_s = time.perf_counter() - t0

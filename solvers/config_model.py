@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+from goodopt.formulations import milp as fm
 from goodopt.formulations.config_matrix import config_matrix, no_good_row
 from goodopt.formulations.configs import ConfigSet, choice_from_values, match_configs, rounded_from_values
 from goodopt.formulations.objective import ScaledObjective
@@ -148,8 +149,6 @@ class PyomoModel(_Base):
                  level: str = "config",
                  symmetry: str = "order", fixed_choice: ArrayIn | None = None, solver: str = "highs",
                  threads: int | None = None, highs_options: Mapping[str, Any] | None = None) -> None:
-        from goodopt.formulations import milp as fm
-
         super().__init__(problem, configs, objective)
         self.fm = fm
         t0 = time.perf_counter()

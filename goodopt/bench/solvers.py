@@ -19,9 +19,17 @@ import time
 
 import numpy as np
 
+from goodopt.solvers import solve
+from goodopt.solvers.rounding import lp_rounding
+
 from ..evaluator import Evaluation, Evaluator
 from ..families import FAMILIES
+from ..formulations import milp as fm
+from ..formulations.configs import enumerate_configs
 from ..generate import random_scenario, testbed_cluster
+from ..solvers.api import options_for
+from ..solvers.backend import solve_model
+from ..solvers.genetic import solve_ga
 from ..sources import load_scenario
 from .evaluator import _JobSpeedupFunction, per_job_fitness
 
@@ -67,15 +75,11 @@ class _TimedEvaluator(Evaluator):
 
 
 def _ga_options(seed):
-    from ..solvers.api import options_for
-
     return options_for("ga", {"seed": seed})
 
 
 def ga_rounds(seed: int = 0, progress=None):
     """Seconds per GA round, vectorised vs per-job loop, at 16 x 4 GPUs."""
-    from ..solvers.genetic import solve_ga
-
     rows = []
     for n_jobs in GA_JOBS:
         pr = random_scenario(seed, testbed_cluster(), n_jobs).problem()
@@ -112,8 +116,6 @@ def exact_solves(seed: int = 0, progress=None):
     Budgets are deterministic (:data:`EXACT_NODE_LIMIT` branch-and-bound nodes, no time limit), so the
     statuses and gaps do not depend on the machine's load; the seconds do.
     """
-    from goodopt.solvers import solve
-
     solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
     rows = []
     for name, with_pyomo in EXACT_FAMILIES:
@@ -138,8 +140,6 @@ def exact_solves(seed: int = 0, progress=None):
 
 
 def _enumerate_seconds(pr) -> float:
-    from ..formulations.configs import enumerate_configs
-
     t = time.perf_counter()
     enumerate_configs(pr)
     return time.perf_counter() - t
@@ -162,8 +162,6 @@ def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict:
 
 def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
     """Exact MILP on the two benchmark sizes, with greedy on the same problem as the ratio base."""
-    from goodopt.solvers import solve
-
     solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
     rows = []
     for n_nodes, gpn, n_jobs in MILP_CASES:
@@ -187,12 +185,6 @@ def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
 
 def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
     """Presolve on/off (configuration model) and symmetry breaking on/off (placement model)."""
-    from goodopt.solvers import solve
-
-    from ..formulations import milp as fm
-    from ..formulations.configs import enumerate_configs
-    from ..solvers.backend import solve_model
-
     rows = []
     for name in ("testbed-over", "mixed-64", "cluster-1024"):
         pr = FAMILIES[name].scenario(seed).problem()
@@ -225,8 +217,6 @@ def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
 
 def quality(seeds=(0, 1, 2), time_limit_s: float = 30.0, progress=None):
     """Fitness of heuristics relative to the certified optimum (or best proven bound) per family."""
-    from goodopt.solvers import solve
-
     rows = []
     for name in QUALITY_FAMILIES:
         for seed in seeds:
@@ -255,8 +245,6 @@ def ga_at_scale(seed: int = 0, progress=None):
     memory numpy and Python allocated during the solve (tracemalloc), beside LP rounding alone."""
     import tracemalloc
 
-    from goodopt.solvers import solve
-    from goodopt.solvers.rounding import lp_rounding
 
     rows = []
     for name in GA_SCALE_FAMILIES:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cluster import Cluster, NodeGroup
 from ..errors import ValidationError
+from ..scenario import Job, Scenario
 from .matrix import ThroughputMatrix, useful_pairs
 from .published import GAVEL_CLUSTER, GAVEL_PRICES_PER_GPU_H, GavelThroughputs
 from .traces import gavel_jobs
@@ -69,9 +71,6 @@ def gavel_scenario(throughputs: GavelThroughputs, seed: int = 0, n_jobs: int = 6
 
     Returns the :class:`~goodopt.scenario.Scenario`; its profiles are the file's job types.
     """
-    from ..cluster import Cluster, NodeGroup
-    from ..scenario import Job, Scenario
-
     profiles = throughputs.profiles()
     rng = np.random.default_rng(seed + 1)
     jobs, used = [], {}

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from goodopt.gavel import GAVEL_CLUSTER
+from goodopt.runs.tasks import rigid_task
 
 from .comparison import Band, Comparison, H, TaskBatch
 
@@ -67,8 +68,6 @@ SUSTAIN_FACTOR = 2.0
 
 
 def gavel_specs(traces: Path, quick: bool) -> list:
-    from goodopt.runs.tasks import rigid_task
-
     mode = "quick" if quick else "full"
     window = GAVEL_WINDOW[mode]
     capacity = {t: g * n for t, g, n in GAVEL_CLUSTER}

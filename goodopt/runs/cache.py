@@ -28,8 +28,10 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from goodopt import sources
 from goodopt._version import __version__
 from goodopt.outputs import atomic_path, json_default, remove_debris, sha256_file
+from goodopt.sources import scenario_inputs
 
 from .task_types import RigidTask, SimTask, SolveTask, Task
 
@@ -81,10 +83,8 @@ def folder_digest(root) -> str:
 
 def shipped_digest() -> str:
     """SHA-256 of the shipped scenarios and profiles."""
-    from goodopt.sources import shipped_data_files
-
     h = hashlib.sha256()
-    for f in shipped_data_files():
+    for f in sources.shipped_data_files():  # looked up on the module: tests swap in their own files
         h.update(f.name.encode())
         h.update(file_digest(f).encode())
     return h.hexdigest()
@@ -92,8 +92,6 @@ def shipped_digest() -> str:
 
 def task_files(task: Task) -> list[Path]:
     """The files ``task`` reads besides the shipped data (see the module docstring)."""
-    from goodopt.sources import scenario_inputs
-
     if isinstance(task, SolveTask):
         return scenario_inputs(task.scenario)
     if isinstance(task, RigidTask):

@@ -10,6 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from goodopt.errors import ValidationError
+from goodopt.scenario import Scenario
+from goodopt.solvers.api import METHODS, RANDOMISED
+from goodopt.sources import load_scenario
 
 from .execute import map_tasks
 from .tables import COLUMNS, add_reference_columns, frame
@@ -27,10 +30,6 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
     ``(seconds, incumbent, bound)`` points (:attr:`SolverStats.trace`), for
     :func:`~goodopt.runs.plots.plot_convergence`.
     """
-    from goodopt.scenario import Scenario
-    from goodopt.solvers.api import METHODS, RANDOMISED
-    from goodopt.sources import load_scenario
-
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValidationError("seeds", f"must be a whole number >= 1, got {n_seeds!r}")
     for m in methods:

@@ -52,6 +52,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goodopt.errors import ValidationError
+from goodopt.fitness import check_p
+from goodopt.gavel import GAVEL_CLUSTER, POLICY_NAMES, read_gavel_throughputs
+from goodopt.gavel.generator import check_job_table
+from goodopt.sim.autoscale import check_elastic, check_one_group
+from goodopt.sim.config import SimConfig
+from goodopt.sim.policies import POLICIES, make_policy
+from goodopt.sim.rigid import RigidConfig
+from goodopt.sim.workload import check_workloads, expand_workloads
+from goodopt.solvers.api import METHOD_OPTIONS, METHODS, RANDOMISED, options_for
+from goodopt.sources import check_source, load_scenario
+from goodopt.traces import traces_dir
 from goodopt.validation import Reader, check_number, read_yaml, suggest
 
 from .spec_fields import check_name, checked, local_path, p_to_json, plain_list, refuse_idle_settings, seeds_of, strings
@@ -158,10 +169,6 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
 
 
 def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
-    from goodopt.fitness import check_p
-    from goodopt.solvers.api import METHODS
-    from goodopt.sources import check_source
-
     variants = _variants(r, "methods", "method", METHODS, options)
     scenarios = [local_path(s, base) for s in strings(r, "scenarios")]
     if r.has("families"):
@@ -184,12 +191,6 @@ def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 
 def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
-    from goodopt.sim.autoscale import check_elastic, check_one_group
-    from goodopt.sim.config import SimConfig
-    from goodopt.sim.policies import POLICIES, make_policy
-    from goodopt.sim.workload import check_workloads, expand_workloads
-    from goodopt.sources import load_scenario
-
     variants = _variants(r, "policies", "policy", tuple(POLICIES), options)
     for v in variants:
         checked(f"spec.policies.{v.label}.options", lambda v=v: make_policy(v.name, **dict(v.options)))
@@ -218,8 +219,6 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     check_workloads(workloads, n_gpus=n_gpus, max_time_s=longest)
     truth = r.string("truth", "model")
     if truth == "traces":
-        from goodopt.traces import traces_dir
-
         traces_dir()  # $GOODOPT_TRACES (or the default folder) must exist now, not on a worker
     elif truth != "model":
         truth = local_path(truth, base)
@@ -231,11 +230,6 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 
 def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
-    from goodopt.gavel import GAVEL_CLUSTER, POLICY_NAMES, read_gavel_throughputs
-    from goodopt.gavel.generator import check_job_table
-    from goodopt.sim.rigid import RigidConfig
-    from goodopt.traces import traces_dir
-
     variants = _variants(r, "policies", "policy", POLICY_NAMES, options)
     rates = tuple(check_number(f"{r.path('rates')}[{i}]", x, minimum=0, strict=True, maximum=1e6,
                                error=ValidationError) for i, x in enumerate(plain_list(r, "rates", required=True)))
@@ -292,8 +286,6 @@ def _generated(g: Reader) -> list[str]:
 
 
 def _engine_settings(r: Reader, key: str, values_of) -> dict:
-    from goodopt.sim.config import SimConfig
-
     if not r.has(key) or r.data[key] is None:
         r.seen.add(key)
         return {}
@@ -327,8 +319,6 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
 
 
 def _check_method_options(v: Variant, time_limit, node_limit) -> None:
-    from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, options_for
-
     opts = {**({"seed": 0} if v.name in RANDOMISED else {}), **dict(v.options)}
     if time_limit is not None:
         opts.setdefault("time_limit_s", time_limit)

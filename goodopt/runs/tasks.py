@@ -22,7 +22,21 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError
+from goodopt.families import family
+from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
+from goodopt.gavel.generator import gavel_trace_exact
+from goodopt.scenario import Scenario
+from goodopt.sim import simulate
+from goodopt.sim.config import SimConfig, check_setup
+from goodopt.sim.policies import make_policy
+from goodopt.sim.rigid import RigidConfig, simulate_rigid, simulate_rigid_steady
+from goodopt.sim.truth import model_truth, trace_truth
+from goodopt.sim.workload import GENERATED_PREFIX, parse_generated, resolve_workload
+from goodopt.solvers import solve
+from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, options_for
+from goodopt.sources import load_scenario
 
 from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec
 from .tables import result_row
@@ -34,8 +48,6 @@ from .task_types import SUMMARY_COLUMNS, TIMING_COLUMNS, RigidTask, SimTask, Sol
 def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *, seed: int = 0,
                label: str = "", vary: Mapping | None = None, **config) -> RigidTask:
     """A rigid-job simulation task with its settings checked and every default filled in."""
-    from goodopt.sim.rigid import RigidConfig
-
     cfg = RigidConfig(**config)
     full = {k: (list(v) if isinstance(v, tuple) and k == "window" else dict(v) if k == "options" else v)
             for k, v in cfg.__dict__.items()}
@@ -79,8 +91,6 @@ def _workload_jobs(workload: str) -> int:
 def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None, seed=None,
                label: str = "") -> SolveTask:
     """A solve task with the method's options validated and completed with their defaults."""
-    from goodopt.solvers.api import options_for
-
     opts = dict(options or {})
     if seed is not None:
         opts["seed"] = seed
@@ -91,9 +101,6 @@ def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None,
 def sim_task(workload, policy: str, cluster, *, truth: str = "model", config: Mapping | None = None, seed: int = 0,
              options: Mapping | None = None, label: str = "", vary: Mapping | None = None) -> SimTask:
     """A simulation task with every engine setting explicit and the policy's options checked."""
-    from goodopt.sim.config import SimConfig
-    from goodopt.sim.policies import make_policy
-
     cfg = SimConfig(**dict(config or {}))
     described = make_policy(policy, **dict(options or {})).describe()
     return SimTask(str(workload), policy, to_json(cluster) if isinstance(cluster, Mapping) else str(cluster),
@@ -130,8 +137,6 @@ def refuse_duplicates(tasks: list) -> list:
 
 
 def _expand_solve(spec: SweepSpec) -> list[SolveTask]:
-    from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED
-
     tasks = []
     for sc in spec.scenarios:
         for p in (spec.p_values or (None,)):
@@ -181,10 +186,6 @@ def run_task(task: Task) -> dict:
 
 
 def _run_solve(task: SolveTask) -> dict:
-    from goodopt.scenario import Scenario
-    from goodopt.solvers import solve
-    from goodopt.sources import load_scenario
-
     warm_up(task.method)
     sc = task.scenario if isinstance(task.scenario, Scenario) else load_scenario(task.scenario)
     if task.p is not None:
@@ -210,10 +211,6 @@ def _run_solve(task: SolveTask) -> dict:
 def warm_up(method: str) -> None:
     """Solve a tiny instance once per process and method, so first-use costs (imports, the solver library's
     set-up) are not charged to the first timed solve of a process."""
-    from goodopt.families import family
-    from goodopt.solvers import solve
-    from goodopt.solvers.api import RANDOMISED
-
     if method not in ("milp", "milp-pwl", "gavel", "ga", "nsga2"):
         return
     opts = {"seed": 0, "pop_size": 8, "n_gen": 2} if method in RANDOMISED else {}
@@ -223,9 +220,6 @@ def warm_up(method: str) -> None:
 def _run_rigid(task: RigidTask) -> dict:
     import numpy as np
 
-    from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
-    from goodopt.gavel.generator import gavel_trace_exact
-    from goodopt.sim.rigid import RigidConfig, simulate_rigid, simulate_rigid_steady
 
     thr = read_gavel_throughputs(task.throughputs)
     cfg = dict(task.config)
@@ -255,9 +249,6 @@ def _run_rigid(task: RigidTask) -> dict:
 
 def run_simulation(task: SimTask, progress: bool = False):
     """Run one simulation task: ``(SimulationResult, row, job rows)``; ``progress`` shows the run's bar."""
-    from goodopt.sim import simulate
-    from goodopt.sim.workload import resolve_workload
-
     wl = resolve_workload(task.workload)
     cluster = task_cluster(task.cluster)
     truth = cached_truth(task.truth, tuple(sorted({j.application for j in wl.jobs})), cluster.gpu_type_names)
@@ -273,10 +264,6 @@ def run_simulation(task: SimTask, progress: bool = False):
 def check_sim_tasks(tasks) -> None:
     """Every check a simulation makes before its first round (:func:`goodopt.sim.config.check_setup`), for
     each distinct workload, cluster, policy and settings among ``tasks`` (simulation tasks; others skipped)."""
-    from goodopt.sim.config import check_setup
-    from goodopt.sim.policies import make_policy
-    from goodopt.sim.workload import resolve_workload
-
     seen = set()
     for t in tasks:
         ident = (t.workload, repr(t.cluster), repr(t.config), t.policy, repr(t.options)) \
@@ -292,16 +279,11 @@ def check_sim_tasks(tasks) -> None:
 
 
 def _sim_config(config: Mapping):
-    from goodopt.sim.config import SimConfig
-
     return SimConfig(**dict(config))
 
 
 def task_cluster(spec):
     """The cluster of a task: a scenario's (by any spelling) or ``{"node_groups": [...]}``."""
-    from goodopt.cluster import Cluster, NodeGroup
-    from goodopt.sources import load_scenario
-
     if isinstance(spec, Mapping):
         return Cluster(tuple(NodeGroup(g["gpu_type"], int(g["gpus_per_node"]), int(g["n_nodes"]),
                                        g.get("name", "")) for g in spec["node_groups"]))
@@ -317,8 +299,6 @@ def cluster_spec(cluster) -> dict:
 @functools.lru_cache(maxsize=4)
 def cached_truth(source: str, apps: tuple[str, ...], gpu_types: tuple[str, ...] = ("t4",)):
     """Ground truth by source (``"model"`` or a traces folder), built once per process."""
-    from goodopt.sim.truth import model_truth, trace_truth
-
     if source == "model":
         return model_truth(apps, gpu_type=gpu_types)
     return trace_truth(source, apps, gpu_types=gpu_types)
@@ -326,8 +306,6 @@ def cached_truth(source: str, apps: tuple[str, ...], gpu_types: tuple[str, ...] 
 
 def generated_load(spec: str) -> tuple[float, float]:
     """(load, hours) of ``generated:LOAD:SEED[:HOURS]``; a CSV in a ``load-X`` folder has load X."""
-    from goodopt.sim.workload import GENERATED_PREFIX, parse_generated
-
     if str(spec).startswith(GENERATED_PREFIX):
         load, _, hours, _ = parse_generated(str(spec))
         return load, hours

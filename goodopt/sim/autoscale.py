@@ -48,8 +48,9 @@ from goodopt import goodput as gp
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError
 from goodopt.objective import Objective
+from goodopt.solvers import solve
 from goodopt.solvers.option_checks import MAX_POPULATION
-from goodopt.validation import check_number, check_whole
+from goodopt.validation import check_number, check_whole, suggest
 
 from .policies import goodput_problem
 from .state import RoundState
@@ -143,7 +144,6 @@ class PolluxAutoscaler(Autoscaler):
     def wanted(self, state: ScaleState) -> int:
         if not state.jobs:
             return state.min_nodes
-        from goodopt.solvers import solve
 
         problem = goodput_problem(state.round_state(state.max_nodes), state.objective, state.max_gpus)
         res = solve(problem, "nsga2", {"pop_size": self.options["pop_size"], "n_gen": self.options["n_gen"],
@@ -242,8 +242,6 @@ class ExactAutoscaler(Autoscaler):
 
         Speedups are over one GPU here, whatever the policy's base: a fair share shrinks with the cluster, so
         fitness over fair shares would not compare sizes on one yardstick."""
-        from goodopt.solvers import solve
-
         objective = dataclasses.replace(state.objective, base="one-gpu")
         problem = goodput_problem(state.round_state(n), objective, state.max_gpus)
         res = solve(problem, "milp", {"time_limit_s": float(self.options["time_limit_s"]),
@@ -287,8 +285,6 @@ def check_elastic(policy, autoscale: str, where: str = "autoscale") -> None:
 def make_autoscaler(name: str, **options) -> Autoscaler:
     """An auto-scaler by name with its options (unknown names and options are errors)."""
     if name not in AUTOSCALERS:
-        from goodopt.validation import suggest
-
         raise ValidationError("autoscale", f"unknown auto-scaler {name!r}",
                               f"{suggest(name, AUTOSCALERS)}choose one of {', '.join(AUTOSCALERS)} (or none)")
     return AUTOSCALERS[name](**options)

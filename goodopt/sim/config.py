@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
 from goodopt.fitting import OPTIMISM
+from goodopt.prices import price_per_gpu_h
 from goodopt.validation import check_number, check_whole
 
 from .agent import AGENT_FITS
+from .autoscale import check_elastic, check_one_group, make_autoscaler
 
 #: Applications whose batch and GPU count the Pollux runs kept fixed: app -> (batch, GPUs).
 FIXED_APPS = {"ncf": (32768, 1)}
@@ -91,8 +93,6 @@ class SimConfig:
 
     def price_of(self, gpu_type: str) -> float:
         """USD per GPU-hour of ``gpu_type`` (NaN without a published or given price)."""
-        from goodopt.prices import price_per_gpu_h
-
         return price_per_gpu_h(gpu_type, self.prices_per_gpu_h)
 
     def __post_init__(self):
@@ -111,8 +111,6 @@ class SimConfig:
                        else self.autoscale_options)
         object.__setattr__(self, "autoscale_options", tuple(sorted(options.items())))
         if self.autoscale != "none":
-            from .autoscale import make_autoscaler
-
             make_autoscaler(self.autoscale, **options)  # names and options checked here, once
         if not isinstance(self.single_gpu_accumulation, bool):
             raise ValidationError("single_gpu_accumulation", f"must be true or false, got {self.single_gpu_accumulation!r}")
@@ -141,7 +139,6 @@ def check_elastic_setup(policy, config: SimConfig, cluster: Cluster) -> None:
     is provisioned; a fixed cluster takes no ``min_nodes`` other than the default."""
     if config.autoscale == "none":
         return
-    from .autoscale import check_elastic, check_one_group
 
     check_one_group(cluster)
     fewest = min(g.n_nodes for g in cluster.groups)

@@ -54,6 +54,7 @@ from goodopt.cluster import Cluster
 from goodopt.errors import SimulationError, ValidationError
 
 from .agent import HeteroAgent, JobAgent
+from .autoscale import ScaleState, make_autoscaler
 from .config import SimConfig, check_elastic_setup, fixed_gpus
 from .elastic import NodePool, PoolView
 from .state import RoundState, SimJob
@@ -108,7 +109,6 @@ class Engine:
     def _autoscaler(policy, config: SimConfig, cluster: Cluster):
         if config.autoscale == "none":
             return None
-        from .autoscale import make_autoscaler
 
         check_elastic_setup(policy, config, cluster)
         return make_autoscaler(config.autoscale, **dict(config.autoscale_options))
@@ -217,7 +217,6 @@ class Engine:
         self.pool.join(t)
         if self.scaler is None or t < self._next_scale_s:
             return {}
-        from .autoscale import ScaleState
 
         self._next_scale_s = t + self.scaler.every_s
         current = np.stack([j.row for j in active]) if active else np.zeros((0, self.cluster.n_nodes), np.int64)

@@ -63,7 +63,9 @@ import pandas as pd
 
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.gavel import PACKED, GavelThroughputs, ThroughputMatrix, entity_fields, spread, useful_pairs
+from goodopt.solvers.gavel import solve_gavel
 from goodopt.solvers.gavel_rounds import GavelRounds
+from goodopt.solvers.rounds import RoundMechanism
 
 from .rigid_config import RIGID_JOB_COLUMNS, RigidConfig, RigidResult, check_inputs
 
@@ -121,8 +123,6 @@ class _Run:
     """One run's mutable state."""
 
     def __init__(self, jobs, throughputs, types, capacity, config, rng, more=None):
-        from goodopt.solvers.rounds import RoundMechanism
-
         self.jobs, self.types, self.capacity, self.cfg = [], types, capacity, config
         self.throughputs, self.more = throughputs, more
         self.rate = np.zeros((0, len(types)))
@@ -292,8 +292,6 @@ class _Run:
 
     def _fractions(self, active):
         """The scheduling units (job name or ``a+b``, their job indices) and their time fractions (U, K)."""
-        from goodopt.solvers.gavel import solve_gavel
-
         jobs = [self.jobs[j] for j in active]
         thr = self.rate[active]
         remaining = np.array([max(j.total_steps - self.done_steps[i], 1e-9) for i, j in zip(active, jobs)])

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from goodopt.errors import ValidationError
+from goodopt.profiles import shipped_profile
 from goodopt.traces import POLLUX_APPS, WORKLOAD_COLUMNS
 from goodopt.validation import MAX_WHOLE, read_text, suggest, usable_path
 
@@ -213,8 +214,6 @@ def check_workload(workload: Workload, *, n_gpus: int, max_time_s: float) -> Non
     """Refuse jobs that can never run (an unknown application, a batch above the application's maximum, an
     arrival after the simulation's end); warn of a GPU request larger than the cluster (fixed-size policies
     refuse it)."""
-    from goodopt.profiles import shipped_profile
-
     largest: dict[str, int] = {}  # each application's profile is read once, not once per job
     too_big = [j for j in workload.jobs if j.num_replicas > n_gpus]
     if too_big:

@@ -13,8 +13,16 @@ of one solve), :mod:`.fairness` (the iterative policies), :mod:`.policies`
 (one function per policy, and :func:`solve_gavel`).
 """
 
-from .options import BACKENDS, LP_METHODS, POLICIES, POLICY_OPTIONS, check_policy_options
+from .options import (
+    BACKENDS,
+    LP_METHODS,
+    POLICIES,
+    POLICY_OPTION_CLASSES,
+    POLICY_OPTIONS,
+    PolicyOptions,
+    check_policy_options,
+)
 from .policies import POLICY_SOLVERS, FractionResult, fifo_fractions, solve_gavel
 
-__all__ = ["BACKENDS", "LP_METHODS", "POLICIES", "POLICY_OPTIONS", "POLICY_SOLVERS", "FractionResult",
-           "check_policy_options", "fifo_fractions", "solve_gavel"]
+__all__ = ["BACKENDS", "LP_METHODS", "POLICIES", "POLICY_OPTIONS", "POLICY_OPTION_CLASSES", "PolicyOptions",
+           "POLICY_SOLVERS", "FractionResult", "check_policy_options", "fifo_fractions", "solve_gavel"]

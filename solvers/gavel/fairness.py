@@ -4,7 +4,6 @@ max-min fairness (water filling)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from goodopt.formulations import gavel as fg
@@ -15,10 +14,11 @@ from goodopt.gavel.matrix import ThroughputMatrix
 from ..backend import MilpOutcome
 from ..highs_arrays import HighsSession
 from ..result import Termination
+from .options import FinishTimeOptions, WaterFillingOptions
 from .runner import PolicyAnswer, Runner, Solved, need, require, solution
 
 
-def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
+def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: FinishTimeOptions) -> PolicyAnswer:
     """min max_j rho_j by the scaled-floor LPs (8), each of which bounds the optimum from both sides; the next
     ``r`` is the secant root of ``tau(r) = 1`` through the last two LPs, or the bracket's middle when that
     falls outside it or the bracket shrank less than half.
@@ -37,8 +37,8 @@ def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dic
     status, r = Termination.OPTIMAL, hi
     seen: list[tuple[float, float]] = []
     best_r: float | None = None
-    while len(sel) and hi - lo > opts["rel_tol"] * hi:
-        if len(run.stages) >= opts["max_lps"]:
+    while len(sel) and hi - lo > opts.rel_tol * hi:
+        if len(run.stages) >= opts.max_lps:
             status = Termination.ITERATION_LIMIT
             break
         gap = hi - lo
@@ -129,7 +129,7 @@ def _ftf_rho(mx: ThroughputMatrix, x: Array, y: Array | None, a: Array, R: Array
     return float(np.max((a + rem) / D))
 
 
-def water_filling(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
+def water_filling(mx: ThroughputMatrix, run: Runner, eq: Array, opts: WaterFillingOptions) -> PolicyAnswer:
     """Hierarchical weighted max-min fairness (10): freeze bottlenecks level by level."""
     J = mx.n_jobs
     ent, w_ent, policies = np.arange(J), mx.weights, ("fairness",) * J
@@ -137,9 +137,9 @@ def water_filling(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, 
         ent, w_ent, policies = mx.entities, mx.entity_weights, mx.entity_policies
     T = mx.throughput
     level = np.full(J, np.nan)  # frozen throughputs
-    status, t_star, tol = Termination.OPTIMAL, 0.0, opts["tolerance"]
+    status, t_star, tol = Termination.OPTIMAL, 0.0, opts.tolerance
     while np.isnan(level).any():
-        if len(run.stages) >= opts["max_lps"]:
+        if len(run.stages) >= opts.max_lps:
             status = Termination.ITERATION_LIMIT
             break
         w = _entity_weights(ent, w_ent, policies, mx.weights, np.isnan(level), mx.arrival_order)

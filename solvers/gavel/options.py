@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -29,18 +30,89 @@ if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kep
     raise ImportError("goodopt.gavel.POLICY_NAMES and goodopt.solvers.gavel.POLICIES disagree")
 
 
-#: Options per policy with their defaults.
-POLICY_OPTIONS: dict[str, dict[str, Any]] = {
-    "max_min_fairness": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
-    "max_min_fairness_agnostic": {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False},
-    "max_total_throughput": {"normalise": True},
-    "min_cost": {"floor": 1.0},
-    "finish_time_fairness": {"rel_tol": 1e-4, "max_lps": 60},
-    "min_makespan": {},
-    "fifo": {"aware": True},
+@dataclass(frozen=True, kw_only=True)
+class PolicyOptions:
+    """Options every Gavel policy takes: ``time_limit_s`` (None: none), ``backend`` (:data:`BACKENDS`) and
+    ``lp_method`` (:data:`LP_METHODS`). Each policy's own options are the fields of its subclass; objects are
+    made by :func:`check_policy_options`, which checks each value by its kind."""
+
+    time_limit_s: float | None = None
+    backend: str = "arrays"
+    lp_method: str = "simplex"
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {self.backend!r}",
+                                  "arrays (HiGHS directly, the default) or pyomo (the reference model)")
+        if self.lp_method not in LP_METHODS:
+            raise ValidationError("options.lp_method", f"must be one of {tuple(LP_METHODS)}, got {self.lp_method!r}",
+                                  "simplex (a vertex of the optimal face, the default) or ipm (an interior point of "
+                                  "it, as Gavel's interior-point solver returns)")
+        t = self.time_limit_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t <= 1e6):
+            raise ValidationError("options.time_limit_s", f"must be a number of seconds in (0, 1e6], got {t!r}",
+                                  "omit it for no limit")
+
+    @classmethod
+    def own(cls) -> dict[str, Any]:
+        """The policy's own options (not the common three) with their defaults."""
+        common = {f.name for f in fields(PolicyOptions)}
+        return {f.name: f.default for f in fields(cls) if f.name not in common}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every option by name: the policy's own first, then the common three."""
+        common = [f.name for f in fields(PolicyOptions)]
+        return {**{k: getattr(self, k) for k in self.own()}, **{k: getattr(self, k) for k in common}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxMinOptions(PolicyOptions):
+    second_stage: bool = True
+    tolerance: float = 1e-6
+    scale_by_size: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThroughputOptions(PolicyOptions):
+    normalise: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinCostOptions(PolicyOptions):
+    floor: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinishTimeOptions(PolicyOptions):
+    rel_tol: float = 1e-4
+    max_lps: int = 60
+
+
+@dataclass(frozen=True, kw_only=True)
+class FifoOptions(PolicyOptions):
+    aware: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaterFillingOptions(PolicyOptions):
+    tolerance: float = 1e-6
+    max_lps: int = 2000
+
+
+#: Policy name -> its options class.
+POLICY_OPTION_CLASSES: dict[str, type[PolicyOptions]] = {
+    "max_min_fairness": MaxMinOptions,
+    "max_min_fairness_agnostic": MaxMinOptions,
+    "max_total_throughput": ThroughputOptions,
+    "min_cost": MinCostOptions,
+    "finish_time_fairness": FinishTimeOptions,
+    "min_makespan": PolicyOptions,
+    "fifo": FifoOptions,
+    "max_min_fairness_water_filling": WaterFillingOptions,
 }
-POLICY_OPTIONS.update({packed: POLICY_OPTIONS[base] for packed, base in PACKED.items()})
-POLICY_OPTIONS["max_min_fairness_water_filling"] = {"tolerance": 1e-6, "max_lps": 2000}
+POLICY_OPTION_CLASSES.update({packed: POLICY_OPTION_CLASSES[base] for packed, base in PACKED.items()})
+#: Options per policy with their defaults (the common three not listed).
+POLICY_OPTIONS: dict[str, dict[str, Any]] = {name: cls.own() for name, cls in POLICY_OPTION_CLASSES.items()}
 
 
 #: How each policy option is checked: bool, or ``(kind, lo, hi, open_low)`` for a number (``whole`` or not) in
@@ -50,35 +122,25 @@ _OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool, "scale_
                  "floor": ("number", 0.0, 1e6, False), "max_lps": ("whole", 1, 1_000_000, False)}
 
 
-def check_policy_options(policy: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Every option of Gavel policy ``policy`` (defaults filled in), each checked by its kind; an error
+def check_policy_options(policy: str, options: Mapping[str, Any] | None) -> PolicyOptions:
+    """The typed options of Gavel policy ``policy`` (defaults filled in), each checked by its kind; an error
     names the option (``options.NAME``) and what it takes."""
     if policy not in POLICY_OPTIONS:
         raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(POLICIES)}")
     if options is not None and not isinstance(options, Mapping):
         raise ValidationError("options", f"must map option -> value, got {options!r}",
                               f"e.g. {{{', '.join(f'{k}: {v}' for k, v in POLICY_OPTIONS[policy].items())}}}")
-    options = dict(options or {})
-    common = {"time_limit_s": None, "backend": "arrays", "lp_method": "simplex"}
-    unknown = sorted(set(options) - set(POLICY_OPTIONS[policy]) - set(common))
+    given = dict(options or {})
+    cls = POLICY_OPTION_CLASSES[policy]
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(given) - names)
     if unknown:
+        common = sorted(f.name for f in fields(PolicyOptions))
         raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
-                              f"valid options: {sorted(POLICY_OPTIONS[policy]) + sorted(common)}")
-    opts = {**POLICY_OPTIONS[policy], **common, **options}
-    for key, value in options.items():
+                              f"valid options: {sorted(POLICY_OPTIONS[policy]) + common}")
+    for key, value in given.items():
         _check_kind(key, value)
-    if opts["backend"] not in BACKENDS:
-        raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {opts['backend']!r}",
-                              "arrays (HiGHS directly, the default) or pyomo (the reference model)")
-    if opts["lp_method"] not in LP_METHODS:
-        raise ValidationError("options.lp_method", f"must be one of {tuple(LP_METHODS)}, got {opts['lp_method']!r}",
-                              "simplex (a vertex of the optimal face, the default) or ipm (an interior point of it, "
-                              "as Gavel's interior-point solver returns)")
-    t = opts["time_limit_s"]
-    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1e6):
-        raise ValidationError("options.time_limit_s", f"must be a number of seconds in (0, 1e6], got {t!r}",
-                              "omit it for no limit")
-    return opts
+    return cls(**given)
 
 
 def _check_kind(key: str, value: Any) -> None:

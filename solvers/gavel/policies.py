@@ -16,7 +16,15 @@ from goodopt.gavel.matrix import ThroughputMatrix
 
 from ..result import Termination
 from .fairness import finish_time_fairness, water_filling
-from .options import POLICIES, check_policy_options
+from .options import (
+    POLICIES,
+    FifoOptions,
+    MaxMinOptions,
+    MinCostOptions,
+    PolicyOptions,
+    ThroughputOptions,
+    check_policy_options,
+)
 from .runner import PolicyAnswer, Runner, for_policy, need, require, solution
 
 
@@ -69,7 +77,7 @@ def solve_gavel(matrix: ThroughputMatrix, policy: str = "max_min_fairness",
     opts = check_policy_options(policy, options)
     t0 = time.perf_counter()
     mx = for_policy(matrix, policy)
-    run = Runner(mx, opts["time_limit_s"], opts["backend"], opts["lp_method"])
+    run = Runner(mx, opts.time_limit_s, opts.backend, opts.lp_method)
     eq = mx.equal_share_throughput()
     x, y, fun, status = POLICY_SOLVERS[PACKED.get(policy, policy)](mx, run, eq, opts)
     if y is None:
@@ -77,15 +85,15 @@ def solve_gavel(matrix: ThroughputMatrix, policy: str = "max_min_fairness",
     thr = mx.effective_throughput(x, y)
     return FractionResult(policy=policy, x=x, status=status, fun=fun, message=POLICIES[policy], throughput=thr,
                           normalised=thr / eq, n_lps=len(run.stages), seconds=time.perf_counter() - t0,
-                          stages=run.stages, options=opts, pair_x=y)
+                          stages=run.stages, options=opts.as_dict(), pair_x=y)
 
 
-def _fifo(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
-    x = fifo_fractions(mx, aware=opts["aware"])
+def _fifo(mx: ThroughputMatrix, run: Runner, eq: Array, opts: FifoOptions) -> PolicyAnswer:
+    x = fifo_fractions(mx, aware=opts.aware)
     return x, None, float((x.sum(axis=1) > 0).sum()), Termination.COMPLETED
 
 
-def _max_min_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any], *,
+def _max_min_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: MaxMinOptions, *,
                       agnostic: bool = False) -> PolicyAnswer:
     """Weighted max-min fairness of normalised throughput (aware) or of time fractions (agnostic), then, with
     ``second_stage``, the most total gain that keeps every job within ``tolerance`` of that level."""
@@ -96,28 +104,28 @@ def _max_min_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[s
         f = min(1.0, mx.capacity.sum() / float(mx.scale_factor.sum()))
         coef = np.where(mx.runnable, 1.0, 0.0) / (w * f)
         gain = np.where(mx.runnable, 1.0, 0.0)
-    if opts["scale_by_size"]:  # Gavel's code: a job on s GPUs needs 1/s of the time for the same level
+    if opts.scale_by_size:  # Gavel's code: a job on s GPUs needs 1/s of the time for the same level
         coef = coef * mx.scale_factor[:, None]
     model, out = run.solve("max-min", objective="max_min", coef=coef)
     require(out, "max_min_fairness", "max-min")
     (x, y), fun = solution(model, mx), float(out.objective)
-    if opts["second_stage"]:
-        model2, out2 = run.solve("fill", objective="max_sum", coef=(gain, coef), t_min=fun * (1.0 - opts["tolerance"]))
+    if opts.second_stage:
+        model2, out2 = run.solve("fill", objective="max_sum", coef=(gain, coef), t_min=fun * (1.0 - opts.tolerance))
         require(out2, "max_min_fairness", "fill")
         x, y = solution(model2, mx)
     return x, y, fun, Termination.OPTIMAL
 
 
-def _max_total_throughput(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
+def _max_total_throughput(mx: ThroughputMatrix, run: Runner, eq: Array, opts: ThroughputOptions) -> PolicyAnswer:
     T = mx.throughput
-    scale = T.max(axis=1, keepdims=True) if opts["normalise"] else 1.0
+    scale = T.max(axis=1, keepdims=True) if opts.normalise else 1.0
     model, out = run.solve("max-sum", objective="max_sum", coef=T / scale)
     require(out, "max_total_throughput", "max-sum")
     return (*solution(model, mx), float(out.objective), Termination.OPTIMAL)
 
 
-def _min_cost(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
-    floor = float(opts["floor"])
+def _min_cost(mx: ThroughputMatrix, run: Runner, eq: Array, opts: MinCostOptions) -> PolicyAnswer:
+    floor = float(opts.floor)
     if not 0 <= floor:
         raise ValidationError("options.floor", f"must be >= 0, got {floor}", "1.0 = equal-share throughput")
     model, out = run.solve("min-cost", objective="min_cost", floor=floor * eq)
@@ -125,7 +133,7 @@ def _min_cost(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]
     return (*solution(model, mx), float(out.objective), Termination.OPTIMAL)
 
 
-def _min_makespan(mx: ThroughputMatrix, run: Runner, eq: Array, opts: dict[str, Any]) -> PolicyAnswer:
+def _min_makespan(mx: ThroughputMatrix, run: Runner, eq: Array, opts: PolicyOptions) -> PolicyAnswer:
     R = need(mx, "remaining_steps", "min_makespan")
     if np.any(R <= 0):
         raise ValidationError("remaining_steps", "must be > 0 for min_makespan", "drop finished jobs")
@@ -155,7 +163,7 @@ def fifo_fractions(matrix: ThroughputMatrix, *, aware: bool = True) -> Array:
 
 #: Each policy's solve function by base name (a packed policy runs its base's): ``(matrix, runner, equal-share
 #: throughputs, options) -> (x, pair_x or None, fun, status)``.
-POLICY_SOLVERS: dict[str, Callable[[ThroughputMatrix, Runner, Array, dict[str, Any]], PolicyAnswer]] = {
+POLICY_SOLVERS: dict[str, Callable[[ThroughputMatrix, Runner, Array, Any], PolicyAnswer]] = {
     "max_min_fairness": _max_min_fairness,
     "max_min_fairness_agnostic": lambda mx, run, eq, opts: _max_min_fairness(mx, run, eq, opts, agnostic=True),
     "max_total_throughput": _max_total_throughput,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from goodopt.errors import ValidationError
+from goodopt.gavel import PACKED, POLICY_NAMES, ThroughputMatrix, check_entities, entity_fields
+from goodopt.solvers.gavel import check_policy_options, solve_gavel
 from goodopt.solvers.rounds import RoundMechanism, current_types, place_round
 
 from ..truth import packed_placement
@@ -30,10 +32,8 @@ class GavelPolicy(Policy):
         """``entities`` (name -> {weight, policy: fairness | fifo}) weighs the workload's ``entity`` column for
         ``policy="max_min_fairness_water_filling"``."""
         super().__init__()
-        from goodopt.gavel import check_entities
 
         self.entities = check_entities(entities or {})
-        from goodopt.gavel import PACKED, POLICY_NAMES
 
         if policy not in POLICY_NAMES:
             raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {list(POLICY_NAMES)}")
@@ -43,7 +43,6 @@ class GavelPolicy(Policy):
                                   f"rigid), or use {PACKED[policy]!r} here")
         if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not 0 < round_s <= 1e6:
             raise ValidationError("round_s", f"must be a number of seconds in (0, 1e6], got {round_s!r}")
-        from goodopt.solvers.gavel import check_policy_options
 
         check_policy_options(policy, options)
         self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
@@ -76,8 +75,6 @@ class GavelPolicy(Policy):
 
     def matrix(self, state):
         """Jobs x types throughput (steps/s at the requested GPUs, fixed batch, packed). Shapes: (J, K)."""
-        from goodopt.gavel import ThroughputMatrix, entity_fields
-
         J, K = state.n_jobs, len(self.types)
         thr = np.zeros((J, K))
         scale = np.array([job.fixed_gpus or job.num_replicas for job in state.jobs], dtype=np.int64)
@@ -110,8 +107,6 @@ class GavelPolicy(Policy):
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
-        from goodopt.solvers.gavel import solve_gavel
-
         names = tuple(job.name for job in state.jobs)
         if state.time_s < self._next_round_s - 1e-9:
             self.last_stats = {}

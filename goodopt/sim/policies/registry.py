@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from goodopt.errors import ValidationError
 from goodopt.plugins import POLICY_GROUP, PluginRegistry
+from goodopt.solvers.options import OPTIONS
 
 from .base import Policy
 from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
@@ -63,7 +64,6 @@ def make_policy(name: str, **options) -> Policy:
         raise ValidationError("policy options", f"{name}: {exc}", "see the policy's docstring") from None
     method = getattr(policy, "method", None)
     if method is not None:  # a goodput policy: its solver options, checked as the solve will check them
-        from goodopt.solvers.options import OPTIONS
 
         cls = OPTIONS[method]
         try:
