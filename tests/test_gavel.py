@@ -384,3 +384,22 @@ def test_finish_time_fairness_matches_an_independent_bisection(seed, route):
     assert np.max((a + R / thr) / D) == pytest.approx(res.fun, rel=1e-9)
     assert (res.x * s[:, None]).sum(axis=0) == pytest.approx(np.minimum((res.x * s[:, None]).sum(axis=0), cap))
     assert res.n_lps <= 12 + ("lp_method" in route), res.stages
+
+
+def test_a_policys_options_are_a_typed_object_that_checks_itself():
+    from goodopt.solvers.gavel import POLICY_OPTION_CLASSES, POLICY_OPTIONS, check_policy_options
+    from goodopt.solvers.gavel.options import FinishTimeOptions, MaxMinOptions
+
+    # from a user's mapping: defaults filled in, read as attributes
+    opts = check_policy_options("finish_time_fairness_packed", {"max_lps": 10})
+    assert isinstance(opts, FinishTimeOptions) and opts.max_lps == 10 and opts.rel_tol == 1e-4
+    assert opts.as_dict() == {"rel_tol": 1e-4, "max_lps": 10, "time_limit_s": None, "backend": "arrays",
+                              "lp_method": "simplex"}
+    # made directly, the object checks its values just the same
+    with pytest.raises(ValidationError, match="options.tolerance"):
+        MaxMinOptions(tolerance=5.0)
+    with pytest.raises(ValidationError, match="options.lp_method"):
+        MaxMinOptions(lp_method="barrier")
+    # the defaults table is the classes' own fields, for every policy
+    assert set(POLICY_OPTIONS) == set(POLICY_OPTION_CLASSES) == set(POLICIES)
+    assert POLICY_OPTIONS["max_min_fairness"] == {"second_stage": True, "tolerance": 1e-6, "scale_by_size": False}

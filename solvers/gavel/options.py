@@ -33,14 +33,16 @@ if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kep
 @dataclass(frozen=True, kw_only=True)
 class PolicyOptions:
     """Options every Gavel policy takes: ``time_limit_s`` (None: none), ``backend`` (:data:`BACKENDS`) and
-    ``lp_method`` (:data:`LP_METHODS`). Each policy's own options are the fields of its subclass; objects are
-    made by :func:`check_policy_options`, which checks each value by its kind."""
+    ``lp_method`` (:data:`LP_METHODS`). Each policy's own options are the fields of its subclass, each checked
+    by its kind when the object is made (:func:`check_policy_options` makes it from a user's mapping)."""
 
     time_limit_s: float | None = None
     backend: str = "arrays"
     lp_method: str = "simplex"
 
     def __post_init__(self) -> None:
+        for key in self.own():  # the policy's own options first, each by its kind
+            _check_kind(key, getattr(self, key))
         if self.backend not in BACKENDS:
             raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {self.backend!r}",
                                   "arrays (HiGHS directly, the default) or pyomo (the reference model)")
@@ -138,8 +140,6 @@ def check_policy_options(policy: str, options: Mapping[str, Any] | None) -> Poli
         common = sorted(f.name for f in fields(PolicyOptions))
         raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
                               f"valid options: {sorted(POLICY_OPTIONS[policy]) + common}")
-    for key, value in given.items():
-        _check_kind(key, value)
     return cls(**given)
 
 
