@@ -38,13 +38,16 @@ test-latest:
 	PYTHONWARNINGS="ignore:Editable installation" $(LATEST)/bin/python -m pip install --quiet --upgrade -e ".[test]"
 	$(LATEST)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
-# 'make lock' records the versions test-latest passed with, hashed for every platform (uv pip compile)
+# 'make lock' records the versions test-latest passed with, hashed for every platform (uv pip compile): in
+# requirements.lock (pip's format, which the venv installs) and in pylock.toml (the standard lock file, PEP 751)
 lock: test-latest
 	$(LATEST)/bin/python -m pip freeze --all --exclude-editable | grep -iv '^goodopt\|^pip=' > $(LOCK).pins
 	$(LATEST)/bin/python -m pip install --quiet uv
 	printf 'setuptools>=69\nwheel\n' > $(LOCK).build
 	{ sed -n '1,4p' $(LOCK); $(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins \
 	    --generate-hashes --universal --python-version 3.11 --no-header --no-annotate --quiet; } > $(LOCK).new
+	$(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins --universal \
+	    --python-version 3.11 --no-header --quiet -o pylock.toml
 	rm $(LOCK).pins $(LOCK).build
 	mv $(LOCK).new $(LOCK)
 

@@ -238,3 +238,20 @@ def test_the_conventional_requirements_file_installs_the_lock():
     lock = (REPO / "requirements.lock").read_text().splitlines()
     pinned = [i for i, ln in enumerate(lock) if "==" in ln and not ln.startswith("#")]
     assert len(pinned) > 50 and all("--hash=sha256:" in lock[i + 1] for i in pinned)
+
+
+def test_the_two_lock_files_pin_the_same_versions():
+    """pylock.toml (the standard lock format, for uv, pip and other installers) and requirements.lock (what the
+    Makefile's venv installs) record one set of tested versions, with hashes in both."""
+    import tomllib
+
+    lock = tomllib.loads((REPO / "pylock.toml").read_text())
+    standard = {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in lock["packages"]}
+    text = (REPO / "requirements.lock").read_text()
+    pip_format = {}
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)", line)
+        if m:
+            pip_format[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+    assert standard == pip_format and len(standard) > 50
+    assert all("hashes" in w for p in lock["packages"] for w in p.get("wheels", []))
