@@ -285,9 +285,10 @@ class _Run:
         self.done_steps[idx] += rates * seconds
         self.gpu_s[idx] += self.scale[idx] * seconds
         self.shared_s[idx] += np.where(shared, seconds, 0.0)
-        done = idx[(seconds < round_s) | (left - rates * seconds <= 1e-9 * total)]
+        finished = (seconds < round_s) | (left - rates * seconds <= 1e-9 * total)
+        done = idx[finished]
         self.done_steps[done] = self.total_steps[done]
-        self.completion[done] = self.t + seconds[(seconds < round_s) | (left - rates * seconds <= 1e-9 * total)]
+        self.completion[done] = self.t + seconds[finished]
         return seconds
 
     def _fractions(self, active):
