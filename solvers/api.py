@@ -38,7 +38,7 @@ from .rounding import lp_rounding
 log = logging.getLogger(__name__)
 
 #: A method's runner: ``(problem, evaluator, options, t_start) -> MethodOutcome``.
-Runner = Callable[["AllocationProblem", "Evaluator", Any, float], MethodOutcome]
+MethodRunner = Callable[[AllocationProblem, Evaluator, Any, float], MethodOutcome]
 
 #: Methods whose solution may be named as another method's warm start.
 _WARM_BY_NAME = {"milp": ("greedy", "ga"), "ga": ("greedy", "milp", "lp"), "nsga2": ("greedy", "milp", "lp")}
@@ -146,7 +146,7 @@ def _run_pwl(problem: AllocationProblem, ev: Evaluator, opts: PwlOptions, t_star
     return solve_pwl(problem, ev, opts, t_start)
 
 
-def _run_genetic(two_objectives: bool) -> Runner:
+def _run_genetic(two_objectives: bool) -> MethodRunner:
     def run(problem: AllocationProblem, ev: Evaluator, opts: Any, t_start: float) -> MethodOutcome:
         from .genetic import solve_ga  # loads pymoo (about 1.4 s), which no other method needs
 
@@ -165,7 +165,7 @@ def _run_gavel(problem: AllocationProblem, ev: Evaluator, opts: GavelOptions, t_
     return solve_gavel_round(problem, opts)
 
 
-def _run_simple(method: str) -> Runner:
+def _run_simple(method: str) -> MethodRunner:
     def run(problem: AllocationProblem, ev: Evaluator, opts: Any, t_start: float) -> MethodOutcome:
         return _solve_simple(problem, ev, method, opts)
 
@@ -242,7 +242,7 @@ class Method:
     """A registered method: its options class and its runner ``(problem, evaluator, options, t_start) -> MethodOutcome``."""
 
     options: type[MethodOptions]
-    run: Runner
+    run: MethodRunner
 
 
 #: Every method by name (plug-ins of the ``goodopt.methods`` entry points are added when it is first read).
