@@ -59,6 +59,7 @@ class RepairData:
         ok = self.single_ok[jj, ntype, nc] & (self.need <= self.K)[:, None]
         # gain of starting job j on node n with its minimum GPUs. Shapes: (J, N)
         self.gain_start = np.where(ok, self.util_single[jj, ntype, nc] - self.util_zero[:, None], -np.inf)
+        self.start_gains = np.isfinite(self.gain_start) & (self.gain_start > 0)  # (J, N) starts worth making
 
 
 def repair(pop: ArrayIn, data: RepairData, rng: np.random.Generator) -> Array:
@@ -138,66 +139,78 @@ def refill(a: Array, data: RepairData, rng: np.random.Generator) -> Array:
     current allocation. Feasible members stay feasible. Only members with
     idle GPUs are touched.
 
+    The candidate moves of a pass are few (a handful per member), so they are
+    listed as index arrays rather than as a (members, J, N) table of gains;
+    per-job totals (GPUs, nodes, the node of a single-node job) are kept up to
+    date instead of recounted.
+
     Shapes: a (P, J, N) int64 -> same (modified in place and returned).
     """
     d, pr = data, data.pr
-    free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N), kept up to date below
+    free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N)
+    k_all = a.sum(axis=2)  # (P, J) GPUs per job
+    nodes_all = (a > 0).sum(axis=2)  # (P, J) nodes per job
+    node_all = a.argmax(axis=2)  # (P, J) the node of a single-node job
     # rows still on their current allocation (not restarted), kept up to date below
     kept_all = None if d.util_kept is None else np.all(a == pr.current[None], axis=2)  # (P, J)
     for _ in range(d.max_passes):
         members = np.flatnonzero((free_all > 0).any(axis=1))
         if not len(members):
             break
-        sub = a[members]
-        free = free_all[members]
-        k = sub.sum(axis=2)  # (P, J)
-        gain = _pass_gains(sub, free, k, None if kept_all is None else kept_all[members], d)
-        noise = rng.random(gain.shape)
+        free, k = free_all[members], k_all[members]
+        kept = None if kept_all is None else kept_all[members]
+        mp, mj, mn, gain = _pass_moves(free, k, nodes_all[members], node_all[members], kept, d)
+        # the tie-breaking noise of every (member, job, node), drawn whole so that a seed gives one answer
+        noise = rng.random((len(members), d.J, d.N))
+        score = gain * (1 + 1e-9 * noise[mp, mj, mn])
         # the r-th node with idle GPUs takes its r-th best candidate, so nodes of one type spread
         # over different idle jobs instead of all picking the same one
-        best = _rth_best(gain, noise, np.cumsum(free > 0, axis=1) - 1)  # (P, N), -1: none
-        pn, nn = np.nonzero(best >= 0)
+        pn, nn, jn = _rth_best(mp, mj, mn, score, np.cumsum(free > 0, axis=1) - 1, d.N)
         if not len(pn):
             break
-        jn = best[pn, nn]
         idle = k[pn, jn] == 0
         keep = _one_start_per_idle_job(pn, jn, nn, idle, d.J)
         pn, jn, nn, idle = pn[keep], jn[keep], nn[keep], idle[keep]
         add = np.where(idle, d.need_clip[jn], 1)
-        sub[pn, jn, nn] += add
-        a[members] = sub
-        free_all[members[pn], nn] -= add  # one pick per (member, node): no repeated index
+        p_all = members[pn]
+        a[p_all, jn, nn] += add  # one pick per (member, node): no repeated index
+        free_all[p_all, nn] -= add
+        k_all[p_all, jn] += add
+        nodes_all[p_all[idle], jn[idle]] = 1
+        node_all[p_all[idle], jn[idle]] = nn[idle]
         if kept_all is not None:
-            mp = members[pn]
-            kept_all[mp, jn] = np.all(a[mp, jn] == pr.current[jn], axis=1)
+            kept_all[p_all, jn] = np.all(a[p_all, jn] == pr.current[jn], axis=1)
     return a
 
 
-def _pass_gains(sub: Array, free: Array, k: Array, kept: Array | None, d: RepairData) -> Array:
-    """The gain of each (member, job, node) move of one refill pass (-inf: not a candidate): a first placement
-    of an idle job with its minimum GPUs, or one more GPU for a job running on that node only. ``kept``
-    (members, J) marks rows still on their current allocation (None when every re-allocation factor is 1).
-    Shapes: sub (P, J, N), free (P, N), k (P, J) -> (P, J, N)."""
+def _pass_moves(free: Array, k: Array, nodes: Array, node_of: Array, kept: Array | None,
+                d: RepairData) -> tuple[Array, Array, Array, Array]:
+    """The candidate moves of one refill pass and their gains (all > 0): a first placement of an idle job with
+    its minimum GPUs, or one more GPU for a job running on that node only. ``kept`` (members, J) marks rows
+    still on their current allocation (None when every re-allocation factor is 1).
+    Shapes: free (P, N), k, nodes, node_of (P, J) -> member, job, node, gain, each (moves,)."""
     pr, rows = d.pr, np.arange(d.J)[None, :]
-    nodes = (sub > 0).sum(axis=2)
-    # first placement of an idle job on node n (static gains per job and node)
-    start_ok = (k == 0)[:, :, None] & (free[:, None, :] >= d.need_clip[None, :, None])
-    gain = np.where(start_ok, d.gain_start[None], -np.inf)  # (P, J, N)
+    # first placement of an idle job on a node with room for its minimum (static gains per job and node)
+    ip, ij = np.nonzero(k == 0)
+    ok = (free[ip] >= d.need_clip[ij][:, None]) & d.start_gains[ij]  # (idle, N)
+    si, sn = np.nonzero(ok)
+    sp, sj = ip[si], ij[si]
     # grow a single-node job on its node by one GPU
-    node_of = sub.argmax(axis=2)  # (P, J)
     t = pr.node_type[node_of]
     kc = np.minimum(k, d.K)
     kn = np.minimum(k + 1, d.K)
     grow = ((nodes == 1) & (k < d.limit[None, :]) & d.single_ok[rows, t, kn]
             & (np.take_along_axis(free, node_of, axis=1) >= 1))
-    base = d.util_single[rows, t, kc]
+    gp, gj = np.nonzero(grow)
+    tg, kcg, kng = t[gp, gj], kc[gp, gj], kn[gp, gj]
+    base = d.util_single[gj, tg, kcg]
     if kept is not None and d.util_kept is not None:
-        base = np.where(kept, d.util_kept[rows, t, kc], base)
-    gg = d.util_single[rows, t, kn] - base
-    pp, jj = np.nonzero(grow)
-    gain[pp, jj, node_of[pp, jj]] = gg[pp, jj]
-    gain[~(gain > 0)] = -np.inf
-    return gain
+        base = np.where(kept[gp, gj], d.util_kept[gj, tg, kcg], base)
+    gg = d.util_single[gj, tg, kng] - base
+    up = (gg > 0) & np.isfinite(gg)
+    gp, gj, gg = gp[up], gj[up], gg[up]
+    return (np.concatenate([sp, gp]), np.concatenate([sj, gj]), np.concatenate([sn, node_of[gp, gj]]),
+            np.concatenate([d.gain_start[sj, sn], gg]))
 
 
 def _one_start_per_idle_job(pn: Array, jn: Array, nn: Array, idle: Array, J: int) -> Array:
@@ -215,27 +228,18 @@ def _one_start_per_idle_job(pn: Array, jn: Array, nn: Array, idle: Array, J: int
     return keep
 
 
-def _rth_best(gain: Array, noise: Array, rank: Array) -> Array:
-    """Per (member, node), the job with the ``rank % n``-th highest finite gain among its ``n`` finite ones
-    (-1 where none is finite), ties broken by ``noise``. Only the finite entries are sorted: most (job, node)
-    pairs have no candidate. Shapes: gain, noise (P, J, N), rank (P, N) -> (P, N)."""
-    P, J, N = gain.shape
-    flat = gain.reshape(-1)
-    idx = np.flatnonzero(np.isfinite(flat))  # (member, job, node) in C order
-    best = np.full((P, N), -1, dtype=np.int64)
-    if not len(idx):
-        return best
-    pp, rest = np.divmod(idx, J * N)
-    jj, nn = np.divmod(rest, N)
+def _rth_best(pp: Array, jj: Array, nn: Array, score: Array, rank: Array, N: int) -> tuple[Array, Array, Array]:
+    """Per (member, node) with candidates, the job with the ``rank % n``-th highest score among its ``n``
+    candidates (ties to the lower job index). Returns the picks as member, node and job arrays, in (member,
+    node) order. Shapes: pp, jj, nn, score (moves,), rank (P, N) -> three (picks,) arrays."""
     group = pp * N + nn
-    score = flat[idx] * (1 + 1e-9 * noise.reshape(-1)[idx])
-    order = np.lexsort((-score, group))  # by (member, node), then best first
-    n_cand = np.bincount(group, minlength=P * N)
+    order = np.lexsort((jj, -score, group))  # by (member, node), then best first
+    n_cand = np.bincount(group, minlength=rank.size)
     start = np.cumsum(n_cand) - n_cand
     has = np.flatnonzero(n_cand)
     pick = start[has] + rank.reshape(-1)[has] % n_cand[has]
-    best.reshape(-1)[has] = jj[order[pick]]
-    return best
+    pn, nn_pick = np.divmod(has, N)
+    return pn, nn_pick, jj[order[pick]]
 
 
 class AllocationRepair(Repair):  # type: ignore[misc]  # pymoo publishes no types
