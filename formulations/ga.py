@@ -8,7 +8,7 @@ with bounds ``0 <= x_jn <= cap_n``. Objectives (minimised by pymoo):
   number of nodes in use.
 
 One inequality constraint ``G = violation <= 0`` (the evaluator's total
-violation). With :class:`~goodopt.formulations.ga_operators.AllocationRepair`
+violation). With :class:`~goodopt.solvers.ga_operators.AllocationRepair`
 every evaluated member is feasible, so G stays 0; it is kept so that a run
 without repair remains correct.
 """

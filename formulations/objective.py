@@ -38,15 +38,24 @@ computed in log space. Three facts make this safe at every finite ``p``:
    When ``r`` is far off, the caller re-solves with ``r`` set to the better
    incumbent (:func:`reference_fitness`); the certificate is the fitness gap
    computed with ``F(V)`` from the solver's bound, never the solver's status.
+
+This module is the models' one home for what ``p`` means (the evaluator's own
+power mean is :mod:`goodopt.fitness`): besides the scaled terms above, the
+plain transform ``h`` with its inverse and sense (:func:`objective_transform`),
+the fitness of a plain sum (:func:`fitness_from_sum`), and the per-job term
+heuristics rank moves by (:func:`rank_utility`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from goodopt.arrays import Array
+from goodopt.errors import ValidationError
 from goodopt.fitness import TINY_P
 from goodopt.problem import AllocationProblem
 
@@ -206,3 +215,41 @@ def log_gain(problem: AllocationProblem, log_t_old: Array | float, log_t_new: Ar
             log_expm1 = np.where(x > 1.0, x + np.log(-np.expm1(-x)), np.log(np.expm1(np.minimum(x, 1.0))))
             out = np.log(weight) + np.minimum(p * a, p * b) + log_expm1
     return np.where(up, out, -np.inf)
+
+
+# ------------------------------------------------------------ the plain transforms (a heuristic's view)
+def objective_transform(p: float) -> tuple[Callable[[Any], Any], Callable[[Any], Any], str]:
+    """``h`` with fitness ``F = M_h^{-1}(sum w h(S + eps) / sum w)`` and its sense.
+
+    Returns ``(h, h_inverse, sense)`` where ``sense`` is ``"min"`` when the
+    weighted sum of ``h`` is to be minimised (p < 0) and ``"max"`` otherwise.
+    Only for finite ``p``.
+    """
+    if not np.isfinite(p):
+        raise ValidationError("p", "objective_transform needs a finite p", "handle +-inf with an epigraph")
+    if p == 0:
+        return np.log, np.exp, "max"
+    return (lambda t: np.power(t, p)), (lambda y: np.power(y, 1.0 / p)), ("min" if p < 0 else "max")
+
+
+def rank_utility(problem: AllocationProblem, speedup: Array, job: Array | int) -> Array:
+    """Per-job objective term, larger is better, for ranking moves by their gain (a heuristic's view).
+
+    ``w_j bc_p(S + eps)`` (Box-Cox, increasing in ``S`` for every p, an affine
+    image of ``± w_j h(S + eps)``, so differences rank like the objective's);
+    ``p = ±inf`` is ranked as ``p = ±8``, and ``p log(S + eps)`` is clipped
+    to ``[-700, 700]`` so that no term overflows at extreme p (terms beyond
+    it rank as equal). Shapes: speedup, job (...) -> (...).
+    """
+    p = float(np.sign(problem.p) * 8.0) if not np.isfinite(problem.p) else float(problem.p)
+    log_t = np.log(problem.shifted(speedup))
+    if abs(p) < TINY_P:  # the p = 0 ranking (expm1(p log t) / p underflows)
+        return problem.weights[job] * log_t
+    return problem.weights[job] * np.expm1(np.clip(p * log_t, -700.0, 700.0)) / p
+
+
+def fitness_from_sum(total: float, weight_sum: float, p: float) -> float:
+    """Fitness ``F`` from the objective ``sum w h(S + eps)`` (finite ``p``)."""
+    _, inv, _ = objective_transform(p)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return float(inv(total / weight_sum))

@@ -10,6 +10,7 @@ import numpy as np
 
 from .cluster import Cluster, NodeGroup
 from .errors import ValidationError
+from .placement import place_one
 from .profiles import shipped_profile
 from .scenario import Job, Objective, Scenario
 
@@ -28,37 +29,17 @@ def _rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def place_packed(cluster: Cluster, free: np.ndarray, k: int, gpu_type: str, multi_used: np.ndarray):
-    """Place ``k`` GPUs on the fewest nodes of ``gpu_type``; ``None`` if impossible.
-
-    A single-node placement takes the fullest node that fits (best fit). A
-    multi-node placement uses only nodes no other multi-node job touches
-    (interference avoidance), largest free first. ``free`` and ``multi_used``
-    are updated in place on success.
-
-    Shapes: free (N,), multi_used (N,) bool -> row (N,) or None.
-    """
-    of_type = np.array([t == gpu_type for t in cluster.node_gpu_types])
-    row = np.zeros(len(free), dtype=np.int64)
-    fits = np.flatnonzero(of_type & (free >= k))
-    if len(fits):
-        n = fits[np.argmin(free[fits])]
-        row[n] = k
-        free[n] -= k
-        return row
-    cand = np.flatnonzero(of_type & ~multi_used & (free > 0))
-    cand = cand[np.argsort(-free[cand], kind="stable")]
-    if free[cand].sum() < k:
-        return None
-    left = k
-    for n in cand:
-        take = min(left, free[n])
-        row[n] = take
-        left -= take
-        if left == 0:
-            break
-    free -= row
-    multi_used |= row > 0
+def _place_running(node_type: np.ndarray, free: np.ndarray, g: int, k: int, multi_used: np.ndarray):
+    """A running job's packed row: ``k`` GPUs of type ``g`` on one node (best fit, ties to the lowest-numbered
+    node), else on the freest nodes no other multi-node job uses; ``None`` if impossible. ``free`` and
+    ``multi_used`` are updated on success. Shapes: (N,) arrays -> row (N,) or None."""
+    row = place_one(node_type, free, np.zeros(len(free), dtype=bool), g, k, False)
+    if row is None and k > 1:
+        row = place_one(node_type, free, multi_used, g, k, True)
+        if row is not None:
+            multi_used |= row > 0
+    if row is not None:
+        free -= row
     return row
 
 
@@ -90,6 +71,7 @@ def random_scenario(seed, cluster: Cluster, n_jobs: int, *, mix=None, running_fr
     job_types = rng.choice(len(types), size=n_jobs)
     free = cluster.node_capacity.copy()
     multi_used = np.zeros(cluster.n_nodes, dtype=bool)
+    node_type = np.array([types.index(t) for t in cluster.node_gpu_types])
     jobs = []
     for j in range(n_jobs):
         app = apps[app_idx[j]]
@@ -98,7 +80,7 @@ def random_scenario(seed, cluster: Cluster, n_jobs: int, *, mix=None, running_fr
         alloc = {}
         if running[j] and gpu_type in prof.gpu_types:
             k = int(min(requests[j], max_gpus or requests[j]))
-            row = place_packed(cluster, free, k, gpu_type, multi_used)
+            row = _place_running(node_type, free, job_types[j], k, multi_used)
             if row is not None:
                 alloc = {cluster.node_names[n]: int(row[n]) for n in np.flatnonzero(row)}
         jobs.append(Job(

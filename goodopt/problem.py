@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from . import goodput as gp
+from .cluster import Cluster
 from .errors import ScenarioError, ShapeError
 from .evaluator import Evaluator
 from .fitness import realloc_factor
+from .objective import Objective
 from .profiles import ThroughputProfile
+from .speedup_tables import app_pairs, base_configs, goodput_tables
 from .validation import MAX_WHOLE
-
-_TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,49 +178,64 @@ class AllocationProblem:
     def from_scenario(cls, scenario) -> AllocationProblem:
         """Validate a :class:`~goodopt.scenario.Scenario` and build its arrays and speedup tables."""
         cl, obj, jobs = scenario.cluster, scenario.objective, scenario.jobs
-        type_names = cl.gpu_type_names
-        node_type = np.array([type_names.index(t) for t in cl.node_gpu_types], dtype=np.int64)
-        n_jobs = len(jobs)
-        current = np.zeros((n_jobs, cl.n_nodes), dtype=np.int64)
+        current = np.zeros((len(jobs), cl.n_nodes), dtype=np.int64)
         nidx = {n: i for i, n in enumerate(cl.node_names)}
         for j, job in enumerate(jobs):
             for node, gpus in job.allocation.items():
                 current[j, nidx[node]] = gpus
-        type_totals = np.array([cl.gpus_of_type(t) for t in type_names])
-        max_gpus = np.array([min(job.max_gpus or cl.n_gpus, cl.n_gpus) for job in jobs], dtype=np.int64)
-        min_gpus = np.array([job.min_gpus for job in jobs], dtype=np.int64)
-        profiles = [scenario.profiles[job.application] for job in jobs]
-        phi = np.array([job.phi if job.phi is not None else float(prof.phi_at(job.epoch))
-                        for job, prof in zip(jobs, profiles)])
+        profiles = tuple(scenario.profiles[job.application] for job in jobs)
+        columns = JobColumns(
+            names=tuple(job.name for job in jobs),
+            applications=tuple(job.application for job in jobs),
+            profiles=profiles,
+            current=current,
+            realloc=np.array([float(realloc_factor(job.age_s, job.n_reallocs, obj.restart_delay_of(job.application)))
+                              for job in jobs]),
+            weights=np.array([job.weight for job in jobs], dtype=float),
+            min_gpus=np.array([job.min_gpus for job in jobs], dtype=np.int64),
+            max_gpus=np.array([min(job.max_gpus or cl.n_gpus, cl.n_gpus) for job in jobs], dtype=np.int64),
+            phi=np.array([job.phi if job.phi is not None else float(prof.phi_at(job.epoch))
+                          for job, prof in zip(jobs, profiles)]),
+            entities=tuple(job.entity for job in jobs),
+        )
+        return cls.from_jobs(cl, obj, columns)
 
+    @classmethod
+    def from_jobs(cls, cluster: Cluster, objective: Objective, jobs: JobColumns) -> AllocationProblem:
+        """The arrays and speedup tables of ``jobs`` (already checked, as columns) on ``cluster``.
+
+        :meth:`from_scenario` reads a scenario's jobs into columns and calls this; the simulator builds the
+        columns of a round straight from its state.
+        """
+        cl, obj = cluster, objective
+        type_names = cl.gpu_type_names
+        type_totals = np.array([cl.gpus_of_type(t) for t in type_names])
+        max_gpus, profiles = jobs.max_gpus, jobs.profiles
         # Table extent: no job can use more GPUs than its max, the largest type, or its batch limits allow.
         useful = np.array([prof.max_gpus if isinstance(prof, ThroughputProfile)
                            else prof.max_batch_size // min(g.min_local_bsz for g in prof.gpu_types.values())
                            for prof in profiles])
         k_max = int(max(1, min(type_totals.max(), np.minimum(max_gpus, useful).max())))
-        tables = _goodput_tables(profiles, type_names, phi, k_max, obj.n_batch_candidates)
-        good, local, accum = tables
+        good, local, accum = goodput_tables(profiles, type_names, jobs.phi, k_max, obj.n_batch_candidates)
         kk = np.arange(k_max + 1)
         # A job may not exceed its own max_gpus or its type's total.
         over = (kk[None, None, :] > max_gpus[:, None, None]) | (kk[None, None, :] > type_totals[None, :, None])
         good = np.where(over[..., None], 0.0, good)
-
-        base_gpus, base_type, base_goodput = _base(scenario, good, type_names, min_gpus, max_gpus, type_totals)
-        speedup = good / base_goodput[:, None, None, None]
+        base_gpus, base_type, base_goodput = base_configs(obj, cl, jobs.names, profiles, good, jobs.min_gpus,
+                                                          max_gpus, type_totals)
         return cls(
-            job_names=tuple(job.name for job in jobs),
+            job_names=jobs.names,
             node_names=cl.node_names,
             type_names=type_names,
-            node_type=node_type,
+            node_type=np.array([type_names.index(t) for t in cl.node_gpu_types], dtype=np.int64),
             node_capacity=cl.node_capacity.copy(),
-            current=current,
-            realloc=np.array([float(realloc_factor(job.age_s, job.n_reallocs, obj.restart_delay_of(job.application)))
-                              for job in jobs]),
-            weights=np.array([job.weight for job in jobs], dtype=float),
-            min_gpus=min_gpus,
+            current=jobs.current,
+            realloc=jobs.realloc,
+            weights=jobs.weights,
+            min_gpus=jobs.min_gpus,
             max_gpus=max_gpus,
             goodput_table=good,
-            speedup_table=speedup,
+            speedup_table=good / base_goodput[:, None, None, None],
             local_bsz_table=np.where(good > 0, local, 0),
             accum_steps_table=np.where(good > 0, accum, 0),
             base_goodput=base_goodput,
@@ -229,155 +244,31 @@ class AllocationProblem:
             p=obj.p,
             eps=obj.eps,
             interference_avoidance=obj.interference_avoidance,
-            applications=tuple(job.application for job in jobs),
-            entities=tuple(job.entity for job in jobs),
+            applications=jobs.applications,
+            entities=jobs.entities,
             idle_value=obj.idle_value(),
-            app_pairs=_app_pairs(scenario.profiles, {job.application for job in jobs}, type_names),
+            app_pairs=app_pairs(dict(zip(jobs.applications, profiles)), set(jobs.applications), type_names),
         )
 
 
-def _app_pairs(profiles: Mapping, apps: set, type_names) -> dict:
-    """Measured space sharing between the throughput-only applications ``apps`` (see
-    :attr:`AllocationProblem.app_pairs`); ``{}`` when none has pair throughputs."""
-    out: dict = {}
-    app_of = {getattr(profiles[a], "name", a): a for a in apps}  # pairs name the other profile
-    for a in sorted(apps):
-        prof = profiles[a]
-        for k, gpu in enumerate(type_names):
-            solo_a = prof.rates.get(gpu, {}).get((1, False), 0.0) if isinstance(prof, ThroughputProfile) else 0.0
-            for other, (with_a, with_b) in (prof.pairs.get(gpu, {}).items() if solo_a > 0 else ()):
-                b = app_of.get(other)
-                solo_b = profiles[b].rates.get(gpu, {}).get((1, False), 0.0) if b is not None else 0.0
-                if solo_b > 0:
-                    rel = out.setdefault((a, b), np.zeros((len(type_names), 2)))
-                    rel[k] = (with_a / solo_a, with_b / solo_b)
-    return out
+@dataclass(frozen=True, eq=False)
+class JobColumns:
+    """A round's jobs as columns, what :meth:`AllocationProblem.from_jobs` reads (checked by its caller).
 
-
-def _goodput_tables(profiles, type_names, phi, k_max, n_candidates):
-    """Best goodput, micro-batch and accumulation steps per (job, type, k, multi).
-
-    Vectorised over jobs, GPU counts, node spread and candidates, in blocks of
-    jobs sharing an (application, GPU type) pair.
-
-    Shapes: -> three arrays (J, G, k_max + 1, 2).
+    ``profiles`` holds each job's profile; ``max_gpus`` is already capped at the cluster's GPUs; ``realloc`` is
+    each job's re-allocation factor and ``phi`` its gradient noise scale. Shapes: (J,) each, ``current`` (J, N).
     """
-    n_jobs, n_types = len(profiles), len(type_names)
-    shape = (n_jobs, n_types, k_max + 1, 2)
-    good = np.zeros(shape)
-    local = np.zeros(shape, dtype=np.int64)
-    accum = np.zeros(shape, dtype=np.int64)
-    k = np.arange(k_max + 1)[None, :, None]
-    multi = np.array([False, True])[None, None, :]
-    groups: dict[int, list[int]] = {}  # jobs sharing one profile object
-    for j, prof in enumerate(profiles):
-        groups.setdefault(id(prof), []).append(j)
-    for members in groups.values():
-        prof = profiles[members[0]]
-        if isinstance(prof, ThroughputProfile):  # measured rates at a fixed batch, efficiency 1
-            for g, t in enumerate(type_names):
-                good[members, g] = prof.rate_table(t, k_max)[None]
-                local[members, g] = np.where(good[members, g] > 0, prof.batch_size, 0)
-            continue
-        for g, t in enumerate(type_names):
-            if t not in prof.gpu_types:
-                continue
-            gprof = prof.gpu_types[t]
-            params = {n: v for n, v in zip(gp.ThroughputParams.names(), gprof.params.as_array())}
-            idx = np.asarray(members)
-            per_job = (k_max + 1) * 2 * n_candidates
-            step = max(1, _TABLE_CHUNK // per_job)
-            for start in range(0, len(idx), step):
-                block = idx[start:start + step]
-                out = gp.best_config(
-                    params, k, multi, phi[block][:, None, None], prof.init_batch_size,
-                    prof.max_batch_size, gprof.min_local_bsz, gprof.max_local_bsz,
-                    n_candidates=n_candidates,
-                )
-                good[block, g], local[block, g], accum[block, g] = out
-    # One GPU is never multi-node; multi-node with a single node is impossible. Keep both
-    # columns consistent at k <= 1 so look-ups of degenerate rows stay well defined.
-    good[:, :, :2, 1] = good[:, :, :2, 0]
-    local[:, :, :2, 1] = local[:, :, :2, 0]
-    return good, local, accum
 
-
-def _base(scenario, good, type_names, min_gpus, max_gpus, type_totals):
-    """Base configuration and goodput per job. Shapes: -> (J,) x 3."""
-    obj, cl = scenario.objective, scenario.cluster
-    n_jobs = len(scenario.jobs)
-    if obj.base == "min-config":
-        return _base_min_config(scenario, good)
-    preferred = obj.base_gpu_type or type_names[int(np.argmax(type_totals))]
-    fair = -(-cl.n_gpus // n_jobs) if obj.base == "fair-share" else 1
-    base_gpus = np.zeros(n_jobs, dtype=np.int64)
-    base_type = np.zeros(n_jobs, dtype=np.int64)
-    base_goodput = np.zeros(n_jobs)
-    for j, job in enumerate(scenario.jobs):
-        prof = scenario.profiles[job.application]
-        order = [preferred] + [t for t in type_names if t != preferred]
-        for t in order:
-            g = type_names.index(t)
-            if t not in prof.gpu_types:
-                continue
-            base = _base_on_type(good[j, g], fair, max(min_gpus[j], 1), min(max_gpus[j], type_totals[g]),
-                                 cl.max_gpus_per_node(t))
-            if base is None:
-                continue
-            base_gpus[j], base_goodput[j] = base
-            base_type[j] = g
-            break
-        else:
-            raise ScenarioError(
-                f"jobs[{j}].application",
-                f"job {job.name!r} has no valid configuration on any GPU type of the cluster",
-                "check its min/max GPUs and the profile's batch limits",
-            )
-    return base_gpus, base_type, base_goodput
-
-
-def _base_on_type(good, fair, lo, hi, node_size):
-    """Base ``(k, goodput)`` of one job on one type, or None when it has no valid count there.
-
-    ``k`` is the fair share clamped to ``[lo, hi]``, then walked down to the
-    nearest count that has a goodput on its own fewest-node spread (up, if
-    none lies below); a job measured only at other spreads (a throughput-only
-    job with a rate for 3 GPUs over two nodes and none on one) is based on
-    its smallest measured count. Shapes: good (K + 1, 2).
-    """
-    ks = np.arange(good.shape[0])
-    fewest_multi = (-(-ks // max(node_size, 1)) > 1).astype(np.int64)
-    on_fewest = good[ks, fewest_multi]
-    valid = np.flatnonzero((ks >= 1) & (on_fewest > 0))
-    if len(valid):
-        k = int(np.clip(fair, lo, max(min(hi, int(valid.max())), lo)))
-        below, above = valid[valid <= k], valid[valid > k]
-        k = int(below[-1]) if len(below) else int(above[0])
-        return k, float(on_fewest[k])
-    any_spread = np.flatnonzero((ks >= 1) & (good.max(axis=1) > 0))
-    if not len(any_spread):
-        return None
-    k = int(any_spread[0])
-    return k, float(good[k, 0] if good[k, 0] > 0 else good[k, 1])
-
-
-def _base_min_config(scenario, good):
-    """Sia's normalisation: each job's smallest positive goodput over all types and counts.
-
-    Shapes: good (J, G, K + 1, 2) -> (J,) x 3.
-    """
-    J, G, K1, _ = good.shape
-    flat = np.where(good > 0, good, np.inf).reshape(J, -1)
-    idx = flat.argmin(axis=1)
-    value = flat[np.arange(J), idx]
-    bad = np.flatnonzero(~np.isfinite(value))
-    if len(bad):
-        j = int(bad[0])
-        raise ScenarioError(f"jobs[{j}].application",
-                            f"job {scenario.jobs[j].name!r} has no valid configuration on any GPU type of the cluster",
-                            "check its min/max GPUs and the profile's batch limits")
-    g, k, _ = np.unravel_index(idx, (G, K1, 2))
-    return k.astype(np.int64), g.astype(np.int64), value
+    names: tuple[str, ...]
+    applications: tuple[str, ...]
+    profiles: tuple[Any, ...]
+    current: np.ndarray
+    realloc: np.ndarray
+    weights: np.ndarray
+    min_gpus: np.ndarray
+    max_gpus: np.ndarray
+    phi: np.ndarray
+    entities: tuple[str, ...]
 
 
 def pinned_jobs(problem: AllocationProblem) -> list[int]:

@@ -101,7 +101,7 @@ def solve(problem: AllocationProblem | Scenario, method: str = "milp",
     entry = REGISTRY[method]
     opts = entry.options.build(options)
     _check_allocations(problem, opts)
-    log.debug("%s on %d jobs x %d nodes with options %s", method, problem.n_jobs, problem.n_nodes, dict(opts))
+    log.debug("%s on %d jobs x %d nodes with options %s", method, problem.n_jobs, problem.n_nodes, opts.as_dict())
     t_start = time.perf_counter()
     ev = problem.evaluator()
     with tracing() as points:
@@ -115,7 +115,7 @@ def _check_allocations(problem: AllocationProblem, opts: MethodOptions) -> None:
     names among warm starts are checked by the method."""
     shape = (problem.n_jobs, problem.n_nodes)
     for name in ("warm_start", "initial_population"):
-        value = opts.get(name)
+        value = getattr(opts, name, None)
         items = value if isinstance(value, list) and name == "warm_start" else [value]
         for item in items:
             if item is None or (name == "warm_start" and isinstance(item, str)):
@@ -132,9 +132,10 @@ def _check_allocations(problem: AllocationProblem, opts: MethodOptions) -> None:
 
 def _with_solver_log(opts: MethodOptions) -> MethodOptions:
     """``solver_log`` as HiGHS's own switches (the GA passes it to pymoo itself)."""
-    if not opts.solver_log or "highs_options" not in opts:
+    highs = getattr(opts, "highs_options", None)
+    if not opts.solver_log or highs is None:
         return opts
-    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **opts["highs_options"]})
+    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **highs})
 
 
 def _run_milp(problem: AllocationProblem, ev: Evaluator, opts: MilpOptions, t_start: float) -> MethodOutcome:
@@ -155,7 +156,7 @@ def _run_genetic(two_objectives: bool) -> MethodRunner:
         if isinstance(warm, str) and warm == "auto":
             warm = "lp" if engine == "configs" else ["lp", "greedy"]
         seeds = _warm_starts(problem, ev, warm, opts, "nsga2" if two_objectives else "ga")
-        return solve_ga(problem, ev, opts.replace(engine=engine) if "engine" in opts else opts, t_start,
+        return solve_ga(problem, ev, opts.replace(engine=engine) if hasattr(opts, "engine") else opts, t_start,
                         seeds=seeds, two_objectives=two_objectives)
 
     return run
@@ -230,7 +231,7 @@ def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: Method
         method=method, x=x, fitness=fitness, status=status, has_solution=has, message=message, bound=bound,
         objective=f.objective, objective_bound=f.objective_bound, feasible=not violations,
         violations=violations, speedups=speedups, stats=stats,
-        options={k: v for k, v in opts.items() if not isinstance(v, np.ndarray)}, seed=getattr(opts, "seed", None),
+        options={k: v for k, v in opts.as_dict().items() if not isinstance(v, np.ndarray)}, seed=getattr(opts, "seed", None),
         extra=f.extra,
     )
     log.info("%s", res)

@@ -12,12 +12,12 @@ the best) but changes what an individual is:
   node and its multi-node jobs per node);
 * **decoding is incremental**: a child starts as a copy of its first parent
   and changes only a few jobs; each change is placed into the free GPUs plus
-  the job's own (:func:`~goodopt.formulations.placement.place_one`: best fit
+  the job's own (:func:`~goodopt.placement.place_one`: best fit
   on one node, or nodes no other multi-node job uses) and is dropped when it
   does not fit, so every individual is feasible at every step (the repair);
 * **scoring is incremental**: a placed configuration realises its speedup
   exactly, so an individual's score is the sum of its jobs' ranking terms
-  (:func:`~goodopt.formulations.configs.rank_utility`), updated per changed
+  (:func:`~goodopt.formulations.objective.rank_utility`), updated per changed
   job; the final population is re-scored by the evaluator and its best
   member by true fitness is the answer.
 
@@ -42,11 +42,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-from goodopt.formulations.configs import ConfigSet, enumerate_configs, rank_utility
-from goodopt.formulations.placement import move_job
+from goodopt.formulations.configs import ConfigSet, enumerate_configs
+from goodopt.formulations.objective import rank_utility
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.evaluator import Evaluator
+from goodopt.placement import move_job
 from goodopt.problem import AllocationProblem
 
 from .heuristics import canonicalize

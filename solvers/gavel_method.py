@@ -43,7 +43,7 @@ def _job_work(problem: AllocationProblem, opts: GavelOptions) -> dict[str, Any]:
     out: dict[str, Any] = {}
     defaults: tuple[tuple[str, float | None], ...] = (("remaining_steps", None), ("elapsed_s", 0.0))
     for name, default in defaults:
-        given = dict(opts[name] or {})
+        given = dict(getattr(opts, name) or {})
         unknown = sorted(set(given) - set(problem.job_names))
         if unknown:
             raise ValidationError(f"options.{name}.{unknown[0]}", "is not a job of the scenario",

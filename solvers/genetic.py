@@ -7,7 +7,7 @@ population holds the current allocation, any warm starts (``warm_start``:
 ``initial_population`` of a previous round, then mutated copies, all repaired
 to feasibility. All randomness comes from ``seed``.
 
-Two engines run the same operators (:mod:`goodopt.formulations.ga_operators`):
+Two engines run the same operators (:mod:`goodopt.solvers.ga_operators`):
 
 * ``engine="pymoo"`` (default): pymoo's ``GA`` / ``NSGA2`` loop;
 * ``engine="numpy"`` (single objective): the same generational scheme —
@@ -29,17 +29,6 @@ from typing import Any
 
 import numpy as np
 from goodopt.formulations.ga import AllocationGAProblem
-from goodopt.formulations.ga_operators import (
-    AllocationMutation,
-    AllocationRepair,
-    AllocationSampling,
-    RepairData,
-    RowCrossover,
-    initial_population,
-    mutate,
-    repair,
-    row_crossover,
-)
 from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.algorithms.soo.nonconvex.ga import GA
 from pymoo.core.callback import Callback
@@ -54,6 +43,17 @@ from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
 from .config_ga import evolve
+from .ga_operators import (
+    AllocationMutation,
+    AllocationRepair,
+    AllocationSampling,
+    RepairData,
+    RowCrossover,
+    initial_population,
+    mutate,
+    repair,
+    row_crossover,
+)
 from .options import GaOptions, Nsga2Options, stall_for
 from .result import MethodOutcome, Termination
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 from goodopt.formulations.configs import ConfigSet, match_configs
 from goodopt.formulations.objective import log_gain, log_terms
-from goodopt.formulations.placement import move_job
 
 from goodopt.arrays import Array, ArrayIn
+from goodopt.placement import move_job
 from goodopt.problem import AllocationProblem
 
 _MAX_TRIES_PER_STEP = 64

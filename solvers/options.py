@@ -9,7 +9,7 @@ or by name through the read-only mapping view the objects also provide.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
@@ -36,7 +36,7 @@ from .option_checks import (  # noqa: F401
 
 
 @dataclass(frozen=True, kw_only=True)
-class MethodOptions(Mapping[str, Any]):
+class MethodOptions:
     """Options every method takes: ``time_limit_s`` (wall clock, None = none), ``seed``, ``threads``,
     ``solver_log`` (print the solver's own log: HiGHS's, or pymoo's table per generation)."""
 
@@ -64,7 +64,7 @@ class MethodOptions(Mapping[str, Any]):
         if options is None:
             options = {}
         if isinstance(options, MethodOptions):
-            options = dict(options)
+            options = options.as_dict()
         if not isinstance(options, Mapping):
             raise ValidationError("options", f"must be a dict, got {type(options).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
@@ -90,17 +90,9 @@ class MethodOptions(Mapping[str, Any]):
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
 
-    # read-only mapping view (stages that look options up by name)
-    def __getitem__(self, key: str) -> Any:
-        if key not in self._names():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
+    def as_dict(self) -> dict[str, Any]:
+        """Every option and its value, in declaration order (for records and logs; stages read attributes)."""
+        return {name: getattr(self, name) for name in self._names()}
 
     @classmethod
     def _names(cls) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ The LP counts GPUs per type only, so it spreads jobs over nodes freely; a job
 it spreads over several nodes first tries the best single-node configuration
 of its type with no more GPUs (singles first): a spread job pays its sync cost
 and, with interference avoidance, keeps its nodes from every other spread job.
-:func:`~goodopt.formulations.placement.place_configs` places those choices;
+:func:`~goodopt.placement.place_configs` places those choices;
 a job that does not fit tries its LP choice in what is left, and greedy then
 hands out the rest. The result is feasible by construction and re-scored by
 the evaluator like every answer. On the shipped families (seed 0) it lies
@@ -24,10 +24,10 @@ import logging
 import numpy as np
 from goodopt.formulations.configs import ConfigSet, enumerate_configs
 from goodopt.formulations.objective import reference_fitness, scaled_objective
-from goodopt.formulations.placement import place_configs
 
 from goodopt.arrays import Array
 from goodopt.evaluator import Evaluator
+from goodopt.placement import place_configs
 from goodopt.problem import AllocationProblem
 
 from .config_model import ArrayModel

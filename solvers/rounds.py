@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from goodopt.formulations.placement import place_packed
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
+from goodopt.placement import place_packed_on
 
 
 class RoundMechanism:
@@ -154,15 +154,3 @@ def place_round(node_type: Array, node_capacity: Array, assigned: Array, scale_f
         alloc[j, nodes] = sub
         free[nodes] -= sub
     return alloc, failed
-
-
-def place_packed_on(free: ArrayIn, n_gpus: int) -> Array | None:
-    """GPUs per node for ``n_gpus`` on nodes with ``free`` GPUs, packed (None if they do not fit).
-
-    Shapes: free (M,) -> (M,).
-    """
-    free = np.asarray(free, dtype=np.int64)
-    if free.sum() < n_gpus:
-        return None
-    row = place_packed(np.zeros(len(free), dtype=np.int64), free, np.zeros(len(free), dtype=bool), 0, n_gpus)
-    return None if row is None else np.asarray(row, dtype=np.int64)

@@ -1,7 +1,7 @@
 """The GA's operators: feasibility after repair, row exchange, seeded randomness."""
 
 import numpy as np
-from goodopt.formulations.ga_operators import RepairData, mutate, refill, repair
+from goodopt.solvers.ga_operators import RepairData, mutate, refill, repair
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +58,7 @@ def test_mutation_and_repair_depend_only_on_the_generator(testbed):
 
 def test_row_crossover_children_take_whole_rows_from_parents(testbed):
     from goodopt.formulations.ga import AllocationGAProblem
-    from goodopt.formulations.ga_operators import RowCrossover
+    from goodopt.solvers.ga_operators import RowCrossover
 
     pr = testbed.problem()
     data = RepairData(pr)

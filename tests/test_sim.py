@@ -438,7 +438,7 @@ def test_a_fixed_batch_never_rounds_above_the_application_maximum(truth):
 
 
 def test_most_free_placement_takes_the_freest_node_first():
-    from goodopt.sim.policies import place_most_free
+    from goodopt.placement import place_most_free
 
     types = np.zeros(3, dtype=np.int64)
     free = np.array([4, 2, 3])

@@ -501,7 +501,7 @@ def test_options_are_typed_frozen_and_registered():
     from goodopt.solvers.options import MilpOptions
 
     opts = MilpOptions.build({"node_limit": 50})
-    assert opts.node_limit == 50 and opts["node_limit"] == 50 and opts.formulation == "auto"
+    assert opts.node_limit == 50 and opts.as_dict()["node_limit"] == 50 and opts.formulation == "auto"
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.node_limit = 3
     with pytest.raises(ValidationError, match="options.node_limit"):

@@ -94,7 +94,7 @@ def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None,
     opts = dict(options or {})
     if seed is not None:
         opts["seed"] = seed
-    full = dict(options_for(method, opts))
+    full = options_for(method, opts).as_dict()
     return SolveTask(scenario, method, to_json(full), None if p is None else float(p), seed, label or method)
 
 

@@ -19,13 +19,14 @@ from threadpoolctl import threadpool_limits
 
 from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
+from goodopt.placement import packed_placement
 from goodopt.progress import task_progress
 
 from .config import FIXED_APPS, SimConfig
 from .engine import Engine
 from .policies import POLICIES, Policy, make_policy
 from .result import ALLOCATION_COLUMNS, JOB_COLUMNS, SimulationResult, summarise
-from .truth import Truth, model_truth, packed_placement, trace_truth
+from .truth import Truth, model_truth, trace_truth
 from .workload import Workload, generate_workload, load_workload
 
 log = logging.getLogger(__name__)

@@ -162,12 +162,6 @@ class AppTruth:
         return self.remaining_steps(progress, epoch, local * sum(placement) * (accum + 1)) * t_iter
 
 
-def packed_placement(n_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
-    """GPUs per node of ``n_gpus`` packed onto full nodes first, e.g. 6 on 4-GPU nodes -> (4, 2)."""
-    full, rest = divmod(int(n_gpus), int(gpus_per_node))
-    return tuple([gpus_per_node] * full + ([rest] if rest else []))
-
-
 class TraceAppTruth(AppTruth):
     """Truth from one application's Pollux trace folder."""
 

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import numpy as np
-from goodopt.formulations.placement import place_configs
 
 from goodopt.errors import SolverError
+from goodopt.placement import place_configs
 
 from ..backend import MilpOutcome
 from ..config_model import ConfigModel

@@ -8,9 +8,9 @@ from dataclasses import replace
 from typing import cast
 
 import numpy as np
-from goodopt.formulations.placement import place_configs
 
 from goodopt.arrays import Array
+from goodopt.placement import place_configs
 
 from ..backend import MilpOutcome
 from ..config_model import ArrayModel, ConfigModel

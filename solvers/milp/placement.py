@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 from goodopt.formulations import node_patterns
 from goodopt.formulations.configs import ConfigSet
-from goodopt.formulations.placement import place_configs
 
 from goodopt.arrays import Array
+from goodopt.placement import place_configs
 from goodopt.problem import AllocationProblem
 
 from ..highs_arrays import HighsSession

@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 from goodopt.formulations import pwl as fp
-from goodopt.formulations.placement import place_configs
 
 from goodopt.evaluator import Evaluator
+from goodopt.placement import place_configs
 from goodopt.problem import AllocationProblem
 
 from ..backend import solve_model

@@ -9,8 +9,14 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from goodopt.formulations.configs import enumerate_configs, fitness_from_sum
-from goodopt.formulations.objective import ScaledObjective, fitness_of_value, reference_fitness, scaled_objective
+from goodopt.formulations.configs import enumerate_configs
+from goodopt.formulations.objective import (
+    ScaledObjective,
+    fitness_from_sum,
+    fitness_of_value,
+    reference_fitness,
+    scaled_objective,
+)
 
 from goodopt.arrays import Array
 from goodopt.evaluator import Evaluator

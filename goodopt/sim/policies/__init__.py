@@ -45,7 +45,6 @@ from .fixed_size import (
                          FixedSizePolicy,
                          OptimusPolicy,
                          TiresiasPolicy,
-                         place_most_free,
 )
 from .gavel import GavelPolicy
 from .goodput import (
@@ -62,5 +61,5 @@ from .registry import POLICIES, make_policy, policy_options, register_policy
 
 __all__ = ["PLACEMENTS", "POLICIES", "TIRESIAS_THRESHOLD_GPU_S", "EqualSharePolicy", "FifoPolicy", "FixedSizePolicy",
            "GavelPolicy", "GoodputPolicy", "GreedyPolicy", "MilpPolicy", "OptimusPolicy", "Policy", "PolluxPolicy",
-           "SiaPolicy", "TiresiasPolicy", "VirtualNodes", "goodput_problem", "make_policy", "place_most_free",
+           "SiaPolicy", "TiresiasPolicy", "VirtualNodes", "goodput_problem", "make_policy",
            "policy_options", "register_policy"]

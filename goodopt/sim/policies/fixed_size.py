@@ -8,9 +8,8 @@ import heapq
 import numpy as np
 
 from goodopt.errors import ValidationError
-from goodopt.formulations.placement import place_packed
+from goodopt.placement import packed_placement, place_most_free, place_packed
 
-from ..truth import packed_placement
 from .base import Policy
 
 #: Tiresias' attained-service threshold between its two queues (GPU-seconds).
@@ -101,23 +100,6 @@ class FixedSizePolicy(Policy):
 
 #: Placements of the fixed-size policies (see :class:`FixedSizePolicy`).
 PLACEMENTS = ("most-free", "packed")
-
-
-def place_most_free(node_type, free, g, k):
-    """``k`` GPUs of type ``g`` taken one node at a time from the node with the most free GPUs; ``None`` if
-    the type has fewer than ``k`` free. Nothing is modified. Shapes: (N,) arrays -> (N,) or None."""
-    nodes = np.flatnonzero(node_type == g)
-    if free[nodes].sum() < k:
-        return None
-    row = np.zeros(len(free), dtype=np.int64)
-    left = free.copy()
-    while k > 0:
-        n = nodes[np.argmax(left[nodes])]  # ties: the lowest-numbered node
-        take = min(k, int(left[n]))
-        row[n] += take
-        left[n] -= take
-        k -= take
-    return row
 
 
 class OptimusPolicy(FixedSizePolicy):

@@ -7,10 +7,10 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED, POLICY_NAMES, ThroughputMatrix, check_entities, entity_fields
+from goodopt.placement import packed_placement
 from goodopt.solvers.gavel import check_policy_options, solve_gavel
 from goodopt.solvers.rounds import RoundMechanism, current_types, place_round
 
-from ..truth import packed_placement
 from .base import Policy
 
 

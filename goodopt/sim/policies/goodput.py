@@ -10,35 +10,40 @@ import numpy as np
 
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import SimulationError, ValidationError
+from goodopt.fitness import realloc_factor
 from goodopt.objective import PRESETS, Objective
-from goodopt.scenario import Job, Scenario
+from goodopt.problem import AllocationProblem, JobColumns
 from goodopt.solvers import solve
 
 from .base import Policy
 
 
 # ----------------------------------------------------------- goodput-aware
-def goodput_problem(state, objective: Objective, max_gpus: int | None = None):
+def goodput_problem(state, objective: Objective, max_gpus: int | None = None) -> AllocationProblem:
     """The round's allocation problem as the job agents report it (each job at most ``max_gpus`` GPUs if
-    given, besides its agent's limit).
+    given, besides its agent's limit), built straight from the simulation's state. Each job is its own
+    application (its agent's profile); a job holding nothing pays no re-allocation factor.
 
     Shapes: -> AllocationProblem with J = state.n_jobs, N = cluster nodes.
     """
-    cl = state.cluster
-    profiles, jobs = {}, []
-    for j, job in enumerate(state.jobs):
-        profiles[job.name] = job.agent.profile(job.name)
-        row = state.current[j]
-        alloc = {cl.node_names[n]: int(row[n]) for n in np.flatnonzero(row)}
-        jobs.append(Job(name=job.name, application=job.name, age_s=max(state.time_s - job.arrival_s, 0.0),
-                        n_reallocs=job.n_restarts, allocation=alloc, min_gpus=job.fixed_gpus or 1,
-                        max_gpus=_cap(job.agent.gpu_limit(), max_gpus), phi=job.agent.phi or 1e12))
-    if objective.restart_delays_s:  # per-application delays, keyed by the job names used as profile keys
-        objective = dataclasses.replace(objective, restart_delays_s={
-            job.name: objective.restart_delay_of(job.application) for job in state.jobs})
-    problem = Scenario(cluster=cl, jobs=tuple(jobs), profiles=profiles, objective=objective).problem()
-    idle = state.current.sum(axis=1) == 0
-    return dataclasses.replace(problem, realloc=np.where(idle, 1.0, problem.realloc))
+    cl, jobs = state.cluster, state.jobs
+    names = tuple(job.name for job in jobs)
+    realloc = np.array([float(realloc_factor(max(state.time_s - job.arrival_s, 0.0), job.n_restarts,
+                                             objective.restart_delay_of(job.application))) for job in jobs])
+    columns = JobColumns(
+        names=names,
+        applications=names,
+        profiles=tuple(job.agent.profile(job.name) for job in jobs),
+        current=state.current.copy(),
+        realloc=np.where(state.current.sum(axis=1) == 0, 1.0, realloc),
+        weights=np.ones(len(jobs)),
+        min_gpus=np.array([job.fixed_gpus or 1 for job in jobs], dtype=np.int64),
+        max_gpus=np.array([min(_cap(job.agent.gpu_limit(), max_gpus) or cl.n_gpus, cl.n_gpus) for job in jobs],
+                          dtype=np.int64),
+        phi=np.array([job.agent.phi or 1e12 for job in jobs], dtype=float),
+        entities=("",) * len(jobs),
+    )
+    return AllocationProblem.from_jobs(cl, objective, columns)
 
 
 def _cap(limit, max_gpus):

@@ -1,22 +1,33 @@
-"""Placing chosen configurations onto nodes.
+"""Where a job's GPUs go: every node packer of the package, in one place.
 
-Given one configuration per job (or none), :func:`place_configs` builds a
-(J, N) allocation that realises exactly those configurations, or reports
-failure. Keep configurations take their current rows; multi-node jobs then
-take whole-node-first sets of nodes no other multi-node job uses (when
-interference avoidance is on), largest first; single-node jobs are packed
-best-fit decreasing. It is a heuristic: a failure does not prove that no
-placement exists (the placement-level MILP decides that).
+Node packers (one job's row from the free GPUs per node; none of them
+modifies its inputs):
+
+* :func:`place_one` — ``k`` GPUs of one type on one node (best fit) or, as a
+  multi-node job, on the freest nodes no other multi-node job uses;
+* :func:`place_packed` — on one node if any fits, else on the fewest nodes;
+* :func:`place_packed_on` — the same on nodes of one type, given only their free GPUs;
+* :func:`place_most_free` — one GPU group at a time from the node with the most free GPUs
+  (the fixed-size baselines' placement);
+* :func:`packed_placement` — the shape of a packed job on full nodes, e.g. 6 on 4-GPU nodes -> (4, 2).
+
+Configurations onto nodes: given one configuration per job (or none),
+:func:`place_configs` builds a (J, N) allocation that realises exactly those
+configurations, or reports failure. Keep configurations take their current
+rows; multi-node jobs then take whole-node-first sets of nodes no other
+multi-node job uses (when interference avoidance is on), largest first;
+single-node jobs are packed best-fit decreasing. It is a heuristic: a failure
+does not prove that no placement exists (the placement-level MILP decides
+that). :func:`move_job` moves one job to another configuration in place of its row.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from goodopt.arrays import Array
+from goodopt.arrays import Array, ArrayIn
+from goodopt.formulations.configs import ConfigSet
 from goodopt.problem import AllocationProblem
-
-from .configs import ConfigSet
 
 
 def place_configs(problem: AllocationProblem, configs: ConfigSet, chosen: Array, *,
@@ -140,3 +151,37 @@ def place_packed(node_type: Array, free: Array, blocked: Array, g: int, k: int) 
     if row is None and k > 1:
         row = place_one(node_type, free, blocked, g, k, True)
     return row
+
+
+def place_packed_on(free: ArrayIn, n_gpus: int) -> Array | None:
+    """GPUs per node for ``n_gpus`` on nodes (of one type) with ``free`` GPUs, packed (None if they do not fit).
+
+    Shapes: free (M,) -> (M,).
+    """
+    free = np.asarray(free, dtype=np.int64)
+    if free.sum() < n_gpus:
+        return None
+    return place_packed(np.zeros(len(free), dtype=np.int64), free, np.zeros(len(free), dtype=bool), 0, n_gpus)
+
+
+def place_most_free(node_type: Array, free: Array, g: int, k: int) -> Array | None:
+    """``k`` GPUs of type ``g`` taken one node at a time from the node with the most free GPUs; ``None`` if
+    the type has fewer than ``k`` free. Nothing is modified. Shapes: (N,) arrays -> (N,) or None."""
+    nodes = np.flatnonzero(node_type == g)
+    if free[nodes].sum() < k:
+        return None
+    row = np.zeros(len(free), dtype=np.int64)
+    left = free.copy()
+    while k > 0:
+        n = nodes[np.argmax(left[nodes])]  # ties: the lowest-numbered node
+        take = min(k, int(left[n]))
+        row[n] += take
+        left[n] -= take
+        k -= take
+    return row
+
+
+def packed_placement(n_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """GPUs per node of ``n_gpus`` packed onto full nodes first, e.g. 6 on 4-GPU nodes -> (4, 2)."""
+    full, rest = divmod(int(n_gpus), int(gpus_per_node))
+    return tuple([gpus_per_node] * full + ([rest] if rest else []))

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from goodopt.formulations.objective import rank_utility
 from pymoo.core.crossover import Crossover
 from pymoo.core.mutation import Mutation
 from pymoo.core.repair import Repair
@@ -26,8 +27,6 @@ from pymoo.core.sampling import Sampling
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
-
-from .configs import rank_utility
 
 
 class RepairData:

@@ -1,0 +1,160 @@
+"""The per-job tables of an allocation problem (see :mod:`goodopt.problem`): best goodput, micro-batch and
+accumulation steps per (job, GPU type, GPU count, spread), each job's base configuration, and the measured
+space sharing of throughput-only applications."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import goodput as gp
+from .cluster import Cluster
+from .errors import ScenarioError
+from .objective import Objective
+from .profiles import ThroughputProfile
+
+_TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
+
+
+def app_pairs(profiles: Mapping, apps: set, type_names) -> dict:
+    """Measured space sharing between the throughput-only applications ``apps`` (see
+    :attr:`AllocationProblem.app_pairs`); ``{}`` when none has pair throughputs."""
+    out: dict = {}
+    app_of = {getattr(profiles[a], "name", a): a for a in apps}  # pairs name the other profile
+    for a in sorted(apps):
+        prof = profiles[a]
+        for k, gpu in enumerate(type_names):
+            solo_a = prof.rates.get(gpu, {}).get((1, False), 0.0) if isinstance(prof, ThroughputProfile) else 0.0
+            for other, (with_a, with_b) in (prof.pairs.get(gpu, {}).items() if solo_a > 0 else ()):
+                b = app_of.get(other)
+                solo_b = profiles[b].rates.get(gpu, {}).get((1, False), 0.0) if b is not None else 0.0
+                if solo_b > 0:
+                    rel = out.setdefault((a, b), np.zeros((len(type_names), 2)))
+                    rel[k] = (with_a / solo_a, with_b / solo_b)
+    return out
+
+
+def goodput_tables(profiles, type_names, phi, k_max, n_candidates):
+    """Best goodput, micro-batch and accumulation steps per (job, type, k, multi).
+
+    Vectorised over jobs, GPU counts, node spread and candidates, in blocks of
+    jobs sharing an (application, GPU type) pair.
+
+    Shapes: -> three arrays (J, G, k_max + 1, 2).
+    """
+    n_jobs, n_types = len(profiles), len(type_names)
+    shape = (n_jobs, n_types, k_max + 1, 2)
+    good = np.zeros(shape)
+    local = np.zeros(shape, dtype=np.int64)
+    accum = np.zeros(shape, dtype=np.int64)
+    k = np.arange(k_max + 1)[None, :, None]
+    multi = np.array([False, True])[None, None, :]
+    groups: dict[int, list[int]] = {}  # jobs sharing one profile object
+    for j, prof in enumerate(profiles):
+        groups.setdefault(id(prof), []).append(j)
+    for members in groups.values():
+        prof = profiles[members[0]]
+        if isinstance(prof, ThroughputProfile):  # measured rates at a fixed batch, efficiency 1
+            for g, t in enumerate(type_names):
+                good[members, g] = prof.rate_table(t, k_max)[None]
+                local[members, g] = np.where(good[members, g] > 0, prof.batch_size, 0)
+            continue
+        for g, t in enumerate(type_names):
+            if t not in prof.gpu_types:
+                continue
+            gprof = prof.gpu_types[t]
+            params = {n: v for n, v in zip(gp.ThroughputParams.names(), gprof.params.as_array())}
+            idx = np.asarray(members)
+            per_job = (k_max + 1) * 2 * n_candidates
+            step = max(1, _TABLE_CHUNK // per_job)
+            for start in range(0, len(idx), step):
+                block = idx[start:start + step]
+                out = gp.best_config(
+                    params, k, multi, phi[block][:, None, None], prof.init_batch_size,
+                    prof.max_batch_size, gprof.min_local_bsz, gprof.max_local_bsz,
+                    n_candidates=n_candidates,
+                )
+                good[block, g], local[block, g], accum[block, g] = out
+    # One GPU is never multi-node; multi-node with a single node is impossible. Keep both
+    # columns consistent at k <= 1 so look-ups of degenerate rows stay well defined.
+    good[:, :, :2, 1] = good[:, :, :2, 0]
+    local[:, :, :2, 1] = local[:, :, :2, 0]
+    return good, local, accum
+
+
+def base_configs(obj: Objective, cl: Cluster, names, profiles, good, min_gpus, max_gpus, type_totals):
+    """Base GPU count, type and goodput per job (see :mod:`goodopt.problem`). Shapes: -> (J,) x 3."""
+    type_names = cl.gpu_type_names
+    n_jobs = len(names)
+    if obj.base == "min-config":
+        return _base_min_config(names, good)
+    preferred = obj.base_gpu_type or type_names[int(np.argmax(type_totals))]
+    fair = -(-cl.n_gpus // n_jobs) if obj.base == "fair-share" else 1
+    base_gpus = np.zeros(n_jobs, dtype=np.int64)
+    base_type = np.zeros(n_jobs, dtype=np.int64)
+    base_goodput = np.zeros(n_jobs)
+    for j, prof in enumerate(profiles):
+        order = [preferred] + [t for t in type_names if t != preferred]
+        for t in order:
+            g = type_names.index(t)
+            if t not in prof.gpu_types:
+                continue
+            base = _base_on_type(good[j, g], fair, max(min_gpus[j], 1), min(max_gpus[j], type_totals[g]),
+                                 cl.max_gpus_per_node(t))
+            if base is None:
+                continue
+            base_gpus[j], base_goodput[j] = base
+            base_type[j] = g
+            break
+        else:
+            raise ScenarioError(
+                f"jobs[{j}].application",
+                f"job {names[j]!r} has no valid configuration on any GPU type of the cluster",
+                "check its min/max GPUs and the profile's batch limits",
+            )
+    return base_gpus, base_type, base_goodput
+
+
+def _base_on_type(good, fair, lo, hi, node_size):
+    """Base ``(k, goodput)`` of one job on one type, or None when it has no valid count there.
+
+    ``k`` is the fair share clamped to ``[lo, hi]``, then walked down to the
+    nearest count that has a goodput on its own fewest-node spread (up, if
+    none lies below); a job measured only at other spreads (a throughput-only
+    job with a rate for 3 GPUs over two nodes and none on one) is based on
+    its smallest measured count. Shapes: good (K + 1, 2).
+    """
+    ks = np.arange(good.shape[0])
+    fewest_multi = (-(-ks // max(node_size, 1)) > 1).astype(np.int64)
+    on_fewest = good[ks, fewest_multi]
+    valid = np.flatnonzero((ks >= 1) & (on_fewest > 0))
+    if len(valid):
+        k = int(np.clip(fair, lo, max(min(hi, int(valid.max())), lo)))
+        below, above = valid[valid <= k], valid[valid > k]
+        k = int(below[-1]) if len(below) else int(above[0])
+        return k, float(on_fewest[k])
+    any_spread = np.flatnonzero((ks >= 1) & (good.max(axis=1) > 0))
+    if not len(any_spread):
+        return None
+    k = int(any_spread[0])
+    return k, float(good[k, 0] if good[k, 0] > 0 else good[k, 1])
+
+
+def _base_min_config(names, good):
+    """Sia's normalisation: each job's smallest positive goodput over all types and counts.
+
+    Shapes: good (J, G, K + 1, 2) -> (J,) x 3.
+    """
+    J, G, K1, _ = good.shape
+    flat = np.where(good > 0, good, np.inf).reshape(J, -1)
+    idx = flat.argmin(axis=1)
+    value = flat[np.arange(J), idx]
+    bad = np.flatnonzero(~np.isfinite(value))
+    if len(bad):
+        j = int(bad[0])
+        raise ScenarioError(f"jobs[{j}].application",
+                            f"job {names[j]!r} has no valid configuration on any GPU type of the cluster",
+                            "check its min/max GPUs and the profile's batch limits")
+    g, k, _ = np.unravel_index(idx, (G, K1, 2))
+    return k.astype(np.int64), g.astype(np.int64), value
