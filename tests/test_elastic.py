@@ -313,3 +313,38 @@ def test_an_idle_cluster_shrinks_at_the_autoscalers_next_look_not_at_the_next_ar
     assert res.rounds.nodes_billed.max() > 1  # it grew while the jobs ran
     # billed: at most the whole cluster while busy and for one look (+ a round) after, one node in the gap
     assert res.summary["gpu_hours"] <= 16 * (busy_h + 660 / 3600) + 4 * gap_h + 1e-6
+
+
+def test_the_simulators_problem_is_the_problem_of_the_same_round_written_as_a_scenario():
+    # goodput_problem fills the problem's columns straight from the simulation's state; written out as a
+    # scenario (each job its own application, its agent's profile, its age and restarts, Sia's per-application
+    # restart delays) the same round gives the same arrays, except that a job holding nothing pays no
+    # re-allocation factor in the simulator
+    import dataclasses
+
+    from goodopt.scenario import Job, Scenario
+
+    truth = model_truth(("cifar10", "bert"))
+    cluster = Cluster((NodeGroup("t4", 4, 3),))
+    jobs = _sim_jobs(truth, ["cifar10", "bert", "cifar10"])
+    jobs[0].arrival_s, jobs[0].n_restarts = 100.0, 2
+    jobs[1].arrival_s = 3000.0
+    current = np.array([[2, 0, 0], [0, 4, 0], [0, 0, 0]], np.int64)
+    state = SimpleNamespace(cluster=cluster, jobs=tuple(jobs), current=current, time_s=5000.0)
+    objective = Objective.sia()
+    got = goodput_problem(state, objective, max_gpus=6)
+
+    written = Scenario(cluster=cluster, profiles={job.name: job.agent.profile(job.name) for job in jobs},
+                       objective=dataclasses.replace(objective, restart_delays_s={
+                           job.name: objective.restart_delay_of(job.application) for job in jobs}),
+                       jobs=tuple(Job(name=job.name, application=job.name, age_s=5000.0 - job.arrival_s,
+                                      n_reallocs=job.n_restarts, max_gpus=6, phi=job.agent.phi or 1e12,
+                                      allocation={cluster.node_names[n]: int(current[j, n])
+                                                  for n in np.flatnonzero(current[j])})
+                                  for j, job in enumerate(jobs))).problem()
+    assert 0 < got.realloc[0] < 1 and got.realloc[2] == 1.0 and written.realloc[2] < 1.0
+    assert np.array_equal(got.realloc[:2], written.realloc[:2])
+    for f in dataclasses.fields(got):
+        if f.name != "realloc":
+            a, b = getattr(got, f.name), getattr(written, f.name)
+            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
