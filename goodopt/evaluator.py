@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import Array
 from .fitness import _power_mean_last
 
 
@@ -62,11 +63,11 @@ class Evaluator:
         self.n_evaluations = 0
 
     # ------------------------------------------------------------ internals
-    def _coerce(self, pop):
+    def _coerce(self, pop: Any) -> tuple[Array, bool]:
         a = self.problem.check_allocation(pop)
         return (a[None], True) if a.ndim == 2 else (a, False)
 
-    def _counts(self, pop):
+    def _counts(self, pop: Array) -> tuple[Array, Array, Array, Array, Array | None]:
         # einsum reduces the short node axis about twice as fast as ndarray.sum here.
         k = np.einsum("pjn->pj", pop, dtype=np.int64)
         used = pop > 0
@@ -79,7 +80,7 @@ class Evaluator:
             gtype = per_type.argmax(axis=2)
         return k, used, nodes, gtype, per_type
 
-    def _speedups(self, pop, k, nodes, gtype):
+    def _speedups(self, pop: Array, k: Array, nodes: Array, gtype: Array) -> Array:
         kc = np.minimum(k, self._K)
         idx = self._job_offset + gtype * self._type_stride + kc * 2 + (nodes > 1)
         s = self._table[idx]
@@ -88,12 +89,13 @@ class Evaluator:
         changed = np.einsum("pjn->pj", pop != self._current, dtype=np.int64) > 0
         return np.where(changed, s * self._realloc, s)
 
-    def _fitness(self, s):
+    def _fitness(self, s: Array) -> Array:
         v = self.problem.shifted(s)
         w = 1.0 if self._uniform else self._weights
         return _power_mean_last(v, self.problem.p, np.broadcast_to(w, v.shape))
 
-    def _violation_terms(self, pop, k, used, nodes, per_type):
+    def _violation_terms(self, pop: Array, k: Array, used: Array, nodes: Array,
+                         per_type: Array | None) -> dict[str, Array]:
         pr = self.problem
         over = np.maximum(pop.sum(axis=1) - self._capacity, 0).sum(axis=1)
         neg = np.maximum(-pop, 0).sum(axis=(1, 2))
@@ -120,7 +122,7 @@ class Evaluator:
         s = self._speedups(pop, k, nodes, gtype)
         terms = self._violation_terms(pop, k, used, nodes, per_type)
         self.n_evaluations += len(pop)
-        return Evaluation(self._fitness(s), s, sum(terms.values()).astype(float), k, nodes, gtype)
+        return Evaluation(self._fitness(s), s, np.asarray(sum(terms.values()), dtype=float), k, nodes, gtype)
 
     def speedups(self, pop: Any) -> np.ndarray:
         """Per-job speedups (re-allocation factors applied).

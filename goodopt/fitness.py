@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import Array, ArrayIn
 from .errors import ShapeError, ValidationError
 
 #: Below this |p| (and p != 0) power means use their second-order expansion around p = 0:
@@ -30,7 +31,7 @@ def check_p(p: Any) -> float:
     return value
 
 
-def power_mean(values, p, weights=None, axis=-1):
+def power_mean(values: ArrayIn, p: Any, weights: ArrayIn | None = None, axis: int = -1) -> Any:
     """Weighted power mean of positive values along ``axis``.
 
     ``values`` must be > 0 when ``p <= 0`` (use ``S + eps``) and >= 0 otherwise.
@@ -54,7 +55,7 @@ def power_mean(values, p, weights=None, axis=-1):
     return _power_mean_last(v, p, w)
 
 
-def _power_mean_last(v, p, w):
+def _power_mean_last(v: Array, p: float, w: ArrayIn) -> Any:
     """Power mean over the last axis without validation (the hot path).
 
     Shapes: v (..., J), w broadcastable to v -> (...,).
@@ -85,7 +86,7 @@ def _power_mean_last(v, p, w):
     return np.exp(c[..., 0] + np.log1p(m) / p)
 
 
-def realloc_factor(age_s, n_reallocs, restart_delay_s):
+def realloc_factor(age_s: ArrayIn, n_reallocs: ArrayIn, restart_delay_s: float) -> Array:
     """Pollux's re-allocation factor ``max(T - R*delta, 0) / (T + delta)``.
 
     The fraction of a job's lifetime it would have spent making progress if it

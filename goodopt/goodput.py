@@ -21,6 +21,7 @@ All functions broadcast over numpy arrays; none loops over jobs.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -191,8 +192,9 @@ def candidate_batches(n_gpus, init_batch_size, max_batch_size, min_local_bsz, ma
     return micro.astype(np.int64), accum.astype(np.int64), valid
 
 
-def best_config(params, n_gpus, multi_node, phi, init_batch_size, max_batch_size,
-                min_local_bsz, max_local_bsz, *, n_candidates=N_BATCH_CANDIDATES):
+def best_config(params: Any, n_gpus: Any, multi_node: Any, phi: Any, init_batch_size: Any, max_batch_size: Any,
+                min_local_bsz: Any, max_local_bsz: Any, *,
+                n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any]:
     """Goodput-maximising batch configuration for each (k, multi).
 
     Scores Pollux's geometric candidates (:func:`candidate_batches`); the default

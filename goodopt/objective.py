@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from .errors import ScenarioError
 from .fitness import check_p
@@ -52,7 +53,7 @@ class Objective:
     restart_delays_s: Mapping[str, float] = field(default_factory=dict)
     idle_penalty: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "p", check_p(self.p))
         check_number("objective.eps", self.eps, minimum=0, strict=True)
         check_number("objective.restart_delay_s", self.restart_delay_s, minimum=0)
@@ -74,7 +75,7 @@ class Objective:
                                     "Sia uses 1.1 with p=-0.5")
 
     @classmethod
-    def sia(cls, **changes) -> Objective:
+    def sia(cls, **changes: Any) -> Objective:
         """Sia's choices: p = -0.5, min-config normalisation, idle penalty 1.1, per-app restart delays."""
         base = dict(p=-0.5, base="min-config", idle_penalty=1.1, restart_delays_s=dict(SIA_RESTART_DELAYS_S))
         return cls(**{**base, **changes})
@@ -92,7 +93,7 @@ class Objective:
         return float(self.idle_penalty ** (1.0 / self.p))
 
 
-def objective_from_dict(data) -> Objective:
+def objective_from_dict(data: Any) -> Objective:
     """An :class:`Objective` from a scenario's ``objective`` mapping (``preset`` first, then fields)."""
     o = Reader(data, "objective")
     preset = o.string("preset", "pollux", choices=PRESETS)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from .objective import Objective
 from .profiles import ThroughputProfile
 from .speedup_tables import app_pairs, base_configs, goodput_tables
 from .validation import MAX_WHOLE
+
+if TYPE_CHECKING:  # the scenario module builds problems through this one
+    from .scenario import Scenario
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +79,7 @@ class AllocationProblem:
     idle_value: float | None = None
     #: Space sharing of throughput-only applications, as measured: ``(app_a, app_b)`` -> (G, 2) each member's
     #: steps/s together on one GPU of each type over its own steps/s alone there (0 where not measured).
-    app_pairs: Mapping = field(default_factory=dict)
+    app_pairs: Mapping[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
     # ----------------------------------------------------------- properties
     @property
@@ -175,7 +178,7 @@ class AllocationProblem:
 
     # ----------------------------------------------------------- building
     @classmethod
-    def from_scenario(cls, scenario) -> AllocationProblem:
+    def from_scenario(cls, scenario: Scenario) -> AllocationProblem:
         """Validate a :class:`~goodopt.scenario.Scenario` and build its arrays and speedup tables."""
         cl, obj, jobs = scenario.cluster, scenario.objective, scenario.jobs
         current = np.zeros((len(jobs), cl.n_nodes), dtype=np.int64)

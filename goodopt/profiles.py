@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import yaml
@@ -77,7 +78,7 @@ class AppProfile:
             raise ScenarioError(f"profiles.{self.name}.epoch_iterations", "must be > 0 when given")
         object.__setattr__(self, "gpu_types", MappingProxyType(dict(self.gpu_types)))
 
-    def phi_at(self, epoch):
+    def phi_at(self, epoch: Any) -> Any:
         """Gradient noise scale after ``epoch`` completed epochs (log-linear interpolation).
 
         Shapes: epoch (...) -> (...).
@@ -203,7 +204,7 @@ class ThroughputProfile:
     def max_gpus(self) -> int:
         return max(k for table in self.rates.values() for k, _ in table)
 
-    def phi_at(self, epoch):
+    def phi_at(self, epoch: Any) -> Any:
         """Throughput-only jobs have no noise-scale model; a placeholder of ones. Shapes: (...) -> (...)."""
         return np.ones_like(np.asarray(epoch, dtype=float))
 
@@ -238,7 +239,7 @@ class ThroughputProfile:
         types = r.mapping("rates")
         for gpu in types.keys():
             g = types.sub(gpu)
-            table = {}
+            table: dict[tuple[int, bool], float] = {}
             for key, multi in (("single_node", False), ("multi_node", True)):
                 if g.has(key):
                     sub = g.sub(key)

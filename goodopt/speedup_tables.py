@@ -4,11 +4,13 @@ space sharing of throughput-only applications."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import goodput as gp
+from .arrays import Array
 from .cluster import Cluster
 from .errors import ScenarioError
 from .objective import Objective
@@ -17,10 +19,10 @@ from .profiles import ThroughputProfile
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
 
-def app_pairs(profiles: Mapping, apps: set, type_names) -> dict:
+def app_pairs(profiles: Mapping[str, Any], apps: set[str], type_names: Sequence[str]) -> dict[tuple[str, str], Array]:
     """Measured space sharing between the throughput-only applications ``apps`` (see
     :attr:`AllocationProblem.app_pairs`); ``{}`` when none has pair throughputs."""
-    out: dict = {}
+    out: dict[tuple[str, str], Array] = {}
     app_of = {getattr(profiles[a], "name", a): a for a in apps}  # pairs name the other profile
     for a in sorted(apps):
         prof = profiles[a]
@@ -28,14 +30,17 @@ def app_pairs(profiles: Mapping, apps: set, type_names) -> dict:
             solo_a = prof.rates.get(gpu, {}).get((1, False), 0.0) if isinstance(prof, ThroughputProfile) else 0.0
             for other, (with_a, with_b) in (prof.pairs.get(gpu, {}).items() if solo_a > 0 else ()):
                 b = app_of.get(other)
-                solo_b = profiles[b].rates.get(gpu, {}).get((1, False), 0.0) if b is not None else 0.0
+                if b is None:
+                    continue
+                solo_b = profiles[b].rates.get(gpu, {}).get((1, False), 0.0)
                 if solo_b > 0:
                     rel = out.setdefault((a, b), np.zeros((len(type_names), 2)))
                     rel[k] = (with_a / solo_a, with_b / solo_b)
     return out
 
 
-def goodput_tables(profiles, type_names, phi, k_max, n_candidates):
+def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Array, k_max: int,
+                   n_candidates: int) -> tuple[Array, Array, Array]:
     """Best goodput, micro-batch and accumulation steps per (job, type, k, multi).
 
     Vectorised over jobs, GPU counts, node spread and candidates, in blocks of
@@ -83,7 +88,8 @@ def goodput_tables(profiles, type_names, phi, k_max, n_candidates):
     return good, local, accum
 
 
-def base_configs(obj: Objective, cl: Cluster, names, profiles, good, min_gpus, max_gpus, type_totals):
+def base_configs(obj: Objective, cl: Cluster, names: Sequence[str], profiles: Sequence[Any], good: Array,
+                 min_gpus: Array, max_gpus: Array, type_totals: Array) -> tuple[Array, Array, Array]:
     """Base GPU count, type and goodput per job (see :mod:`goodopt.problem`). Shapes: -> (J,) x 3."""
     type_names = cl.gpu_type_names
     n_jobs = len(names)
@@ -116,7 +122,7 @@ def base_configs(obj: Objective, cl: Cluster, names, profiles, good, min_gpus, m
     return base_gpus, base_type, base_goodput
 
 
-def _base_on_type(good, fair, lo, hi, node_size):
+def _base_on_type(good: Array, fair: int, lo: int, hi: int, node_size: int) -> tuple[int, float] | None:
     """Base ``(k, goodput)`` of one job on one type, or None when it has no valid count there.
 
     ``k`` is the fair share clamped to ``[lo, hi]``, then walked down to the
@@ -141,7 +147,7 @@ def _base_on_type(good, fair, lo, hi, node_size):
     return k, float(good[k, 0] if good[k, 0] > 0 else good[k, 1])
 
 
-def _base_min_config(names, good):
+def _base_min_config(names: Sequence[str], good: Array) -> tuple[Array, Array, Array]:
     """Sia's normalisation: each job's smallest positive goodput over all types and counts.
 
     Shapes: good (J, G, K + 1, 2) -> (J,) x 3.

@@ -102,7 +102,7 @@ class Reader:
     def path(self, key: str | int) -> str:
         return f"{self.prefix}.{key}" if self.prefix else str(key)
 
-    def keys(self):
+    def keys(self) -> list[Any]:
         return list(self.data.keys())
 
     def has(self, key: str) -> bool:

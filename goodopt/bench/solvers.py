@@ -59,7 +59,8 @@ class _LoopEvaluator(Evaluator):
         k, used, nodes, gtype, per_type = self._counts(pop)
         terms = self._violation_terms(pop, k, used, nodes, per_type)
         self.n_evaluations += len(pop)
-        return Evaluation(fit, np.zeros(k.shape), sum(terms.values()).astype(float), k, nodes, gtype)
+        return Evaluation(fit, np.zeros(k.shape), np.asarray(sum(terms.values()), dtype=float), k, nodes,
+                          gtype)
 
 
 class _TimedEvaluator(Evaluator):
