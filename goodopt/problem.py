@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +32,6 @@ from .objective import Objective
 from .profiles import ThroughputProfile
 from .speedup_tables import app_pairs, base_configs, goodput_tables
 from .validation import MAX_WHOLE
-
-if TYPE_CHECKING:  # the scenario module builds problems through this one
-    from .scenario import Scenario
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,8 +175,9 @@ class AllocationProblem:
 
     # ----------------------------------------------------------- building
     @classmethod
-    def from_scenario(cls, scenario: Scenario) -> AllocationProblem:
-        """Validate a :class:`~goodopt.scenario.Scenario` and build its arrays and speedup tables."""
+    def from_scenario(cls, scenario: Any) -> AllocationProblem:
+        """Validate a :class:`~goodopt.scenario.Scenario` and build its arrays and speedup tables (typed ``Any``:
+        the scenario module builds its problems through this one, and an import back would close a circle)."""
         cl, obj, jobs = scenario.cluster, scenario.objective, scenario.jobs
         current = np.zeros((len(jobs), cl.n_nodes), dtype=np.int64)
         nidx = {n: i for i, n in enumerate(cl.node_names)}
