@@ -87,6 +87,16 @@ Jobs on different GPU types share no node, so placeability is decided per
 type; a cut removes only choices that contain an unplaceable set, hence no
 placeable solution. The first configuration optimum that places is therefore
 the placement level's optimum.
+
+Two routes, one reference. This pyomo model is the reference: every row the
+solvers use is written above. The default route passes the configuration
+level to HiGHS as arrays instead (:mod:`goodopt.formulations.config_matrix`,
+the same rows constraint for constraint) and may add, per GPU type, the exact
+node-pattern rows of :mod:`goodopt.formulations.pattern_block` (written out in
+that module's docstring), which replace lazy (C1) cuts by a placement model of
+the whole type; they exist on the arrays route only. ``model_route: pyomo``
+solves this model instead. Both routes are checked against brute force over
+the whole range of p (``tests/test_fullrange.py``).
 """
 
 from __future__ import annotations
