@@ -17,10 +17,10 @@ FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8
 
 venv: $(STAMP)
 
-# the exact versions the suite passed with (requirements.lock, every file checked against its sha256, the build
+# the exact versions the suite passed with (requirements.txt, the lock: every file checked against its sha256, the build
 # tools setuptools and wheel included), then goodopt itself without resolving again and built with those locked
 # tools (no build isolation, which would fetch the newest); pip stays the one the venv came with
-LOCK   := requirements.lock
+LOCK   := requirements.txt
 
 $(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,12 +39,12 @@ test-latest:
 	$(LATEST)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # 'make lock' records the versions test-latest passed with, hashed for every platform (uv pip compile): in
-# requirements.lock (pip's format, which the venv installs) and in pylock.toml (the standard lock file, PEP 751)
+# requirements.txt (pip's format, which the venv installs) and in pylock.toml (the standard lock file, PEP 751)
 lock: test-latest
 	$(LATEST)/bin/python -m pip freeze --all --exclude-editable | grep -iv '^goodopt\|^pip=' > $(LOCK).pins
 	$(LATEST)/bin/python -m pip install --quiet uv
 	printf 'setuptools>=69\nwheel\n' > $(LOCK).build
-	{ sed -n '1,4p' $(LOCK); $(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins \
+	{ grep '^#' $(LOCK); $(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins \
 	    --generate-hashes --universal --python-version 3.11 --no-header --no-annotate --quiet; } > $(LOCK).new
 	$(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins --universal \
 	    --python-version 3.11 --no-header --quiet -o pylock.toml

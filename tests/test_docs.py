@@ -210,14 +210,14 @@ def _locked_versions(text: str) -> dict[str, str]:
 
 
 @pytest.mark.skipif(os.environ.get("GOODOPT_LOCKED") != "1",
-                    reason="only in the Makefile's venv, which installs requirements.lock (make test sets "
+                    reason="only in the Makefile's venv, which installs the lock requirements.txt (make test sets "
                            "GOODOPT_LOCKED=1; make test-latest runs the newest releases on purpose)")
 def test_the_venv_holds_exactly_the_locked_versions():
     """The promise of the README's set-up: the suite runs on the versions the lock records, not on whatever
     release is newest where it is installed."""
     from importlib.metadata import PackageNotFoundError, version
 
-    locked = _locked_versions((REPO / "requirements.lock").read_text())
+    locked = _locked_versions((REPO / "requirements.txt").read_text())
     assert {"numpy", "scipy", "highspy", "pyomo", "pymoo", "pandas", "hypothesis", "setuptools"} <= set(locked)
     wrong = {}
     for name, want in locked.items():
@@ -231,23 +231,22 @@ def test_the_venv_holds_exactly_the_locked_versions():
 
 
 def test_the_conventional_requirements_file_installs_the_lock():
-    # whoever installs by the usual `pip install -r requirements.txt` gets the locked, hashed versions
-    lines = [ln.strip() for ln in (REPO / "requirements.txt").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")]
-    assert lines == ["-r requirements.lock"]
-    lock = (REPO / "requirements.lock").read_text().splitlines()
+    # whoever installs by the usual `pip install -r requirements.txt` gets the locked, hashed versions: the
+    # conventional file is the lock itself
+    lock = (REPO / "requirements.txt").read_text().splitlines()
+    assert not any(ln.strip().startswith("-r") for ln in lock)
     pinned = [i for i, ln in enumerate(lock) if "==" in ln and not ln.startswith("#")]
     assert len(pinned) > 50 and all("--hash=sha256:" in lock[i + 1] for i in pinned)
 
 
 def test_the_two_lock_files_pin_the_same_versions():
-    """pylock.toml (the standard lock format, for uv, pip and other installers) and requirements.lock (what the
+    """pylock.toml (the standard lock format, for uv, pip and other installers) and requirements.txt (what the
     Makefile's venv installs) record one set of tested versions, with hashes in both."""
     import tomllib
 
     lock = tomllib.loads((REPO / "pylock.toml").read_text())
     standard = {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in lock["packages"]}
-    text = (REPO / "requirements.lock").read_text()
+    text = (REPO / "requirements.txt").read_text()
     pip_format = {}
     for line in text.splitlines():
         m = re.match(r"^([A-Za-z0-9_.-]+)==([^ ;\\]+)", line)
