@@ -248,7 +248,7 @@ class AllocationProblem:
             applications=jobs.applications,
             entities=jobs.entities,
             idle_value=obj.idle_value(),
-            app_pairs=app_pairs(dict(zip(jobs.applications, profiles)), set(jobs.applications), type_names),
+            app_pairs=app_pairs(dict(zip(jobs.applications, profiles)), type_names),
         )
 
 

@@ -19,12 +19,13 @@ from .profiles import ThroughputProfile
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
 
-def app_pairs(profiles: Mapping[str, Any], apps: set[str], type_names: Sequence[str]) -> dict[tuple[str, str], Array]:
-    """Measured space sharing between the throughput-only applications ``apps`` (see
-    :attr:`AllocationProblem.app_pairs`); ``{}`` when none has pair throughputs."""
+def app_pairs(profiles: Mapping[str, Any], type_names: Sequence[str]) -> dict[tuple[str, str], Array]:
+    """Measured space sharing between the throughput-only applications of ``profiles`` (application -> its
+    profile, the problem's applications only; see :attr:`AllocationProblem.app_pairs`); ``{}`` when none has
+    pair throughputs."""
     out: dict[tuple[str, str], Array] = {}
-    app_of = {getattr(profiles[a], "name", a): a for a in apps}  # pairs name the other profile
-    for a in sorted(apps):
+    app_of = {getattr(prof, "name", a): a for a, prof in profiles.items()}  # pairs name the other profile
+    for a in sorted(profiles):
         prof = profiles[a]
         for k, gpu in enumerate(type_names):
             solo_a = prof.rates.get(gpu, {}).get((1, False), 0.0) if isinstance(prof, ThroughputProfile) else 0.0

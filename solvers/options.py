@@ -1,8 +1,8 @@
 """Typed, validated options of every method: one frozen dataclass per method.
 
 Options are checked once, when the object is made (:meth:`MethodOptions.build`
-from a user's mapping lists unknown keys); the stages read them as attributes,
-or by name through the read-only mapping view the objects also provide.
+from a user's mapping lists unknown keys); the stages read them as attributes
+(:meth:`MethodOptions.as_dict` gives them as a dict for records and logs).
 ``randomised`` says whether a method needs a seed.
 """
 
