@@ -159,9 +159,9 @@ def refill(a: Array, data: RepairData, rng: np.random.Generator) -> Array:
         free, k = free_all[members], k_all[members]
         kept = None if kept_all is None else kept_all[members]
         mp, mj, mn, gain = _pass_moves(free, k, nodes_all[members], node_all[members], kept, d)
-        # the tie-breaking noise of every (member, job, node), drawn whole so that a seed gives one answer
-        noise = rng.random((len(members), d.J, d.N))
-        score = gain * (1 + 1e-9 * noise[mp, mj, mn])
+        # tie-breaking noise, one draw per candidate move (the moves come in a fixed order, so a seed still
+        # gives one answer)
+        score = gain * (1 + 1e-9 * rng.random(len(gain)))
         # the r-th node with idle GPUs takes its r-th best candidate, so nodes of one type spread
         # over different idle jobs instead of all picking the same one
         pn, nn, jn = _rth_best(mp, mj, mn, score, np.cumsum(free > 0, axis=1) - 1, d.N)
@@ -281,21 +281,22 @@ def initial_population(data: RepairData, seeds: Iterable[ArrayIn], n_samples: in
 
 
 def mutate(pop: Array, data: RepairData, rng: np.random.Generator, rate: float) -> Array:
-    """Row-wise mutation. Shapes: (P, J, N) -> (P, J, N) (new array)."""
+    """Row-wise mutation: each row is hit with probability ``rate``; a hit row is reset to the current
+    allocation, has each entry zeroed with probability 1/2, or grows by 1 to a node's capacity on a random
+    node (one of the three at random). Random numbers are drawn only for the rows hit.
+    Shapes: (P, J, N) -> (P, J, N) (new array)."""
     pr = data.pr
     a = pop.copy()
     P, J, N = a.shape
-    hit = rng.random((P, J)) < rate
-    op = rng.integers(0, 3, size=(P, J))
-    reset = hit & (op == 0)
-    a = np.where(reset[:, :, None], pr.current[None], a)
-    zero = (hit & (op == 1))[:, :, None] & (rng.random((P, J, N)) < 0.5)
-    a[zero] = 0
-    grow = hit & (op == 2)
-    node = rng.integers(0, N, size=(P, J))
-    amount = rng.integers(1, pr.node_capacity[node] + 1)
-    pp, jj = np.nonzero(grow)
-    a[pp, jj, node[pp, jj]] += amount[pp, jj]
+    hp, hj = np.nonzero(rng.random((P, J)) < rate)
+    op = rng.integers(0, 3, size=len(hp))
+    rp, rj = hp[op == 0], hj[op == 0]
+    a[rp, rj] = pr.current[rj]
+    zp, zj = hp[op == 1], hj[op == 1]
+    a[zp, zj] *= rng.random((len(zp), N)) >= 0.5
+    gp, gj = hp[op == 2], hj[op == 2]
+    node = rng.integers(0, N, size=len(gp))
+    a[gp, gj, node] += rng.integers(1, pr.node_capacity[node] + 1)
     return a
 
 
