@@ -31,10 +31,10 @@ The sync term is the slowest link's ``alpha`` plus ``beta * max(GPUs - 2, 0)``
 exact fit, goodopt smooths them (``sqrt(mean(r^2) + delta^2)``,
 :data:`RMS_SMOOTHING`), so the minimum is a smooth one, and minimises with
 L-BFGS-B on the exact (hand-derived) gradient, each parameter in units of
-its observed magnitude (:func:`search_scale`), from Pollux's start values and two further fixed starts (the problem
-is not convex), keeping the lowest objective: the answer does not depend on
-floating-point detail or on where the search starts (tested from several
-starts).
+its observed magnitude (:func:`search_scale`), from Pollux's start values and
+two further fixed starts (the problem is not convex), keeping the lowest
+objective: the answer does not depend on floating-point detail or on where
+the search starts (tested from several starts).
 """
 
 from __future__ import annotations
