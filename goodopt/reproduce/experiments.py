@@ -20,6 +20,7 @@ from __future__ import annotations
 # what the tests and the report read, importable from here
 from .comparison import POLLUX_PUBLISHED, SIA_PUBLISHED, Band, Comparison, Experiment, TaskBatch, read_published  # noqa: F401
 from .gavel import (  # noqa: F401
+                         GAVEL_GRACE_S,
                          GAVEL_MAX_ACTIVE,
                          GAVEL_RATES,
                          GAVEL_WINDOW,
@@ -63,7 +64,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "1,920 s, per-type queues, priority = fraction / share of the type's time since the last reset) "
                "and one interior-point LP per allocation (LAS with each job's term scaled by its GPU count, as in "
                "Gavel's code); "
-               f"a queue of over {GAVEL_MAX_ACTIVE} jobs marks the rate saturated; the agnostic "
+               f"a queue of over {GAVEL_MAX_ACTIVE} jobs marks the rate saturated, and so does a window unfinished "
+               f"{GAVEL_GRACE_S / 86400:g} days after three times the expected arrival of its last job; the agnostic "
                "variants solve the same policy with every GPU type seen as one; a rate is sustained while the "
                f"average JCT stays within {SUSTAIN_FACTOR:g}x of the lowest rate's", curve="avg JCT (h)"),
 )}
