@@ -24,38 +24,52 @@ def run(jobs, capacity, **cfg):
 
 
 def test_priority_is_the_fraction_over_the_share_of_the_types_time_since_the_reset():
+    a, b = 0, 1  # jobs are known by id
     g = GavelRounds(2, 360.0)
-    g.sync(["a", "b"])
-    g.reset(0.0, {"a": np.array([1.0, 0.0]), "b": np.array([0.5, 0.5])})
+    g.sync([a, b])
+    g.reset(0.0, [a, b], np.array([[1.0, 0.0], [0.5, 0.5]]))
     # every credit restarts at half a round: t_jk = 180, W_k = 2 x 180 = 360, so a job's share is 1/2
-    assert g.priorities(["a", "b"], np.ones((2, 2), bool)) == pytest.approx(np.array([[2.0, 0.0], [1.0, 1.0]]))
+    assert g.priorities([a, b], np.ones((2, 2), bool)) == pytest.approx(np.array([[2.0, 0.0], [1.0, 1.0]]))
     # types in turn: a (priority 2) takes the V100, b the K80
-    assert g.assign(["a", "b"], [1, 1], [1, 1], np.ones((2, 2), bool), [0, 1]).tolist() == [0, 1]
-    g.record(["a", "b"], [0, 1], [360.0, 360.0])
+    assert g.assign([a, b], [1, 1], [1, 1], np.ones((2, 2), bool), [0, 1]).tolist() == [0, 1]
+    g.record([a, b], [0, 1], [360.0, 360.0])
     # a's V100 share is now 540 / 720, b's 180 / 720: b comes first on the V100 (0.5 / 0.25 = 2 > 1 / 0.75), and
     # a, at priority 0 on the K80 (no time there in its allocation), still takes the free K80
-    p = g.priorities(["a", "b"], np.ones((2, 2), bool))
+    p = g.priorities([a, b], np.ones((2, 2), bool))
     assert p == pytest.approx(np.array([[4 / 3, 0.0], [2.0, 0.5 / (540 / 720)]]))
-    assert g.assign(["a", "b"], [1, 1], [1, 1], np.ones((2, 2), bool), [0, 1]).tolist() == [1, 0]
+    assert g.assign([a, b], [1, 1], [1, 1], np.ones((2, 2), bool), [0, 1]).tolist() == [1, 0]
 
 
 def test_a_job_that_arrived_after_the_reset_waits_for_the_next_one():
+    a, c = 0, 2
     g = GavelRounds(2, 360.0)
-    g.sync(["a"])
-    g.reset(0.0, {"a": np.array([1.0, 0.0])})
-    g.reset(360.0, {"a": np.array([1.0, 0.0])})
-    g.sync(["a", "c"])
-    assert g.runs(["a", "c"]).tolist() == [True, False]
+    g.sync([a])
+    g.reset(0.0, [a], np.array([[1.0, 0.0]]))
+    g.reset(360.0, [a], np.array([[1.0, 0.0]]))
+    g.sync([a, c])
+    assert g.runs([a, c]).tolist() == [True, False]
     assert not g.due(360.0 + 1919.0) and g.due(360.0 + 1920.0)
     # the deficit settles what a was owed (1 x 360 s on the V100) against what it got (nothing recorded)
-    assert g.deficit["a"] == pytest.approx([360.0, 0.0])
+    assert g.deficit[a] == pytest.approx([360.0, 0.0])
 
 
 def test_a_type_no_job_has_run_on_gives_the_large_first_priority():
     g = GavelRounds(1, 360.0)
-    g.sync(["a"])
-    g.allocation = {"a": np.array([0.25])}
-    assert g.priorities(["a"], np.ones((1, 1), bool))[0, 0] == pytest.approx(0.25 * FIRST_PRIORITY)
+    g.sync([0])
+    g.share[0] = 0.25  # as if a reset had given it a quarter of the type, with no time recorded since
+    assert g.priorities([0], np.ones((1, 1), bool))[0, 0] == pytest.approx(0.25 * FIRST_PRIORITY)
+
+
+def test_a_type_is_filled_first_fit_down_its_queue():
+    # one type of 5 GPUs; the queue (by priority) asks for 2, 4, 1, 2 GPUs: 2 fit, 4 does not (3 left),
+    # 1 fits, then 2 fills the type. A job that cannot run there, or already placed, is passed over.
+    g = GavelRounds(1, 360.0)
+    ids = [0, 1, 2, 3, 4]
+    g.sync(ids)
+    g.reset(0.0, ids, np.array([[0.5], [0.4], [0.3], [0.2], [0.1]]))
+    runnable = np.array([[True], [True], [True], [True], [False]])
+    assert g.assign(ids, [2, 4, 1, 2, 1], [5], runnable, [0]).tolist() == [0, -1, 0, 0, -1]
+    assert g.assign(ids, [2, 4, 1, 2, 1], [4], runnable, [0]).tolist() == [0, -1, 0, -1, -1]
 
 
 def test_a_new_job_waits_for_the_reset_interval_to_pass():

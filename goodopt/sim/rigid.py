@@ -243,23 +243,23 @@ class _Run:
 
     def _gavel_round(self, active) -> float | None:
         """One round of Gavel's mechanism; it lasts until its last job's share of it ends (None: no job ran)."""
-        g, names = self.gavel, [self.jobs[j].name for j in active]
-        g.sync(names)
+        g, ids = self.gavel, np.asarray(active, dtype=np.int64)  # the mechanism knows jobs by trace index
+        g.sync(ids)
         if g.due(self.t):
-            units, x = self._fractions(active)
-            g.reset(self.t, {name: row for (name, _), row in zip(units, x)})
-        runnable = self.rate[active] > 0
+            units, x = self._fractions(active)  # one unit per job: this mechanism runs no pairs
+            g.reset(self.t, [members[0] for _, members in units], x)
+        runnable = self.rate[ids] > 0
         order = self.rng.permutation(len(self.types)) if self.cfg.agnostic else np.arange(len(self.types))
-        scale = self.scale[active]
-        assigned = g.assign(names, scale, self.capacity, runnable, order)
-        assigned[~g.runs(names)] = -1  # queued without an allocation: its GPUs idle this round
+        scale = self.scale[ids]
+        assigned = g.assign(ids, scale, self.capacity, runnable, order)
+        assigned[~g.runs(ids)] = -1  # queued without an allocation: its GPUs idle this round
         on = assigned >= 0
         if not on.any():
             return None
         self._check_capacity(assigned[on], scale[on])
-        idx, ks = np.asarray(active, dtype=np.int64)[on], assigned[on]
+        idx, ks = ids[on], assigned[on]
         seconds = self._advance(idx, ks, self.rate[idx, ks], np.zeros(len(idx), dtype=bool))
-        g.record([names[i] for i in np.flatnonzero(on)], ks, seconds)
+        g.record(idx, ks, seconds)
         return float(seconds.max())
 
     def _check_capacity(self, types, scale) -> None:
