@@ -108,7 +108,8 @@ def repair(pop: ArrayIn, data: RepairData, rng: np.random.Generator) -> Array:
     s = d.table[np.arange(J)[None, :], gt, np.minimum(k, d.K), (nodes > 1).astype(np.int64)]
     bad = (k > 0) & ((k < pr.min_gpus[None, :]) | (s <= 0))
     a[bad] = 0
-    return refill(a, d, rng)
+    k[bad] = nodes[bad] = 0
+    return refill(a, d, rng, counts=(k, nodes))
 
 
 def _one_multi_node_job_per_node(a: Array, used: Array, key: Array) -> None:
@@ -126,7 +127,7 @@ def _one_multi_node_job_per_node(a: Array, used: Array, key: Array) -> None:
     a[clash] = sub
 
 
-def refill(a: Array, data: RepairData, rng: np.random.Generator) -> Array:
+def refill(a: Array, data: RepairData, rng: np.random.Generator, counts: tuple[Array, Array] | None = None) -> Array:
     """Hand idle GPUs to jobs, node by node, in passes.
 
     In each pass every node with idle GPUs gives, to one of the jobs with the
@@ -143,12 +144,14 @@ def refill(a: Array, data: RepairData, rng: np.random.Generator) -> Array:
     per-job totals (GPUs, nodes, the node of a single-node job) are kept up to
     date instead of recounted.
 
-    Shapes: a (P, J, N) int64 -> same (modified in place and returned).
+    ``counts`` are ``a``'s GPUs and nodes per job where the caller has them (they are then updated in place).
+
+    Shapes: a (P, J, N) int64, counts two (P, J) int64 -> a (modified in place and returned).
     """
     d, pr = data, data.pr
     free_all = pr.node_capacity[None, :] - a.sum(axis=1)  # (P, N)
-    k_all = a.sum(axis=2)  # (P, J) GPUs per job
-    nodes_all = (a > 0).sum(axis=2)  # (P, J) nodes per job
+    # (P, J) GPUs and nodes per job
+    k_all, nodes_all = (a.sum(axis=2), (a > 0).sum(axis=2)) if counts is None else counts
     node_all = a.argmax(axis=2)  # (P, J) the node of a single-node job
     # rows still on their current allocation (not restarted), kept up to date below
     kept_all = None if d.util_kept is None else np.all(a == pr.current[None], axis=2)  # (P, J)
