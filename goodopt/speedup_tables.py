@@ -45,7 +45,7 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
     """Best goodput, micro-batch and accumulation steps per (job, type, k, multi).
 
     Vectorised over jobs, GPU counts, node spread and candidates, in blocks of
-    jobs sharing an (application, GPU type) pair.
+    jobs with a model on one GPU type (each job with its own parameters).
 
     Shapes: -> three arrays (J, G, k_max + 1, 2).
     """
@@ -56,32 +56,31 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
     accum = np.zeros(shape, dtype=np.int64)
     k = np.arange(k_max + 1)[None, :, None]
     multi = np.array([False, True])[None, None, :]
-    groups: dict[int, list[int]] = {}  # jobs sharing one profile object
     for j, prof in enumerate(profiles):
-        groups.setdefault(id(prof), []).append(j)
-    for members in groups.values():
-        prof = profiles[members[0]]
         if isinstance(prof, ThroughputProfile):  # measured rates at a fixed batch, efficiency 1
             for g, t in enumerate(type_names):
-                good[members, g] = prof.rate_table(t, k_max)[None]
-                local[members, g] = np.where(good[members, g] > 0, prof.batch_size, 0)
+                good[j, g] = prof.rate_table(t, k_max)
+                local[j, g] = np.where(good[j, g] > 0, prof.batch_size, 0)
+    per_job = (k_max + 1) * 2 * n_candidates
+    step = max(1, _TABLE_CHUNK // per_job)
+    for g, t in enumerate(type_names):
+        # the jobs with a goodput model on this type, every one with its own parameters and limits
+        rows = np.array([j for j, prof in enumerate(profiles)
+                         if not isinstance(prof, ThroughputProfile) and t in prof.gpu_types], dtype=np.int64)
+        if not len(rows):
             continue
-        for g, t in enumerate(type_names):
-            if t not in prof.gpu_types:
-                continue
-            gprof = prof.gpu_types[t]
-            params = {n: v for n, v in zip(gp.ThroughputParams.names(), gprof.params.as_array())}
-            idx = np.asarray(members)
-            per_job = (k_max + 1) * 2 * n_candidates
-            step = max(1, _TABLE_CHUNK // per_job)
-            for start in range(0, len(idx), step):
-                block = idx[start:start + step]
-                out = gp.best_config(
-                    params, k, multi, phi[block][:, None, None], prof.init_batch_size,
-                    prof.max_batch_size, gprof.min_local_bsz, gprof.max_local_bsz,
-                    n_candidates=n_candidates,
-                )
-                good[block, g], local[block, g], accum[block, g] = out
+        gprofs = [profiles[j].gpu_types[t] for j in rows]
+        params = np.array([gprof.params.as_array() for gprof in gprofs])  # (n, 7)
+        limits = np.array([(profiles[j].init_batch_size, profiles[j].max_batch_size, gprof.min_local_bsz,
+                            gprof.max_local_bsz) for j, gprof in zip(rows, gprofs)], dtype=float)  # (n, 4)
+        # one job per leading index, against (k, multi)
+        columns = np.concatenate([params, phi[rows][:, None], limits], axis=1)[:, :, None, None]  # (n, 12, 1, 1)
+        for start in range(0, len(rows), step):
+            c = columns[start:start + step]
+            out = gp.best_config(dict(zip(gp.ThroughputParams.names(), c[:, :7].swapaxes(0, 1))), k, multi,
+                                 c[:, 7], c[:, 8], c[:, 9], c[:, 10], c[:, 11], n_candidates=n_candidates)
+            block = rows[start:start + step]
+            good[block, g], local[block, g], accum[block, g] = out
     # One GPU is never multi-node; multi-node with a single node is impossible. Keep both
     # columns consistent at k <= 1 so look-ups of degenerate rows stay well defined.
     good[:, :, :2, 1] = good[:, :, :2, 0]
