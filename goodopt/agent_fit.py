@@ -32,8 +32,8 @@ exact fit, goodopt smooths them (``sqrt(mean(r^2) + delta^2)``,
 :data:`RMS_SMOOTHING`), so the minimum is a smooth one, and minimises with
 L-BFGS-B on the exact (hand-derived) gradient, each parameter in units of
 its observed magnitude (:func:`search_scale`), from Pollux's start values and
-up to two further fixed starts (the problem is not convex) until two starts
-reach the lowest objective, keeping the lowest: the answer does not depend on floating-point detail or on where
+two further fixed starts (the problem is not convex), keeping the lowest
+objective: the answer does not depend on floating-point detail or on where
 the search starts (tested from several starts).
 """
 
@@ -58,13 +58,6 @@ UPPER = np.array([np.inf] * 6 + [10.0])
 #: Further starts (the objective is not convex: from one start L-BFGS-B may end in a worse local minimum, with
 #: gamma near 2 and a retrogression slope at 0, say); the lowest objective wins, the first start on ties.
 EXTRA_STARTS = (np.array([1e-2, 1e-4, 1e-2, 1e-3, 1e-2, 1e-3, 2.0]), np.array([1.0, 1e-3, 1.0, 1e-1, 1.0, 1e-1, 5.0]))
-#: The starts run in turn until the lowest objective so far has been reached from this many of them (or every
-#: start ran): two searches from far-apart starts ending in one minimum settle it. Over the 681 fits of a
-#: Pollux run the first two starts agreed in 574; the third never found a lower minimum where they did, and
-#: skipping it there saves 28% of the evaluations.
-AGREEING_STARTS = 2
-#: Objective values this close are one minimum (the first start's point is kept).
-TIE = 1e-9
 #: Upper end of the search for every alpha and beta (seconds): no step of a job takes longer.
 MAX_SECONDS = 1e4
 #: Weight of the pull of gamma towards 1.
@@ -207,20 +200,14 @@ def _fit(n, k, m, step, sync, optimism, start) -> ThroughputParams:
     else:
         lo = (lower / scale)[free]
         hi = (np.where(np.arange(7) < 6, MAX_SECONDS, upper) / scale)[free]
-        best, reached = None, 0
+        best = None
         for s in (x0, *(np.where(free, np.clip(e, lower, upper), x0) for e in EXTRA_STARTS)):
             u0 = np.clip((s / scale)[free], lo, hi)
             res = minimize(reduced, u0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
                            options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-9})
             log.debug("agent fit: %d iterations, %d evaluations, f %.9g, %s", res.nit, res.nfev, res.fun, res.message)
-            if not (np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
-                continue
-            if best is None or res.fun < best.fun - TIE:
-                best, reached = res, 1
-            elif res.fun <= best.fun + TIE:
-                reached += 1
-            if reached >= AGREEING_STARTS:
-                break
+            if np.all(np.isfinite(res.x)) and np.isfinite(res.fun) and (best is None or res.fun < best.fun - 1e-9):
+                best = res
         if best is None:
             raise FitError("the agent's fit found no finite optimum")
         x = to_x(best.x)

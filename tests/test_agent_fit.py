@@ -113,25 +113,3 @@ def test_the_same_observations_give_the_remembered_fit_and_others_a_fresh_one():
 def test_observation_arrays_of_different_lengths_are_refused():
     with pytest.raises(FitError, match="one length"):
         fit_agent([1, 1], [1, 2], [64, 64], [0.1, 0.2], [0.0])
-
-
-@pytest.mark.parametrize("name", list(HISTORIES))
-def test_the_starts_stop_once_two_of_them_reach_the_lowest_objective(name, monkeypatch):
-    import goodopt.agent_fit as af
-
-    n, k, m, step, sync = _observe(HISTORIES[name], 0.03)
-    calls = []
-    real = af.minimize
-
-    def counted(*args, **kw):
-        res = real(*args, **kw)
-        calls.append(res.fun)
-        return res
-
-    monkeypatch.setattr(af, "minimize", counted)
-    early = af._fit(n, k, m, step, sync, 1e-2, None)
-    ran = list(calls)
-    monkeypatch.setattr(af, "AGREEING_STARTS", len(af.EXTRA_STARTS) + 2)  # every start
-    assert af._fit(n, k, m, step, sync, 1e-2, None) == early
-    if ran:  # a fit with free parameters: it stopped after the second of two starts that agree, or ran them all
-        assert len(ran) == 3 or (len(ran) == 2 and abs(ran[0] - ran[1]) <= af.TIE)
