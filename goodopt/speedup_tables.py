@@ -56,10 +56,14 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
     accum = np.zeros(shape, dtype=np.int64)
     k = np.arange(k_max + 1)[None, :, None]
     multi = np.array([False, True])[None, None, :]
+    rate_tables: dict[tuple[int, str], Array] = {}  # one per profile object and type (jobs share profiles)
     for j, prof in enumerate(profiles):
         if isinstance(prof, ThroughputProfile):  # measured rates at a fixed batch, efficiency 1
             for g, t in enumerate(type_names):
-                good[j, g] = prof.rate_table(t, k_max)
+                key = (id(prof), t)
+                if key not in rate_tables:
+                    rate_tables[key] = prof.rate_table(t, k_max)
+                good[j, g] = rate_tables[key]
                 local[j, g] = np.where(good[j, g] > 0, prof.batch_size, 0)
     per_job = (k_max + 1) * 2 * n_candidates
     step = max(1, _TABLE_CHUNK // per_job)
