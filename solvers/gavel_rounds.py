@@ -114,10 +114,6 @@ class GavelRounds:
             p = np.where(share > 0, x / np.where(share > 0, share, 1.0), x * FIRST_PRIORITY)
         return np.where((x > 0) & runnable, p, 0.0)
 
-    def fractions(self, ids: ArrayIn) -> Array:
-        """The allocation's rows (zeros for a job not in it). Shapes: ids (J,) -> (J, K)."""
-        return self.share[np.asarray(ids, dtype=np.int64)]
-
     def assign(self, ids: ArrayIn, scale_factor: ArrayIn, capacity: ArrayIn, runnable: Array,
                type_order: ArrayIn) -> Array:
         """GPU type index per job for the next round (-1 = none; a queued job outside the allocation also
