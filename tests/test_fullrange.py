@@ -201,6 +201,23 @@ def test_every_method_against_brute_force_on_profiles_many(pr):
     check_against_brute_force(pr)
 
 
+def test_placement_level_rescales_a_far_reference():
+    """A greedy reference of 1.018 against an optimum of 1.672 at p = -50 left the placement model's terms
+    above the reference all within 4e-7 of 1/50: HiGHS called 1.291 optimal and its bound, loosened only by the
+    gaps, was 1.325. The placement level re-scales to its answer as the configuration level does, and a
+    bound is loosened by HiGHS's pruning tolerance as well."""
+    groups = (NodeGroup("t4", 3, 2), NodeGroup("a100", 3, 1))
+    objective = Objective(p=-50.0, eps=0.01, interference_avoidance=False)
+    pr = random_scenario(3, Cluster(groups), 3, running_fraction=0.7, objective=objective).problem()
+    best = goodopt.solve(pr, "brute-force").fitness
+    assert best == pytest.approx(1.6715, abs=1e-4)
+    res = goodopt.solve(pr, "milp", {"formulation": "placement"})
+    assert res.status == Termination.OPTIMAL, res.message
+    assert res.fitness == pytest.approx(best, rel=REL) and res.bound >= best * (1 - REL)
+    assert res.extra["placement_rescales"] >= 1
+    check_against_brute_force(pr)
+
+
 @pytest.mark.parametrize("p", [-500.0, -300.0, -200.0, -50.0])
 def test_exact_extremes_on_profiles(tmp_path, p):
     """A 3-job round on 2 x 4 T4 where p <= -200 once gave a false certificate and an empty greedy."""

@@ -133,22 +133,30 @@ def unresolved(run: MilpRun, out: MilpOutcome) -> float | None:
 
 
 def placement_level(run: MilpRun) -> MethodOutcome:
-    """The placement-level MILP, warm-started from the best candidate."""
+    """The placement-level MILP, warm-started from the best candidate; re-scaled while its answer is not
+    resolved (as the configuration model, :func:`solve_config_model`)."""
     info = run.info
-    start_alloc, source, start_fit = run.best()
-    model = placement_model(run)
-    info["warm_start"] = source
-    if run.expired():
-        info["stages"].append({"model": "placement", "status": "skipped: time limit reached before solving",
-                               "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
-        return finish(run, start_alloc, as_time_limit(None), proven=False)
-    pout = run.stage("placement", lambda: model.solve(warm_start=start_alloc, **run.solve_kwargs()))
-    if run.pr.p in (np.inf, -np.inf) and pout.termination == Termination.OPTIMAL:
-        pout = certify_epigraph(run, model, pout)
-    run.tighten(pout)
-    if pout.has_solution:
-        alloc = model.allocation()
-        if run.add_candidate(alloc, "placement") >= start_fit:
-            return finish(run, alloc, pout)
+    info["warm_start"] = run.best()[1]
+    for attempt in range(MAX_RESCALES + 1):
+        model = placement_model(run)
+        if run.expired():
+            info["stages"].append({"model": "placement", "status": "skipped: time limit reached before solving",
+                                   "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
+            return finish(run, run.best()[0], as_time_limit(None), proven=False)
+        warm = run.best()[0]
+        pout = run.stage("placement" if attempt == 0 else f"placement rescaled x{attempt}",
+                         lambda: model.solve(warm_start=warm, **run.solve_kwargs()))
+        if run.pr.p in (np.inf, -np.inf) and pout.termination == Termination.OPTIMAL:
+            pout = certify_epigraph(run, model, pout)
+        run.tighten(pout)
+        alloc = model.allocation() if pout.has_solution else None
+        found = run.add_candidate(alloc, "placement")
+        reference = unresolved(run, pout)
+        if reference is None or run.expired() or attempt == MAX_RESCALES:
+            break
+        run.scale_objective(reference)
+    info["placement_rescales"] = attempt
+    if alloc is not None and found >= run.best()[2]:
+        return finish(run, alloc, pout)
     # the solver returned nothing better: report the best candidate with the solver's status
-    return finish(run, start_alloc, pout)
+    return finish(run, run.best()[0], pout)

@@ -25,21 +25,28 @@ log = logging.getLogger(__name__)
 
 #: HiGHS's MIP feasibility tolerance for epigraph (p = +-inf) models, unless the user sets one.
 EPIGRAPH_MIP_FEASIBILITY = 1e-9
+#: HiGHS's MIP feasibility tolerance for the scaled finite-p models, unless the user sets one.
+SCALED_MIP_FEASIBILITY = 1e-7
 
 
-def _epigraph_tolerance(problem: AllocationProblem, opts: MilpOptions) -> MilpOptions:
-    """Options with a tight MIP feasibility tolerance for epigraph models.
+def _mip_tolerance(problem: AllocationProblem, opts: MilpOptions) -> MilpOptions:
+    """Options with a MIP feasibility tolerance tighter than HiGHS's default 1e-6, unless the user sets one.
 
-    At the default 1e-6, HiGHS 1.16 let the epigraph variable exceed the
-    smallest speedup by 1e-6 (tiny_problem seed 259, p = -inf: t = 0.9107305
-    for a re-scored 0.9107295), so the certified bound sat 1.2e-6 above an
-    optimum that brute force confirms, and the answer was judged
-    ``numerical``. At 1e-9 the same model is certified.
+    HiGHS prunes nodes within that tolerance of the incumbent, so its bound
+    may lie below the optimum by it (:meth:`MilpRun.pruning_tolerance` adds
+    it back). At the default 1e-6, HiGHS 1.16 let the epigraph variable
+    exceed the smallest speedup by 1e-6 (tiny_problem seed 259, p = -inf:
+    t = 0.9107305 for a re-scored 0.9107295), so the certified bound sat
+    1.2e-6 above an optimum that brute force confirms; at 1e-9 the same model
+    is certified. For finite p the model's units resolve a fitness gap of
+    about ``1e-7 W`` (:mod:`goodopt.formulations.objective`): at 1e-6 a
+    one-job round could not be certified within 1e-6 once the tolerance is
+    added back; at 1e-7 it is.
     """
-    if opts.solver != "highs" or np.isfinite(problem.p) or "mip_feasibility_tolerance" in opts.highs_options:
+    if opts.solver != "highs" or "mip_feasibility_tolerance" in opts.highs_options:
         return opts
-    return opts.replace(highs_options={"mip_feasibility_tolerance": EPIGRAPH_MIP_FEASIBILITY,
-                                       **opts.highs_options})
+    tol = SCALED_MIP_FEASIBILITY if np.isfinite(problem.p) else EPIGRAPH_MIP_FEASIBILITY
+    return opts.replace(highs_options={"mip_feasibility_tolerance": tol, **opts.highs_options})
 
 
 def solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptions, t_start: float) -> MethodOutcome:
@@ -52,7 +59,7 @@ def solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptio
     second run is judged like the first, and its answer is kept only if it
     is not ``numerical`` itself.
     """
-    opts = _epigraph_tolerance(problem, opts)
+    opts = _mip_tolerance(problem, opts)
     out = _solve_milp(problem, evaluator, opts, t_start)
     if (out.status == Termination.NUMERICAL and opts.solver == "highs"
             and "presolve" not in opts.highs_options and not _expired_from(opts, t_start)):

@@ -75,6 +75,9 @@ def pattern_rows_apply(run: MilpRun) -> bool:
             and run.pr.interference_avoidance)
 
 
+#: HiGHS's default MIP feasibility tolerance (its option ``mip_feasibility_tolerance``).
+HIGHS_MIP_FEASIBILITY = 1e-6
+
 #: Re-scalings of the objective (a new reference fitness) before a resolution problem is reported.
 MAX_RESCALES = 8
 #: A feasible allocation kept as a candidate answer: (allocation, where it came from, fitness).
@@ -138,7 +141,24 @@ class MilpRun:
         as its bound, so the reported bound alone can lie below the optimum by
         up to those gaps (seen at p = -inf: 0.1 reported, 0.10000012 reachable).
         """
-        return bound + self.gaps["mip_abs_gap"] + self.gaps["mip_rel_gap"] * abs(bound)
+        return bound + self.gaps["mip_abs_gap"] + self.gaps["mip_rel_gap"] * abs(bound) + self.pruning_tolerance
+
+    @property
+    def pruning_tolerance(self) -> float:
+        """How far below the optimum HiGHS may close nodes besides the gaps: its MIP feasibility tolerance.
+
+        HiGHS prunes a node whose bound comes within that (absolute) tolerance
+        of the incumbent, so its final bound can lie below the optimum by it
+        even with both gaps at 0 (p = -50, eps = 0.01: bound 0.05999959, an
+        allocation worth 0.06 - 1.4e-12 in the same units; 1e-6 by default).
+        Epigraph models (p = +-inf) are not loosened: their optimum is proven
+        by the floor re-solve of :func:`~goodopt.solvers.milp.certify.certify_epigraph`
+        (an infeasibility, not a pruned node), and their objective is the
+        fitness itself, which may be far below 1.
+        """
+        if self.opts.solver != "highs" or not np.isfinite(self.pr.p):
+            return 0.0
+        return float(self.opts.highs_options.get("mip_feasibility_tolerance", HIGHS_MIP_FEASIBILITY))
 
     def tighten(self, out: MilpOutcome | None) -> None:
         """Take a solved model's bound (valid for the placement problem) into the best bound."""
