@@ -7,7 +7,7 @@ hand them to HiGHS as they are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,6 +45,24 @@ class MatrixModel:
     def n_rows(self) -> int:
         return self.A.shape[0]
 
+    def restricted(self, lower: Array, upper: Array) -> tuple[MatrixModel, Array, Array]:
+        """The model with new column bounds and its fixed columns (``lower == upper``) taken out.
+
+        Returns ``(sub, free, x_fixed)``: ``sub`` over the columns ``free``
+        (their indices here), its row bounds less the fixed columns' activity;
+        ``x_fixed`` holds every column's fixed value (0 where free), so a
+        solution ``y`` of ``sub`` is ``x = x_fixed; x[free] = y`` here, worth
+        ``cost @ x_fixed + sub.cost @ y``. Shapes: lower, upper (n,) -> free (k,), x_fixed (n,).
+        """
+        lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+        free = np.flatnonzero(lower < upper)
+        x_fixed = np.where(lower < upper, 0.0, lower)
+        activity = self.A.matvec(x_fixed)
+        sub = replace(self, cost=self.cost[free], lower=lower[free], upper=upper[free], integer=self.integer[free],
+                      A=self.A.columns(free), row_lower=self.row_lower - activity,
+                      row_upper=self.row_upper - activity, n_configs=0, pattern_types=(), aggregate_types=())
+        return sub, free, x_fixed
+
 
 @dataclass(frozen=True, eq=False)
 class CscArrays:
@@ -57,6 +75,23 @@ class CscArrays:
     indices: Array
     data: Array
     shape: tuple[int, int]
+
+    def matvec(self, x: Array) -> Array:
+        """``A @ x``. Shapes: x (n,) -> (m,)."""
+        m, _ = self.shape
+        counts = np.diff(self.indptr)
+        col = np.repeat(np.arange(len(counts)), counts)
+        return np.bincount(self.indices, weights=self.data * np.asarray(x, float)[col], minlength=m)
+
+    def columns(self, cols: Array) -> CscArrays:
+        """The columns ``cols`` (in that order) as a matrix of their own. Shapes: cols (k,)."""
+        cols = np.asarray(cols, np.int64)
+        start, stop = self.indptr[cols], self.indptr[cols + 1]
+        counts = stop - start
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        take = np.repeat(start - indptr[:-1], counts) + np.arange(indptr[-1])
+        return CscArrays(indptr=indptr, indices=self.indices[take], data=self.data[take],
+                         shape=(self.shape[0], len(cols)))
 
     @classmethod
     def from_triplets(cls, rows: Array, cols: Array, vals: Array, shape: tuple[int, int]) -> CscArrays:

@@ -67,6 +67,7 @@ class ArrayModel(_Base):
         self.session = HighsSession(self.mm, threads=threads, highs_options=highs_options)
         self.build_s = time.perf_counter() - t0
         self._x: Array | None = None
+        self._lp_x: Array | None = None
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
@@ -76,10 +77,17 @@ class ArrayModel(_Base):
                                     warm_start=x0, relax=relax, node_limit=node_limit)
         if x is not None:
             self._x = x
+            if relax:
+                self._lp_x = x
             z = x[:self.cs.n_configs]
             n = self.pr.n_jobs
             self._chosen = rounded_from_values(self.cs, n, z) if relax else choice_from_values(self.cs, n, z)
         return out
+
+    @property
+    def lp_values(self) -> Array | None:
+        """Every column's value in the last LP relaxation solved (None before one)."""
+        return self._lp_x
 
     def _encode(self, alloc: ArrayIn) -> Array | tuple[Array, Array]:
         """Column values of an allocation (its rows matched to configurations)."""

@@ -231,6 +231,49 @@ def test_a_rounded_lp_optimum_that_reaches_the_lp_bound_is_certified_without_the
     assert abs(fast.fitness - full.fitness) <= 1e-9 * full.fitness and fast.bound >= full.fitness - 1e-9
 
 
+def test_a_dive_from_the_lp_adds_a_placed_candidate_and_never_a_bound():
+    """mixed-64 seed 0 (38 jobs): the LP under every type's pattern rows splits some jobs; the dive keeps every
+    other job's LP choice and lets a small MILP choose for the split ones. Its answer is a feasible candidate
+    at or below the certified optimum, and its stage records no bound (the fixing is a restriction)."""
+    pr = FAMILIES["mixed-64"].scenario(0).problem()
+    res = goodopt.solve(pr, "milp", {"lp_rounding": True})
+    assert res.status == Termination.OPTIMAL
+    dives = [st for st in res.extra["stages"] if st["model"].startswith("LP dive")]
+    assert dives and all(np.isnan(st["fitness_bound"]) for st in dives)
+    assert all(st["fitness"] <= res.fitness * (1 + 1e-9) for st in dives)
+    assert dives[0]["fitness"] >= 0.99 * res.fitness  # 1.5409 against 1.5416
+    plain = goodopt.solve(pr, "milp", {"lp_rounding": False})
+    assert abs(plain.fitness - res.fitness) <= 1e-6 * res.fitness
+
+
+def test_a_restricted_matrix_model_is_the_model_with_its_fixed_columns_moved_to_the_row_bounds():
+    from goodopt.formulations.matrix import CscArrays, MatrixModel
+    rng = np.random.default_rng(3)
+    dense = rng.normal(size=(5, 9)) * (rng.random((5, 9)) < 0.5)
+    rows, cols = np.nonzero(dense)
+    A = CscArrays.from_triplets(rows, cols, dense[rows, cols], dense.shape)
+    x = rng.normal(size=9)
+    assert np.allclose(A.matvec(x), dense @ x)
+    pick = np.array([4, 0, 4, 8])
+    sub_a = A.columns(pick)
+    back = np.zeros(sub_a.shape)
+    for j in range(len(pick)):
+        back[sub_a.indices[sub_a.indptr[j]:sub_a.indptr[j + 1]], j] = sub_a.data[sub_a.indptr[j]:sub_a.indptr[j + 1]]
+    assert np.allclose(back, dense[:, pick])
+    mm = MatrixModel(cost=rng.normal(size=9), lower=np.zeros(9), upper=np.full(9, 3.0), integer=np.ones(9, bool),
+                     A=A, row_lower=np.full(5, -1.0), row_upper=np.full(5, 4.0), names=("R",) * 5, n_configs=9,
+                     epigraph=False)
+    lower, upper = mm.lower.copy(), mm.upper.copy()
+    lower[[1, 5]] = upper[[1, 5]] = [2.0, 1.0]
+    sub, free, x_fixed = mm.restricted(lower, upper)
+    assert list(free) == [0, 2, 3, 4, 6, 7, 8] and x_fixed[1] == 2.0 and x_fixed[5] == 1.0
+    y = rng.normal(size=len(free))
+    full = x_fixed.copy()
+    full[free] = y
+    assert np.allclose(dense @ full - sub.A.matvec(y), mm.row_lower - sub.row_lower)
+    assert np.isclose(mm.cost @ full, mm.cost @ x_fixed + sub.cost @ y)
+
+
 def test_a_thread_count_beyond_any_machine_is_refused_before_highs_allocates_it():
     """HiGHS sizes its pool up front: 1e8 threads ended in std::bad_alloc inside the solve (a traceback),
     for milp and for the GA's LP-rounded start alike."""

@@ -11,9 +11,10 @@ import numpy as np
 from goodopt.arrays import Array
 
 from ..backend import MilpOutcome
-from ..config_model import ConfigModel
+from ..config_model import ArrayModel, ConfigModel
 from ..result import CERTIFIED_GAP, Termination
 from ..rounding import round_choice
+from .dive import lp_dive
 from .placement import place_choice
 from .run import MilpRun, as_time_limit
 
@@ -71,10 +72,18 @@ def lp_certificate(run: MilpRun, model: ConfigModel, name: str) -> tuple[MilpOut
     chosen = model.chosen()
     placed = place_choice(run, chosen)[0]  # an integral LP optimum places exactly under its pattern rows
     run.add_candidate(placed if placed is not None else round_choice(run.pr, run.cs, chosen), "lp-rounding")
-    alloc, _, fit = run.best()
-    bound = run.fit_bound
-    tolerance = max(run.opts.mip_rel_gap, CERTIFIED_GAP) * abs(bound)
-    if not (np.isfinite(fit) and np.isfinite(bound)) or bound - fit > tolerance:
+    if not reaches_bound(run) and isinstance(model, ArrayModel):
+        lp_dive(run, model)
+    if not reaches_bound(run):
         return None
-    run.info["proof"] = f"a rounding of the LP relaxation of the {name} model reaches its bound"
+    alloc, source, _ = run.best()
+    how = "a dive from" if source == "lp-dive" else "a rounding of"
+    run.info["proof"] = f"{how} the LP relaxation of the {name} model reaches its bound"
     return replace(lp, objective=lp.bound), alloc
+
+
+def reaches_bound(run: MilpRun) -> bool:
+    """Whether the best candidate is within the gap the MILP would stop at of the best bound."""
+    fit, bound = run.best()[2], run.fit_bound
+    tolerance = max(run.opts.mip_rel_gap, CERTIFIED_GAP) * abs(bound)
+    return bool(np.isfinite(fit) and np.isfinite(bound) and bound - fit <= tolerance)
