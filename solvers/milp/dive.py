@@ -18,7 +18,7 @@ from goodopt.formulations.configs import choice_from_values
 from ..config_model import ArrayModel
 from ..highs_arrays import HighsSession
 from .placement import place_choice
-from .run import MilpRun, remaining
+from .run import MilpRun
 
 #: Branch-and-bound nodes of the dive's MILP: a deterministic budget.
 DIVE_NODE_LIMIT = 200
@@ -49,9 +49,7 @@ def lp_dive(run: MilpRun, model: ArrayModel) -> float:
     lower[u][settled] = upper[u][settled] = np.round(x[u][settled])
     sub, free, x_fixed = mm.restricted(lower, upper)
     session = HighsSession(sub, threads=run.opts.threads, highs_options={**run.opts.highs_options, "presolve": "on"})
-    kw = run.solve_kwargs()
-    out, y = session.solve(time_limit_s=remaining(run.deadline), node_limit=DIVE_NODE_LIMIT,
-                           mip_rel_gap=kw["mip_rel_gap"], mip_abs_gap=kw["mip_abs_gap"])
+    out, y = session.solve(**{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
     offset = float(mm.cost @ x_fixed)
     # the dive's value in the model's units; it bounds only the restricted model, so no bound is recorded
     run.stage(f"LP dive ({split.size} split jobs)",
