@@ -60,6 +60,19 @@ class ConfigSet:
     def of_job(self, j: int) -> slice:
         return slice(int(self.job_start[j]), int(self.job_start[j + 1]))
 
+    def subset(self, mask: Array) -> ConfigSet:
+        """The configurations where ``mask`` holds, in the same order (still sorted by job). Shapes: mask (C,)."""
+        mask = np.asarray(mask, bool)
+        job = self.job[mask]
+        n_jobs = len(self.job_start) - 1
+        keep = self.keep[mask]
+        keep_of_job = np.full(n_jobs, -1, dtype=np.int64)
+        keep_pos = np.flatnonzero(keep)
+        keep_of_job[job[keep_pos]] = keep_pos
+        return ConfigSet(job=job, gpu_type=self.gpu_type[mask], n_gpus=self.n_gpus[mask], multi=self.multi[mask],
+                         keep=keep, speedup=self.speedup[mask], job_start=np.searchsorted(job, np.arange(n_jobs + 1)),
+                         keep_of_job=keep_of_job)
+
 
 def current_shape(problem: AllocationProblem) -> tuple[Array, Array, Array]:
     """GPU count, node count and majority type of every current row.

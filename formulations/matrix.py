@@ -83,6 +83,13 @@ class CscArrays:
         col = np.repeat(np.arange(len(counts)), counts)
         return np.bincount(self.indices, weights=self.data * np.asarray(x, float)[col], minlength=m)
 
+    def rmatvec(self, y: Array) -> Array:
+        """``A^T y``. Shapes: y (m,) -> (n,)."""
+        n = self.shape[1]
+        counts = np.diff(self.indptr)
+        col = np.repeat(np.arange(n), counts)
+        return np.bincount(col, weights=self.data * np.asarray(y, float)[self.indices], minlength=n)
+
     def columns(self, cols: Array) -> CscArrays:
         """The columns ``cols`` (in that order) as a matrix of their own. Shapes: cols (k,)."""
         cols = np.asarray(cols, np.int64)

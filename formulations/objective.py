@@ -49,7 +49,7 @@ heuristics rank moves by (:func:`rank_utility`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,15 @@ class ScaledObjective:
     def fitness(self, value: float) -> float:
         """The fitness ``F(V)`` of a model value or bound ``V`` (see :func:`fitness_of_value`)."""
         return fitness_of_value(value, self.p, self.weight_sum, self.reference)
+
+    def value(self, fitness: float) -> float:
+        """The model value ``V`` of a fitness ``F > 0``: ``W bc_p(F / r)``, the inverse of :meth:`fitness`."""
+        return self.weight_sum * float(box_cox(self.p, np.log(fitness / self.reference)))
+
+    def subset(self, mask: Array) -> ScaledObjective:
+        """The objective over the configurations where ``mask`` holds (:meth:`ConfigSet.subset`). Shapes: (C,)."""
+        mask = np.asarray(mask, bool)
+        return replace(self, coef=self.coef[mask], forbidden=self.forbidden[mask])
 
 
 def fitness_of_value(value: float, p: float, weight_sum: float, reference: float) -> float:

@@ -54,6 +54,11 @@ class _Base:
     def epigraph_value(self) -> float:
         return epigraph_value(self.pr, self.cs, self._chosen)
 
+    @property
+    def pattern_types(self) -> tuple[int, ...]:
+        """GPU types whose node-pattern rows the model carries (none on the pyomo route)."""
+        return ()
+
 
 class ArrayModel(_Base):
     """The configuration level as arrays in a live HiGHS instance."""
@@ -72,7 +77,7 @@ class ArrayModel(_Base):
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
               node_limit: int | None = None, **_: Any) -> MilpOutcome:
-        x0 = self._encode(warm_start) if warm_start is not None else None
+        x0 = self.encode(warm_start) if warm_start is not None else None
         out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
                                     warm_start=x0, relax=relax, node_limit=node_limit)
         if x is not None:
@@ -85,12 +90,17 @@ class ArrayModel(_Base):
         return out
 
     @property
+    def pattern_types(self) -> tuple[int, ...]:
+        return self.mm.pattern_types
+
+    @property
     def lp_values(self) -> Array | None:
         """Every column's value in the last LP relaxation solved (None before one)."""
         return self._lp_x
 
-    def _encode(self, alloc: ArrayIn) -> Array | tuple[Array, Array]:
-        """Column values of an allocation (its rows matched to configurations)."""
+    def encode(self, alloc: ArrayIn) -> Array | tuple[Array, Array]:
+        """Column values of an allocation (its rows matched to configurations): every column's, or
+        ``(columns, values)`` for the model's own columns when node-pattern blocks follow them."""
         pr, cs, mm = self.pr, self.cs, self.mm
         chosen = match_configs(pr, cs, np.asarray(alloc))
         x = np.zeros(mm.n_columns)

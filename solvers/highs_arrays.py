@@ -60,6 +60,8 @@ class HighsSession:
         self.h = h
         self.setup_s = time.perf_counter() - t0
         self.n_rows = model.n_rows
+        #: Row duals of the last LP relaxation solved (None before one, or when HiGHS had none).
+        self.lp_row_dual: Array | None = None
         v = h.version() if hasattr(h, "version") else ""
         self.version = v if isinstance(v, str) else f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
 
@@ -109,6 +111,9 @@ class HighsSession:
         stopped = run_highs(h, time_limit_s)
         solve_s = time.perf_counter() - t1
         out, x = self._outcome(bool(integer), solve_s, setup, stopped)
+        if relax:
+            sol = h.getSolution()
+            self.lp_row_dual = np.asarray(sol.row_dual, float) if x is not None and sol.dual_valid else None
         if relax and model.integer.any():
             h.changeColsIntegrality(model.n_columns, np.arange(model.n_columns, dtype=np.int32),
                                     np.array(self._integrality))

@@ -274,6 +274,77 @@ def test_a_restricted_matrix_model_is_the_model_with_its_fixed_columns_moved_to_
     assert np.isclose(mm.cost @ full, mm.cost @ x_fixed + sub.cost @ y)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_the_lagrangian_bounds_hold_for_every_binary_point_and_any_multipliers(seed):
+    """For any row multipliers y, L bounds cost.x over every 0/1 point within the rows, and L_c every such point
+    with x_c = 1: checked by enumerating all 2^8 points of random small models, with y drawn at random (of
+    either sign, some rows unbounded on one side) and the LP's own duals alike."""
+    import itertools
+
+    from goodopt.formulations.matrix import CscArrays, MatrixModel
+    from goodopt.solvers.highs_arrays import HighsSession
+    from goodopt.solvers.milp.reduce import lagrangian_bounds
+    rng = np.random.default_rng(seed)
+    m, n = 4, 8
+    dense = rng.integers(-2, 4, size=(m, n)) * (rng.random((m, n)) < 0.6)
+    rows, cols = np.nonzero(dense)
+    A = CscArrays.from_triplets(rows, cols, dense[rows, cols].astype(float), (m, n))
+    lo = np.where(rng.random(m) < 0.3, -np.inf, -rng.integers(0, 3, m).astype(float))
+    hi = rng.integers(1, 6, m).astype(float)
+    mm = MatrixModel(cost=rng.normal(size=n), lower=np.zeros(n), upper=np.ones(n), integer=np.ones(n, bool), A=A,
+                     row_lower=lo, row_upper=hi, names=("R",) * m, n_configs=n, epigraph=False)
+    session = HighsSession(mm, highs_options={"presolve": "off"})
+    session.solve(relax=True)
+    duals = [rng.normal(size=m), np.abs(rng.normal(size=m))]
+    if session.lp_row_dual is not None:
+        duals += [session.lp_row_dual, -session.lp_row_dual]
+    points = np.array(list(itertools.product((0.0, 1.0), repeat=n)))
+    act = points @ dense.T
+    feasible = points[np.all((act >= lo - 1e-9) & (act <= hi + 1e-9), axis=1)]
+    for y in duals:
+        total, per_column = lagrangian_bounds(mm, y)
+        for x in feasible:
+            value = float(mm.cost @ x)
+            assert value <= total + 1e-9
+            assert np.all(value <= per_column[x == 1] + 1e-9)
+
+
+def test_reduced_cost_fixing_drops_configurations_and_keeps_the_optimum_and_a_valid_bound():
+    """mixed-64 seed 0, starting from the LP under every type's pattern rows: its duals bound every allocation
+    that uses a configuration, and most configurations bound below the best candidate. They are dropped
+    before the configuration MILP; the answer is the optimum the full pipeline certifies (lp_rounding:
+    false), and what was dropped is worth less than the answer."""
+    pr = FAMILIES["mixed-64"].scenario(0).problem()
+    res = goodopt.solve(pr, "milp", {"lp_rounding": True})
+    fixing = res.extra["reduced_cost_fixing"]
+    assert res.status == Termination.OPTIMAL
+    assert fixing["dropped_configs"] > 0.5 * res.extra["n_configs"]  # 1,884 of 2,080
+    assert fixing["bound_of_dropped"] < fixing["incumbent"] <= res.fitness <= res.bound
+    dives = [st for st in res.extra["stages"] if st["model"].startswith("reduced-cost dive")]
+    assert dives and all(np.isnan(st["fitness_bound"]) and st["fitness"] <= res.fitness * (1 + 1e-9) for st in dives)
+    plain = goodopt.solve(pr, "milp", {"lp_rounding": False})
+    assert "reduced_cost_fixing" not in plain.extra
+    assert abs(plain.fitness - res.fitness) <= 1e-6 * res.fitness and res.bound >= plain.fitness * (1 - 1e-6)
+
+
+def test_a_configuration_subset_keeps_jobs_sorted_and_maps_keep_configurations():
+    from goodopt.formulations.configs import enumerate_configs
+    pr = FAMILIES["mixed-64"].scenario(1).problem()
+    cs = enumerate_configs(pr)
+    mask = np.random.default_rng(0).random(cs.n_configs) < 0.3
+    sub = cs.subset(mask)
+    assert sub.n_configs == mask.sum() and np.all(np.diff(sub.job) >= 0)
+    assert np.array_equal(sub.speedup, cs.speedup[mask])
+    for j in range(pr.n_jobs):
+        assert np.array_equal(sub.gpu_type[sub.of_job(j)], cs.gpu_type[cs.of_job(j)][mask[cs.of_job(j)]])
+        k = sub.keep_of_job[j]
+        was = cs.keep_of_job[j]
+        assert (k >= 0) == (was >= 0 and mask[was])
+        if k >= 0:
+            assert sub.keep[k] and sub.job[k] == j
+
+
 def test_a_thread_count_beyond_any_machine_is_refused_before_highs_allocates_it():
     """HiGHS sizes its pool up front: 1e8 threads ended in std::bad_alloc inside the solve (a traceback),
     for milp and for the GA's LP-rounded start alike."""

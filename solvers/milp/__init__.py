@@ -2,8 +2,15 @@
 
 ``milp`` (``formulation="auto"``, the default):
 
+0. *LP first* (from 2,000 job-node pairs, finite p): the LP relaxation under
+   every type's node-pattern rows, rounded and dived from
+   (:mod:`.certify`, :mod:`.dive`); it ends the solve when a candidate reaches
+   its bound, and otherwise its duals bound every configuration
+   (:mod:`.reduce`);
 1. *start*: configurations, a greedy incumbent (and the user's warm start),
-   the objective scaled to the incumbent with options pruned against it
+   configurations whose LP bound lies below the best candidate dropped (the
+   configuration level then carries every type's pattern rows at once), the
+   objective scaled to the incumbent with options pruned against it
    (:mod:`goodopt.formulations.objective`);
 2. *configuration level* (aggregate capacity per GPU type, a valid
    relaxation), as arrays into HiGHS or through pyomo, re-scaled until the
@@ -29,6 +36,7 @@ for the true problem; it never certifies.
 
 Modules, bottom up: :mod:`.run` (the run's state and deadline), :mod:`.models`
 (the two models), :mod:`.placement` (exact placement of a choice),
+:mod:`.reduce` (reduced-cost fixing), :mod:`.dive` (dives from the LP),
 :mod:`.certify` (certificates that end a stage early), :mod:`.pattern_rows`
 (making the configuration level place), :mod:`.verdict` (status and result),
 :mod:`.levels` (the two levels), :mod:`.method` and :mod:`.pwl` (the entry

@@ -14,8 +14,9 @@ from ..backend import MilpOutcome
 from ..config_model import ArrayModel, ConfigModel
 from ..result import CERTIFIED_GAP, Termination
 from ..rounding import round_choice
-from .dive import lp_dive
+from .dive import lp_dive, reduced_cost_dive
 from .placement import place_choice
+from .reduce import lp_config_bounds
 from .run import MilpRun, as_time_limit
 
 log = logging.getLogger(__name__)
@@ -74,10 +75,12 @@ def lp_certificate(run: MilpRun, model: ConfigModel, name: str) -> tuple[MilpOut
     run.add_candidate(placed if placed is not None else round_choice(run.pr, run.cs, chosen), "lp-rounding")
     if not reaches_bound(run) and isinstance(model, ArrayModel):
         lp_dive(run, model)
+        if not reaches_bound(run):
+            reduced_cost_dive(run, model, lp_config_bounds(run, model))
     if not reaches_bound(run):
         return None
     alloc, source, _ = run.best()
-    how = "a dive from" if source == "lp-dive" else "a rounding of"
+    how = "a dive from" if source in ("lp-dive", "reduced-cost dive") else "a rounding of"
     run.info["proof"] = f"{how} the LP relaxation of the {name} model reaches its bound"
     return replace(lp, objective=lp.bound), alloc
 

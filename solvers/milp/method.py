@@ -4,6 +4,7 @@ answer is judged ``numerical``."""
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 import numpy as np
 from goodopt.formulations.objective import reference_fitness
@@ -11,12 +12,14 @@ from goodopt.formulations.objective import reference_fitness
 from goodopt.evaluator import Evaluator
 from goodopt.problem import AllocationProblem
 
+from ..config_model import ArrayModel
 from ..heuristics import canonicalize, greedy
 from ..options import MilpOptions
 from ..result import MethodOutcome, Termination
 from .certify import lp_certificate
 from .levels import config_level, lp_first, placement_level
 from .models import config_model
+from .reduce import drop_configs, lp_config_bounds
 from .run import MilpRun, expired
 from .verdict import finish, nothing_left, nothing_to_choose
 
@@ -82,18 +85,22 @@ def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOpti
     if getattr(opts, "warm_start", None) is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts.warm_start)[0], "user")
     reference = _safe_reference(run) if lp_first(run) else None
+    bounds = None
     if reference is not None:  # greedy (1-2 s at 2048 GPUs) only when the LP certificate does not conclude
         run.scale_objective(reference)
-        certified = lp_certificate(run, config_model(run, placement=range(problem.n_gpu_types)),
-                                    "config + pattern rows (every type)")
+        lp_model = config_model(run, placement=range(problem.n_gpu_types))
+        certified = lp_certificate(run, lp_model, "config + pattern rows (every type)")
         if certified is not None:
             return finish(run, certified[1], certified[0])
+        bounds = lp_config_bounds(run, cast(ArrayModel, lp_model))
     run.add_candidate(greedy(problem, run.cs)[0], "greedy")
+    # with few configurations left, the model whose LP was solved is also the one to solve as a MILP
+    dropped = drop_configs(run, bounds) > 0
     run.scale_objective()
     if nothing_left(run):
         return nothing_to_choose(run)
     if opts.formulation in ("auto", "config"):
-        fields = config_level(run)
+        fields = config_level(run, range(problem.n_gpu_types) if dropped else ())
         if fields is not None:
             return fields
     return placement_level(run)

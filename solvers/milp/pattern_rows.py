@@ -32,7 +32,7 @@ def placement_rows_loop(run: MilpRun, model: ConfigModel, out: MilpOutcome) -> t
     Returns ``(outcome, allocation)``, ``(outcome, None)`` when undecided, or None.
     """
     pr, info = run.pr, run.info
-    with_rows: set[int] = set()
+    with_rows: set[int] = set(model.pattern_types)
     for _ in range(pr.n_gpu_types + 1):
         if out.termination != Termination.OPTIMAL or not out.has_solution or run.expired():
             return out, None

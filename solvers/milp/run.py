@@ -99,6 +99,8 @@ class MilpRun:
         self.info: dict[str, Any] = {"n_configs": self.cs.n_configs, "stages": []}
         self.candidates: list[Candidate] = []  # (alloc, source, fitness) of feasible allocations
         self.fit_bound = np.inf
+        # a bound on every allocation using a configuration dropped from ``cs`` (reduced-cost fixing)
+        self.dropped_bound = -np.inf
         self.objective: ScaledObjective | None = None  # for finite p
         self.last_model: Any = None  # the configuration or placement model solved last (write_model)
 
@@ -161,12 +163,16 @@ class MilpRun:
         return float(self.opts.highs_options.get("mip_feasibility_tolerance", HIGHS_MIP_FEASIBILITY))
 
     def tighten(self, out: MilpOutcome | None) -> None:
-        """Take a solved model's bound (valid for the placement problem) into the best bound."""
+        """Take a solved model's bound (valid for the placement problem) into the best bound.
+
+        A model built after configurations were dropped bounds only the allocations without them; those
+        with them are bounded by :attr:`dropped_bound`.
+        """
         if out is not None and out.termination not in (Termination.ERROR, Termination.NUMERICAL) \
                 and np.isfinite(out.bound):
             f = self.to_fitness(self.model_bound(out.bound))
             if np.isfinite(f):
-                self.fit_bound = min(self.fit_bound, f)
+                self.fit_bound = min(self.fit_bound, max(f, self.dropped_bound))
 
     # ---------------------------------------------------------------- solver arguments
     def solve_kwargs(self, *, check: bool = False) -> dict[str, Any]:

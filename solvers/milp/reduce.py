@@ -1,0 +1,110 @@
+r"""Reduced-cost fixing: configurations that no allocation as good as the incumbent can use are taken out of
+the configuration set before the configuration MILP is built.
+
+For any row multipliers ``y`` and every ``x`` within its column bounds whose
+row activities lie within the row bounds (``d = cost - Aᵀy``)::
+
+    cost·x = d·x + y·(A x) <= Σ_i max(y_i l_i, y_i u_i) + Σ_k max(d_k lo_k, d_k up_k) =: L
+
+and, for a binary column ``z_c`` set to 1, ``cost·x <= L - max(d_c lo_c, d_c up_c) + d_c =: L_c``. With
+``y`` the LP relaxation's duals, ``L`` is its optimum; the bound holds for any ``y``, so the LP's tolerances
+cannot make it wrong, only weaker. The LP is that of the configuration level under every GPU type's
+node-pattern rows, a relaxation of the placement problem, so ``L_c`` bounds every allocation that uses
+configuration ``c``. When ``L_c`` lies below the incumbent's value by more than the solver's gap, ``c``
+belongs to no allocation as good as the incumbent, and every later model is built without it. The answer's
+bound stays valid: what was taken out is worth at most ``max L_c`` over the dropped configurations, below
+the incumbent (:attr:`MilpRun.dropped_bound`).
+
+Removed, not fixed at 0: with presolve off (this method's default, see
+:func:`~goodopt.solvers.milp.run.config_highs_options`) HiGHS carries fixed
+columns through its whole search. On five-types-2048 under Sia's objective the
+configuration MILP took 79 s with 78k of its 81k columns fixed at 0, and 4.4 s
+with the same columns removed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from goodopt.formulations.configs import match_configs
+from goodopt.formulations.matrix import MatrixModel
+from goodopt.formulations.objective import ScaledObjective
+
+from goodopt.arrays import Array
+
+from ..config_model import ArrayModel
+from .run import MilpRun
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigBounds:
+    """Per configuration, a bound ``L_c`` (model units of ``objective``) on every solution that chooses it.
+
+    ``lp_bound`` is ``L``, the bound on every solution. Shapes: value (C,).
+    """
+
+    value: Array
+    lp_bound: float
+    objective: ScaledObjective
+
+
+def lagrangian_bounds(mm: MatrixModel, y: Array) -> tuple[float, Array]:
+    """``(L, L_c)`` for the multipliers ``y``: the bound on every solution, and on those with column ``c`` at 1
+    for each of the first ``mm.n_configs`` columns (``L`` is +inf when ``y`` meets an unbounded row or column).
+    Shapes: y (m,) -> (n_configs,)."""
+    d = mm.cost - mm.A.rmatvec(y)
+    with np.errstate(invalid="ignore"):
+        rows = np.where(y > 0, y * mm.row_upper, np.where(y < 0, y * mm.row_lower, 0.0))
+        cols = np.where(d > 0, d * mm.upper, np.where(d < 0, d * mm.lower, 0.0))
+    total = float(rows.sum() + cols.sum())
+    if not np.isfinite(total):
+        return np.inf, np.full(mm.n_configs, np.inf)
+    C = mm.n_configs
+    return total, total - cols[:C] + d[:C]
+
+
+def lp_config_bounds(run: MilpRun, model: ArrayModel) -> ConfigBounds | None:
+    """The bounds ``L_c`` from ``model``'s last LP relaxation (its duals); None when there are none (no
+    duals, rows added since, or an epigraph model)."""
+    mm, y = model.mm, model.session.lp_row_dual
+    if y is None or run.objective is None or model.session.n_rows != mm.n_rows or len(y) != mm.n_rows:
+        return None
+    # HiGHS's sign convention for a maximisation's duals aside, both signs give valid bounds: keep the tighter
+    (total, value), (total_neg, value_neg) = lagrangian_bounds(mm, y), lagrangian_bounds(mm, -y)
+    if total_neg < total:
+        total, value = total_neg, value_neg
+    if not np.isfinite(total):
+        return None
+    return ConfigBounds(value=value, lp_bound=total, objective=run.objective)
+
+
+def drop_configs(run: MilpRun, bounds: ConfigBounds | None) -> int:
+    """Take every configuration whose bound lies below the best candidate out of ``run.cs``; returns how many.
+
+    The candidate's own configurations always stay. Call it before the
+    objective is (re-)scaled: the scaled objective's arrays follow ``run.cs``.
+    """
+    best, _, f_inc = run.best()
+    if bounds is None or best is None or not (np.isfinite(f_inc) and f_inc > 0) \
+            or len(bounds.value) != run.cs.n_configs:
+        return 0
+    ob = bounds.objective
+    v_inc = ob.value(f_inc)  # the candidate in the LP's units
+    margin = run.gaps["mip_abs_gap"] + run.pruning_tolerance
+    drop = bounds.value < v_inc - margin
+    used = match_configs(run.pr, run.cs, best)
+    drop[used[used >= 0]] = False
+    n = int(drop.sum())
+    if n == 0 or n == run.cs.n_configs:
+        return 0
+    run.dropped_bound = max(run.dropped_bound, ob.fitness(float(bounds.value[drop].max())))
+    run.cs = run.cs.subset(~drop)
+    run.info["reduced_cost_fixing"] = {"dropped_configs": n, "kept_configs": run.cs.n_configs,
+                                       "bound_of_dropped": run.dropped_bound, "incumbent": f_inc}
+    log.info("milp: %d of %d configurations dropped by reduced costs (they bound below %.9g)", n,
+             n + run.cs.n_configs, f_inc)
+    return n
