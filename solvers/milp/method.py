@@ -86,14 +86,15 @@ def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOpti
         run.add_candidate(canonicalize(problem, run.cs, opts.warm_start)[0], "user")
     reference = _safe_reference(run) if lp_first(run) else None
     bounds = None
-    if reference is not None:  # greedy (1-2 s at 2048 GPUs) only when the LP certificate does not conclude
+    if reference is not None:  # greedy (1-3 s at 2048 GPUs) only when the LP gives no candidate
         run.scale_objective(reference)
         lp_model = config_model(run, placement=range(problem.n_gpu_types))
         certified = lp_certificate(run, lp_model, "config + pattern rows (every type)")
         if certified is not None:
             return finish(run, certified[1], certified[0])
         bounds = lp_config_bounds(run, cast(ArrayModel, lp_model))
-    run.add_candidate(greedy(problem, run.cs)[0], "greedy")
+    if bounds is None or run.best()[0] is None:  # the LP's dives found better than greedy on every family
+        run.add_candidate(greedy(problem, run.cs)[0], "greedy")
     # with few configurations left, the model whose LP was solved is also the one to solve as a MILP
     dropped = drop_configs(run, bounds) > 0
     run.scale_objective()
