@@ -87,8 +87,9 @@ docs-figure: fig4
 	cp paper_figures/out/exact_vs_heuristic.png $(DOCS_FIGURE).tmp
 	mv $(DOCS_FIGURE).tmp $(DOCS_FIGURE)
 
+# make bench BENCH_ARGS="--only exact --against bench_out_0.1.0": parts, and an earlier run to compare with
 bench: $(STAMP)
-	$(BIN)/python -m goodopt.bench
+	$(BIN)/python -m goodopt.bench $(BENCH_ARGS)
 
 # The papers' headline experiments on the published traces, beside the published numbers
 # (reproduce_out/report.md; QUICK=1: one workload per setting, minutes).

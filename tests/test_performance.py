@@ -96,3 +96,20 @@ def test_compare_refuses_a_figure_path_without_a_figure_suffix(tmp_path, monkeyp
     assert main(["compare", "family:tiny:1", "--methods", "greedy", "--profile", "p.csv"]) == 2
     assert "--profile" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_the_exact_bench_table_compares_with_an_earlier_run_by_family_and_objective(tmp_path):
+    """``make bench --against DIR``: each row's CPU seconds over the earlier run's for the same family and
+    objective; a table from before objectives and CPU seconds were recorded counts as the own objective's wall
+    seconds; no table there is an error naming the path."""
+    from goodopt.bench.solvers import against_previous
+    pd.DataFrame({"family": ["sia-64", "cluster-2048"], "total_s": [0.5, 2.0]}).to_csv(tmp_path / "exact.csv",
+                                                                                    index=False)
+    rows = [{"family": "sia-64", "objective": "own", "cpu_s": 0.25},
+            {"family": "sia-64", "objective": "sia", "cpu_s": 0.3},
+            {"family": "cluster-2048", "objective": "own", "cpu_s": 3.0}]
+    against_previous(rows, tmp_path)
+    assert [r["ratio_to_previous"] for r in rows][::2] == [0.5, 1.5]
+    assert math.isnan(rows[1]["ratio_to_previous"]) and math.isnan(rows[1]["previous_cpu_s"])
+    with pytest.raises(FileNotFoundError, match="exact.csv"):
+        against_previous(rows, tmp_path / "nowhere")

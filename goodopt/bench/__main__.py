@@ -40,16 +40,23 @@ def _save(out, name, rows, seed, baseline):
     return df
 
 
-def _part_exact(con, bar, out, seed) -> None:
-    task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES))
-    df = _save(out, "exact", solvers.exact_solves(seed, progress=lambda: bar.advance(task)),
-               seed, "the same model through pyomo's standard-form compiler (model_route='pyomo')")
-    con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes): build + solve seconds, "
-                     "status, gap; ratio of the pyomo route to the array route, same run", df,
-                     ["family", "n_gpus", "n_jobs", "n_configs", "enumerate_s", "build_solve_s", "total_s",
-                      "status", "gap", "pyomo_total_s", "ratio_pyomo_to_arrays", "same_fitness"], digits=3))
+def _part_exact(con, bar, out, seed, against=None) -> None:
+    task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES) * len(solvers.EXACT_OBJECTIVES))
+    rows = solvers.exact_solves(seed, progress=lambda: bar.advance(task))
+    cols = ["family", "objective", "n_gpus", "n_jobs", "n_configs", "build_solve_s", "cpu_s", "status", "gap",
+            "sia_ilp_cpu_s", "ratio_to_sia", "pyomo_total_s", "ratio_pyomo_to_arrays", "same_fitness"]
+    if against is not None:
+        solvers.against_previous(rows, against)
+        cols += ["previous_cpu_s", "ratio_to_previous"]
+    df = _save(out, "exact", rows, seed, "the same model through pyomo's standard-form compiler (model_route='pyomo'); "
+               "Sia's ILP time as measured beside goodopt (not in this run)"
+               + (f"; CPU seconds of the earlier run in {against}" if against is not None else ""))
+    con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes, seed {seed}): build + solve "
+                     "seconds, CPU seconds of the whole solve, status, gap; Sia's ILP (CBC, 1 thread, Sia's "
+                     "objective, measured elsewhere) and the ratio to it; the pyomo route in the same run", df,
+                     cols, digits=3))
     for _, row in df.iterrows():
-        con.print(f"  {row['family']}: {row['stages']}")
+        con.print(f"  {row['family']} ({row['objective']}): {row['stages']}")
     first = solvers.first_solve_overhead()
     con.print(f"  first solve in a fresh process ({first['family']}): {first['first_s']:.3f} s, "
               f"steady state {first['steady_s']:.3f} s, overhead {first['overhead_s']:.3f} s")
@@ -141,6 +148,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench_out", help="folder for the CSV results")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--against", default=None, metavar="DIR",
+                    help="an earlier run's --out folder (a release's, say): the exact-solve table adds the ratio "
+                         "of this run's CPU seconds to that run's")
     ap.add_argument("--only", nargs="*",
                     choices=list(PARTS),
                     help="run only these parts")
@@ -153,7 +163,10 @@ def main(argv=None) -> int:
               f"{platform.processor() or 'cpu'}); python {platform.python_version()}")
     with Progress(console=con, transient=True) as bar:
         for name in parts:
-            PARTS[name](con, bar, out, args.seed)
+            if name == "exact":
+                _part_exact(con, bar, out, args.seed, against=args.against)
+            else:
+                PARTS[name](con, bar, out, args.seed)
     con.print(f"wrote CSV + JSON to {out}/")
     return 0
 

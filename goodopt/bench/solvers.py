@@ -16,6 +16,7 @@ Every number is measured in this process, next to its baseline:
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from ..families import FAMILIES
 from ..formulations import milp as fm
 from ..formulations.configs import enumerate_configs
 from ..generate import random_scenario, testbed_cluster
+from ..objective import Objective
 from ..solvers.api import options_for
 from ..solvers.backend import solve_model
 from ..solvers.genetic import solve_ga
@@ -36,8 +38,16 @@ from .evaluator import _JobSpeedupFunction, per_job_fitness
 GA_JOBS = (10, 20, 40)
 #: Families of the exact-solve table, with whether the pyomo route runs beside them (its compile
 #: alone takes minutes at 2048 GPUs).
-EXACT_FAMILIES = (("sia-64", True), ("testbed-over", True), ("cluster-256", True), ("cluster-2048", True),
-                  ("mixed-2048", False), ("five-types-2048", False))
+EXACT_FAMILIES = (("sia-64", True), ("testbed-over", True), ("cluster-256", True), ("five-types-512", False),
+                  ("cluster-2048", True), ("mixed-2048", False), ("five-types-2048", False))
+#: Objectives of the exact-solve table: the family's own (Pollux's p-norm) and Sia's (:meth:`Objective.sia`).
+EXACT_OBJECTIVES = ("own", "sia")
+#: CPU seconds of Sia's own ILP (its artifact's ``SiaPolicy.optimize_mip``, CBC, 1 thread) on seed 0 of these
+#: families under Sia's objective, measured beside goodopt on 2 shared cores by an independent check
+#: (sia-64: the largest of seeds 0-2). A reference measured elsewhere, not in this run: Sia's code is not a
+#: dependency.
+SIA_ILP_CPU_S = {"sia-64": 0.024, "five-types-512": 0.57, "cluster-2048": 0.14, "mixed-2048": 2.6,
+                 "five-types-2048": 2.3}
 #: Deterministic budget of the exact-solve table: branch-and-bound nodes per MILP, no wall-clock limit.
 EXACT_NODE_LIMIT = 20_000
 MILP_CASES = ((16, 4, 60), (256, 8, 800))
@@ -112,7 +122,8 @@ def _stage_seconds(res) -> str:
 
 
 def exact_solves(seed: int = 0, progress=None):
-    """Build + solve seconds of the certified MILP per family and stage, and the pyomo route in the same run.
+    """Build + solve seconds (wall and CPU) of the certified MILP per family, objective and stage, the pyomo
+    route in the same run, and Sia's ILP time where it was measured (:data:`SIA_ILP_CPU_S`).
 
     Budgets are deterministic (:data:`EXACT_NODE_LIMIT` branch-and-bound nodes, no time limit), so the
     statuses and gaps do not depend on the machine's load; the seconds do.
@@ -120,24 +131,62 @@ def exact_solves(seed: int = 0, progress=None):
     solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
     rows = []
     for name, with_pyomo in EXACT_FAMILIES:
-        pr = FAMILIES[name].scenario(seed).problem()
-        enumerate_s = _enumerate_seconds(pr)
-        r = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
-        row = {"family": name, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs, "n_configs": r.stats.n_configs,
-               "enumerate_s": enumerate_s, "build_s": r.stats.build_s, "solve_s": r.stats.solve_s,
-               "build_solve_s": r.stats.build_s + r.stats.solve_s, "total_s": r.stats.total_s,
-               "status": str(r.status), "gap": r.gap, "stages": _stage_seconds(r),
-               "pyomo_total_s": float("nan"), "pyomo_status": "", "ratio_pyomo_to_arrays": float("nan"),
-               "same_fitness": ""}
-        if with_pyomo:
-            q = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT, "model_route": "pyomo"})
-            row.update(pyomo_total_s=q.stats.total_s, pyomo_status=str(q.status),
-                       ratio_pyomo_to_arrays=q.stats.total_s / r.stats.total_s,
-                       same_fitness=bool(abs(q.fitness - r.fitness) <= 1e-6 * abs(r.fitness)))
-        rows.append(row)
-        if progress:
-            progress()
+        for objective in EXACT_OBJECTIVES:
+            rows.append(_exact_row(name, objective, seed, with_pyomo and objective == "own"))
+            if progress:
+                progress()
     return rows
+
+
+def exact_problem(name: str, objective: str, seed: int):
+    """The family's problem for ``seed`` under its own objective or Sia's."""
+    sc = FAMILIES[name].scenario(seed)
+    if objective == "sia":
+        sc = replace(sc, objective=Objective.sia(), name=f"{sc.name}:sia")
+    return sc.problem()
+
+
+def _exact_row(name: str, objective: str, seed: int, with_pyomo: bool) -> dict:
+    pr = exact_problem(name, objective, seed)
+    enumerate_s = _enumerate_seconds(pr)
+    cpu = time.process_time()
+    r = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
+    cpu = time.process_time() - cpu
+    sia = SIA_ILP_CPU_S.get(name, float("nan")) if objective == "sia" else float("nan")
+    row = {"family": name, "objective": objective, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs,
+           "n_configs": r.stats.n_configs, "enumerate_s": enumerate_s, "build_s": r.stats.build_s,
+           "solve_s": r.stats.solve_s, "build_solve_s": r.stats.build_s + r.stats.solve_s,
+           "total_s": r.stats.total_s, "cpu_s": cpu, "status": str(r.status), "gap": r.gap,
+           "fitness": r.fitness, "sia_ilp_cpu_s": sia, "ratio_to_sia": cpu / sia, "stages": _stage_seconds(r),
+           "pyomo_total_s": float("nan"), "pyomo_status": "", "ratio_pyomo_to_arrays": float("nan"),
+           "same_fitness": ""}
+    if with_pyomo:
+        q = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT, "model_route": "pyomo"})
+        row.update(pyomo_total_s=q.stats.total_s, pyomo_status=str(q.status),
+                   ratio_pyomo_to_arrays=q.stats.total_s / r.stats.total_s,
+                   same_fitness=bool(abs(q.fitness - r.fitness) <= 1e-6 * abs(r.fitness)))
+    return row
+
+
+def against_previous(rows: list[dict], folder) -> None:
+    """Add ``previous_cpu_s`` and ``ratio_to_previous`` (this run's CPU seconds / the earlier run's) to each
+    row, from ``folder/exact.csv`` of an earlier ``make bench`` (a release's, say); NaN where it has none."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(folder) / "exact.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"no earlier exact-solve table at {path}: pass the --out folder of an earlier run")
+    old = pd.read_csv(path)
+    if "objective" not in old:
+        old["objective"] = "own"
+    col = "cpu_s" if "cpu_s" in old else "total_s"  # tables from before CPU seconds were recorded: wall
+    before = {(f, o): float(v) for f, o, v in zip(old["family"], old["objective"], old[col])}
+    for row in rows:
+        prev = before.get((row["family"], row["objective"]), float("nan"))
+        row["previous_cpu_s"] = prev
+        row["ratio_to_previous"] = row["cpu_s"] / prev
 
 
 def _enumerate_seconds(pr) -> float:

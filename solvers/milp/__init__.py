@@ -8,8 +8,7 @@
    its bound, and otherwise its duals bound every configuration
    (:mod:`.reduce`);
 1. *start*: configurations, a greedy incumbent (and the user's warm start),
-   configurations whose LP bound lies below the best candidate dropped (the
-   configuration level then carries every type's pattern rows at once), the
+   configurations whose LP bound lies below the best candidate dropped, the
    objective scaled to the incumbent with options pruned against it
    (:mod:`goodopt.formulations.objective`);
 2. *configuration level* (aggregate capacity per GPU type, a valid

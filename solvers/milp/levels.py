@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 
 from goodopt.errors import SolverError
@@ -37,13 +35,10 @@ def lp_first(run: MilpRun) -> bool:
     return lp is True or pr.n_jobs * pr.n_nodes >= LP_FIRST_FROM_PAIRS
 
 
-def config_level(run: MilpRun, placement: Iterable[int] = ()) -> MethodOutcome | None:
-    """Configuration relaxation, re-scaled until resolved, then placed; None to go on to the placement level.
-
-    ``placement``: GPU types whose node-pattern rows the first model carries (array route).
-    """
+def config_level(run: MilpRun) -> MethodOutcome | None:
+    """Configuration relaxation, re-scaled until resolved, then placed; None to go on to the placement level."""
     pr, cs, opts, info = run.pr, run.cs, run.opts, run.info
-    model, out = solve_config_model(run, placement)
+    model, out = solve_config_model(run)
     if out.termination == Termination.INFEASIBLE:
         return finish(run, None, out)
     loop = (placement_rows_loop if pattern_rows_apply(run)
@@ -82,7 +77,7 @@ def config_level(run: MilpRun, placement: Iterable[int] = ()) -> MethodOutcome |
     return None
 
 
-def solve_config_model(run: MilpRun, placement: Iterable[int] = ()) -> tuple[ConfigModel, MilpOutcome]:
+def solve_config_model(run: MilpRun) -> tuple[ConfigModel, MilpOutcome]:
     """The configuration MILP, warm from the best candidate; re-scaled while its answer is not resolved.
 
     With ``lp_rounding`` the LP relaxation is solved first and rounded into
@@ -93,7 +88,7 @@ def solve_config_model(run: MilpRun, placement: Iterable[int] = ()) -> tuple[Con
     out: MilpOutcome | None = None
     model: ConfigModel | None = None
     for attempt in range(MAX_RESCALES + 1):
-        model = config_model(run, placement)
+        model = config_model(run)
         kw = run.solve_kwargs()
         if getattr(run.opts, "lp_rounding", None) is True and attempt == 0 and (model_route(run.opts) == "arrays" or run.opts.solver == "highs"):
             lp = run.stage("config-lp", lambda: model.solve(relax=True, **kw))

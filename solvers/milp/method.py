@@ -95,13 +95,12 @@ def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOpti
         bounds = lp_config_bounds(run, cast(ArrayModel, lp_model))
     if bounds is None or run.best()[0] is None:  # the LP's dives found better than greedy on every family
         run.add_candidate(greedy(problem, run.cs)[0], "greedy")
-    # with few configurations left, the model whose LP was solved is also the one to solve as a MILP
-    dropped = drop_configs(run, bounds) > 0
+    drop_configs(run, bounds)
     run.scale_objective()
     if nothing_left(run):
         return nothing_to_choose(run)
     if opts.formulation in ("auto", "config"):
-        fields = config_level(run, range(problem.n_gpu_types) if dropped else ())
+        fields = config_level(run)
         if fields is not None:
             return fields
     return placement_level(run)
