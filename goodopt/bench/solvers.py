@@ -113,11 +113,17 @@ def ga_rounds(seed: int = 0, progress=None):
 
 
 def _stage_seconds(res) -> str:
-    """``stage: seconds (status)`` per stage of an exact solve, build + solve seconds."""
-    parts = []
+    """``stage: seconds (status)`` per stage of an exact solve, build + solve seconds; the exact placement checks
+    (sub-problems of one GPU type, milliseconds each) summed into one entry."""
+    parts, checks, check_s = [], 0, 0.0
     for st in res.extra.get("stages", []):
         secs = (st.get("compile_s") or 0.0) + (st.get("solve_s") or 0.0)
+        if st["model"].startswith("placement-check"):
+            checks, check_s = checks + 1, check_s + secs
+            continue
         parts.append(f"{st['model']}: {secs:.2f}s ({st['status']})")
+    if checks:
+        parts.append(f"{checks} placement checks: {check_s:.2f}s")
     return "; ".join(parts)
 
 
