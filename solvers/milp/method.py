@@ -93,7 +93,8 @@ def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOpti
         if certified is not None:
             return finish(run, certified[1], certified[0])
         bounds = lp_config_bounds(run, cast(ArrayModel, lp_model))
-    if bounds is None or run.best()[0] is None:  # the LP's dives found better than greedy on every family
+    # greedy only without a candidate, or without the LP's (whose dives beat it on every family) while time is left
+    if run.best()[0] is None or (bounds is None and not run.expired()):
         run.add_candidate(greedy(problem, run.cs)[0], "greedy")
     drop_configs(run, bounds)
     run.scale_objective()
