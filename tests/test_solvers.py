@@ -322,10 +322,25 @@ def test_reduced_cost_fixing_drops_configurations_and_keeps_the_optimum_and_a_va
     assert fixing["dropped_configs"] > 0.5 * res.extra["n_configs"]  # 1,884 of 2,080
     assert fixing["bound_of_dropped"] < fixing["incumbent"] <= res.fitness <= res.bound
     dives = [st for st in res.extra["stages"] if st["model"].startswith("reduced-cost dive")]
-    assert dives and all(np.isnan(st["fitness_bound"]) and st["fitness"] <= res.fitness * (1 + 1e-9) for st in dives)
+    assert dives and all(st["fitness"] <= res.fitness * (1 + 1e-9) for st in dives)
     plain = goodopt.solve(pr, "milp", {"lp_rounding": False})
     assert "reduced_cost_fixing" not in plain.extra
     assert abs(plain.fitness - res.fitness) <= 1e-6 * res.fitness and res.bound >= plain.fitness * (1 - 1e-6)
+
+
+def test_a_reduced_cost_dive_that_reaches_its_bound_ends_the_solve():
+    """sia-64 seed 0 from the LP under every type's pattern rows: the dive over the configurations whose L_c lies
+    near the LP bound finds an allocation that reaches max(its own MILP's bound, the closed configurations' L_c),
+    a bound on every allocation, so no configuration MILP follows; the optimum is the one the full pipeline
+    certifies (lp_rounding: false)."""
+    pr = FAMILIES["sia-64"].scenario(0).problem()
+    res = goodopt.solve(pr, "milp", {"lp_rounding": True})
+    assert res.status == Termination.OPTIMAL and res.extra["proof"].startswith("the reduced-cost dive")
+    solved = [st["model"] for st in res.extra["stages"] if not st["model"].startswith("placement-check")]
+    assert solved[-1].startswith("reduced-cost dive") and "config" not in solved
+    plain = goodopt.solve(pr, "milp", {"lp_rounding": False})
+    assert abs(plain.fitness - res.fitness) <= 1e-6 * res.fitness
+    assert res.bound >= plain.fitness * (1 - 1e-9) and plain.bound >= res.fitness * (1 - 1e-9)
 
 
 def test_a_configuration_subset_keeps_jobs_sorted_and_maps_keep_configurations():

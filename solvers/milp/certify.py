@@ -80,8 +80,12 @@ def lp_certificate(run: MilpRun, model: ConfigModel, name: str) -> tuple[MilpOut
     if not reaches_bound(run):
         return None
     alloc, source, _ = run.best()
-    how = "a dive from" if source in ("lp-dive", "reduced-cost dive") else "a rounding of"
-    run.info["proof"] = f"{how} the LP relaxation of the {name} model reaches its bound"
+    if source == "reduced-cost dive":  # its bound: its own model's over the open configurations, L_c elsewhere
+        run.info["proof"] = (f"the reduced-cost dive from the LP relaxation of the {name} model reaches its "
+                             "bound (its MILP's over the open configurations, the LP's reduced costs elsewhere)")
+    else:
+        how = "a dive from" if source == "lp-dive" else "a rounding of"
+        run.info["proof"] = f"{how} the LP relaxation of the {name} model reaches its bound"
     return replace(lp, objective=lp.bound), alloc
 
 

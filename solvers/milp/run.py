@@ -170,9 +170,12 @@ class MilpRun:
         """
         if out is not None and out.termination not in (Termination.ERROR, Termination.NUMERICAL) \
                 and np.isfinite(out.bound):
-            f = self.to_fitness(self.model_bound(out.bound))
-            if np.isfinite(f):
-                self.fit_bound = min(self.fit_bound, max(f, self.dropped_bound))
+            self.tighten_fitness(self.to_fitness(self.model_bound(out.bound)))
+
+    def tighten_fitness(self, bound: float) -> None:
+        """Take a bound already in fitness (valid for the placement problem) into the best bound."""
+        if np.isfinite(bound):
+            self.fit_bound = min(self.fit_bound, max(bound, self.dropped_bound))
 
     # ---------------------------------------------------------------- solver arguments
     def solve_kwargs(self, *, check: bool = False) -> dict[str, Any]:
@@ -197,12 +200,14 @@ class MilpRun:
             return {"mip_rel_gap": 0.0, "mip_abs_gap": target * self.objective.weight_sum}
         return {"mip_rel_gap": target, "mip_abs_gap": 0.0}
 
-    def stage(self, name: str, out: MilpOutcome | Callable[[], MilpOutcome]) -> MilpOutcome:
-        """Record a stage's outcome; ``out`` may be a function that solves it, called after saying so."""
+    def stage(self, name: str, out: MilpOutcome | Callable[[], MilpOutcome],
+              objective: ScaledObjective | None = None) -> MilpOutcome:
+        """Record a stage's outcome; ``out`` may be a function that solves it, called after saying so.
+        ``objective``: the units of a model scaled apart from the run's."""
         if callable(out):
             report("stage %s: solving ...", name)
             out = out()
-        rec = stage_record(name, out, self.objective)
+        rec = stage_record(name, out, objective or self.objective)
         self.info["stages"].append(rec)
         if not name.startswith("placement-check"):  # those are sub-problems of one GPU type
             record_point(rec["fitness"], rec["fitness_bound"])
