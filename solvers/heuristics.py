@@ -23,6 +23,8 @@ with, preferring its current placement and single-node configurations.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from goodopt.formulations.configs import ConfigSet, match_configs
 from goodopt.formulations.objective import log_gain, log_terms
@@ -32,6 +34,8 @@ from goodopt.placement import move_job
 from goodopt.problem import AllocationProblem
 
 _MAX_TRIES_PER_STEP = 64
+#: Greedy steps between two looks at the clock when a deadline is given.
+_STEPS_PER_CLOCK_CHECK = 16
 
 
 class _State:
@@ -58,10 +62,12 @@ class _State:
 
 
 def greedy(problem: AllocationProblem, configs: ConfigSet, *, start: ArrayIn | None = None,
-           start_chosen: ArrayIn | None = None) -> tuple[Array, Array, int]:
+           start_chosen: ArrayIn | None = None, deadline: float | None = None) -> tuple[Array, Array, int]:
     """Marginal-gain greedy from ``start`` (default: nothing allocated).
 
-    Returns ``(alloc, chosen, n_steps)``. Shapes: start (J, N) -> (J, N), (J,).
+    ``deadline`` (a ``time.perf_counter()`` value): stop there, with the
+    allocation built so far (feasible after every step). Returns ``(alloc,
+    chosen, n_steps)``. Shapes: start (J, N) -> (J, N), (J,).
     """
     pr, cs = problem, configs
     st = _State(pr, cs, start, start_chosen)
@@ -105,6 +111,8 @@ def greedy(problem: AllocationProblem, configs: ConfigSet, *, start: ArrayIn | N
             dead[c] = True
         steps += 1
         if not moved and len(cand) <= _MAX_TRIES_PER_STEP:
+            break
+        if deadline is not None and steps % _STEPS_PER_CLOCK_CHECK == 0 and time.perf_counter() >= deadline:
             break
     return st.alloc, st.chosen, steps
 

@@ -343,6 +343,23 @@ def test_a_reduced_cost_dive_that_reaches_its_bound_ends_the_solve():
     assert res.bound >= plain.fitness * (1 - 1e-9) and plain.bound >= res.fitness * (1 - 1e-9)
 
 
+def test_greedy_stops_at_its_deadline_with_a_feasible_allocation():
+    """A deadline already past: greedy stops at its first look at the clock (16 steps) with what it has built,
+    which is feasible; no deadline, or a far one, gives the full greedy, step for step."""
+    import time
+
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.solvers.heuristics import greedy
+    pr = FAMILIES["cluster-256"].scenario(0).problem()
+    cs = enumerate_configs(pr)
+    full = greedy(pr, cs)
+    cut = greedy(pr, cs, deadline=time.perf_counter())
+    far = greedy(pr, cs, deadline=time.perf_counter() + 3600)
+    assert cut[2] == 16 < full[2] and pr.evaluator().violation(cut[0]) == 0
+    assert pr.evaluator().fitness(cut[0]) < pr.evaluator().fitness(full[0])
+    assert far[2] == full[2] and np.array_equal(far[0], full[0])
+
+
 def test_a_configuration_subset_keeps_jobs_sorted_and_maps_keep_configurations():
     from goodopt.formulations.configs import enumerate_configs
     pr = FAMILIES["mixed-64"].scenario(1).problem()
