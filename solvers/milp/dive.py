@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from goodopt.formulations.configs import choice_from_values, match_configs
+from goodopt.formulations.configs import choice_from_values
 from goodopt.formulations.objective import ScaledObjective, reference_fitness, scaled_objective
 
 from goodopt.arrays import Array
@@ -33,7 +33,7 @@ from ..config_model import ArrayModel
 from ..highs_arrays import HighsSession
 from ..result import Termination
 from .placement import place_choice
-from .reduce import ConfigBounds
+from .reduce import ConfigBounds, configs_from
 from .run import MilpRun, config_highs_options
 
 #: Branch-and-bound nodes of a dive's MILP: a deterministic budget.
@@ -83,9 +83,7 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
             or len(bounds.value) != cs.n_configs or run.objective is None:
         return -np.inf
     gap = bounds.lp_bound - bounds.objective.value(f_inc)
-    open_ = bounds.value >= bounds.lp_bound - DIVE_GAP_SHARE * gap
-    used = match_configs(run.pr, cs, best)
-    open_[used[used >= 0]] = True
+    open_ = configs_from(run, bounds, bounds.lp_bound - DIVE_GAP_SHARE * gap, best)
     index = np.flatnonzero(open_)
     sub_cs = cs.subset(open_)
     # scaled to the best candidate, so that the dive's gap resolves the fitness near it

@@ -82,6 +82,15 @@ def lp_config_bounds(run: MilpRun, model: ArrayModel) -> ConfigBounds | None:
     return ConfigBounds(value=value, lp_bound=total, objective=run.objective)
 
 
+def configs_from(run: MilpRun, bounds: ConfigBounds, threshold: float, best: Array) -> Array:
+    """Which configurations have ``L_c >= threshold`` (model units of ``bounds``), those of the allocation
+    ``best`` always among them. Shapes: best (J, N) -> (C,) bool."""
+    kept = bounds.value >= threshold
+    used = match_configs(run.pr, run.cs, best)
+    kept[used[used >= 0]] = True
+    return kept
+
+
 def drop_configs(run: MilpRun, bounds: ConfigBounds | None) -> int:
     """Take every configuration whose bound lies below the best candidate out of ``run.cs``; returns how many.
 
@@ -93,11 +102,8 @@ def drop_configs(run: MilpRun, bounds: ConfigBounds | None) -> int:
             or len(bounds.value) != run.cs.n_configs:
         return 0
     ob = bounds.objective
-    v_inc = ob.value(f_inc)  # the candidate in the LP's units
-    margin = run.gaps["mip_abs_gap"] + run.pruning_tolerance
-    drop = bounds.value < v_inc - margin
-    used = match_configs(run.pr, run.cs, best)
-    drop[used[used >= 0]] = False
+    # below the candidate (in the LP's units) by more than the solver's gap and pruning tolerance
+    drop = ~configs_from(run, bounds, ob.value(f_inc) - run.gaps["mip_abs_gap"] - run.pruning_tolerance, best)
     n = int(drop.sum())
     if n == 0 or n == run.cs.n_configs:
         return 0
