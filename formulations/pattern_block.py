@@ -16,10 +16,16 @@ their capacity::
     (P4)  Σ_σ v_kσ - Σ_{c multi move, k_c = k} z_c = 0                 ∀ k
 
 Sizes with more than :data:`MAX_SPLITS_PER_SIZE` splits (e.g. 64 GPUs on
-8-GPU nodes: 116 k splits) give each of their configurations chunk columns
-``w_{c,ch} >= 0`` instead, counted in (P3)::
+8-GPU nodes: 116 k splits) give chunk columns ``w_{j,ch} >= 0`` instead, one
+set per job ``j`` with such moves (its configurations ``B_j``), counted in
+(P3)::
 
-    (M1)  Σ_ch ch w_{c,ch} = k_c z_c,     (M2)  Σ_ch w_{c,ch} >= 2 z_c
+    (M1)  Σ_ch ch w_{j,ch} = Σ_{c ∈ B_j} k_c z_c,     (M2)  Σ_ch w_{j,ch} >= 2 Σ_{c ∈ B_j} z_c
+
+A job chooses at most one configuration, so with integral ``z`` these are the
+rows of that one configuration (or all zero): exact, with one set of chunk
+columns per job instead of one per configuration (cluster-2048: 6.3 k columns
+and 1.6 k rows where per configuration gave 48 k and 12 k).
 
 Every solution's choice places (the fixed-choice model's counts are part of
 it), and every placeable choice extends to a solution.
@@ -33,6 +39,7 @@ rows.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,9 +80,10 @@ class BlockLayout:
     column; ``classes``: ``(residual, blocked)`` per node class; ``patterns``:
     ``(class, chunk, single sizes)`` per ``n`` column; ``splits``: ``(k,
     chunks)`` per ``v`` column; ``big``: the multi-node move configurations
-    with chunk columns (their sizes are ``by_config``). Column arrays: ``pcol``
-    (patterns,), ``bcol`` (choices,), ``vcol`` (splits,), ``wcol`` (big, chunk
-    sizes).
+    counted by chunk columns (their sizes are ``by_config``), ``big_job``: the
+    chunk-column set (0 .. its jobs - 1) of each. Column arrays: ``pcol``
+    (patterns,), ``bcol`` (choices,), ``vcol`` (splits,), ``wcol`` (jobs with
+    such moves, chunk sizes).
     """
 
     moves: Array
@@ -89,6 +97,7 @@ class BlockLayout:
     by_config: list[int]
     chunk_sizes: list[int]
     big: Array
+    big_job: Array
     patterns: list[tuple[int, int, tuple[int, ...]]]
     pcol: Array
     bcol: Array
@@ -142,8 +151,10 @@ def block_layout(pr: AllocationProblem, cs: ConfigSet, g: int, nodes: Array, col
     splits, by_config = _splits(multi_sizes, room)
     chunk_sizes = sorted({c for _, sp in splits for c in sp} | (set(range(1, room + 1)) if by_config else set()))
     big = np.flatnonzero(moves & cs.multi & np.isin(cs.n_gpus, by_config))
-    fixed = len(splits) + len(choices) + len(big) * len(chunk_sizes)
-    if len(big) * len(chunk_sizes) > max_columns:
+    jobs, big_job = np.unique(cs.job[big], return_inverse=True)
+    n_w = len(jobs) * len(chunk_sizes)
+    fixed = len(splits) + len(choices) + n_w
+    if n_w > max_columns:
         return None
     patterns = _patterns(classes, chunk_sizes, single_sizes, max_columns - fixed)
     if patterns is None:
@@ -152,9 +163,9 @@ def block_layout(pr: AllocationProblem, cs: ConfigSet, g: int, nodes: Array, col
     first_w = col0 + n_pat + n_ch + len(splits)
     return BlockLayout(moves=moves, single_sizes=single_sizes, multi_sizes=multi_sizes, touching=touching,
                        choices=choices, free=free, classes=classes, splits=splits, by_config=by_config,
-                       chunk_sizes=chunk_sizes, big=big, patterns=patterns, pcol=col0 + np.arange(n_pat),
+                       chunk_sizes=chunk_sizes, big=big, big_job=np.asarray(big_job).ravel(), patterns=patterns, pcol=col0 + np.arange(n_pat),
                        bcol=col0 + n_pat + np.arange(n_ch), vcol=col0 + n_pat + n_ch + np.arange(len(splits)),
-                       wcol=(first_w + np.arange(len(big) * len(chunk_sizes))).reshape(len(big), len(chunk_sizes)))
+                       wcol=(first_w + np.arange(n_w)).reshape(len(jobs), len(chunk_sizes)))
 
 
 def _keep_choices(pr: AllocationProblem, cs: ConfigSet, nodes: Array,
@@ -187,17 +198,38 @@ def _splits(multi_sizes: list[int], room: int) -> tuple[list[tuple[int, tuple[in
     splits: list[tuple[int, tuple[int, ...]]] = []
     by_config: list[int] = []
     for k in multi_sizes:
-        these = []
-        for sp in partitions(k, max(min(k - 1, room), 1)):
-            if len(sp) >= 2:
-                these.append((k, sp))
-            if len(these) > MAX_SPLITS_PER_SIZE:
-                break
-        if len(these) <= MAX_SPLITS_PER_SIZE:
-            splits += these
-        else:
+        these = splits_of(k, room)
+        if these is None:
             by_config.append(k)
+        else:
+            splits += [(k, sp) for sp in these]
     return splits, by_config
+
+
+@functools.lru_cache(maxsize=4096)
+def splits_of(k: int, room: int) -> tuple[tuple[int, ...], ...] | None:
+    """The splits of a ``k``-GPU job into at least two chunks of at most ``room`` GPUs (non-increasing tuples),
+    or None when there are more than :data:`MAX_SPLITS_PER_SIZE`.
+
+    A pure function of two small integers, asked for again by every model of a
+    solve and every round of a simulation, hence cached; the count is found
+    first (:func:`n_partitions`), so a size with thousands of splits is not
+    listed at all.
+    """
+    top = max(min(k - 1, room), 1)
+    if n_partitions(k, top) - (1 if top >= k else 0) > MAX_SPLITS_PER_SIZE:
+        return None
+    return tuple(sp for sp in partitions(k, top) if len(sp) >= 2)
+
+
+@functools.lru_cache(maxsize=4096)
+def n_partitions(total: int, largest: int) -> int:
+    """How many multisets of integers in [1, ``largest``] sum to ``total``."""
+    ways = [1] + [0] * total
+    for part in range(1, min(largest, total) + 1):
+        for t in range(part, total + 1):
+            ways[t] += ways[t - part]
+    return ways[total]
 
 
 def _patterns(classes: list[tuple[int, bool]], chunk_sizes: list[int], single_sizes: tuple[int, ...],
@@ -288,34 +320,35 @@ def rows_p3(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily |
                 r_.append(ci)
                 c_.append(L.vcol[t])
                 v_.append(-float(m))
-        r_ += [ci] * len(L.big)
+        r_ += [ci] * len(L.wcol)
         c_ += L.wcol[:, ci].tolist()
-        v_ += [-1.0] * len(L.big)
+        v_ += [-1.0] * len(L.wcol)
     n = len(L.chunk_sizes)
     return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P3")
 
 
 def _chunk_rows(L: BlockLayout, per_chunk: Array, per_move: Array, upper: Array, name: str) -> RowFamily | None:
-    """One row per large multi-node move: ``per_chunk`` times each of its chunk columns plus ``per_move`` times its
-    ``z_c``, in ``[0, upper]`` (None without such moves). Shapes: per_chunk (chunk sizes,), per_move (moves,)."""
+    """One row per job with large multi-node moves: ``per_chunk`` times each of its chunk columns plus ``per_move``
+    times the ``z_c`` of each such move, in ``[0, upper]`` (None without such moves). Shapes: per_chunk (chunk
+    sizes,), per_move (moves,), upper (jobs,)."""
     if not len(L.big):
         return None
-    n_b, n_c = L.wcol.shape
-    local = np.repeat(np.arange(n_b), n_c)
-    return (np.concatenate([local, np.arange(n_b)]), np.concatenate([L.wcol.ravel(), L.big]),
-            np.concatenate([np.tile(per_chunk, n_b), per_move]), np.zeros(n_b), upper, name)
+    n_j, n_c = L.wcol.shape
+    local = np.repeat(np.arange(n_j), n_c)
+    return (np.concatenate([local, L.big_job]), np.concatenate([L.wcol.ravel(), L.big]),
+            np.concatenate([np.tile(per_chunk, n_j), per_move]), np.zeros(n_j), upper, name)
 
 
 def rows_m1(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
-    """(M1): a large multi-node move's chunk columns add up to its GPUs."""
-    n_b = len(L.big)
-    return _chunk_rows(L, np.asarray(L.chunk_sizes, float), -cs.n_gpus[L.big].astype(float), np.zeros(n_b), "M1")
+    """(M1): a job's chunk columns add up to the GPUs of its large multi-node move."""
+    return _chunk_rows(L, np.asarray(L.chunk_sizes, float), -cs.n_gpus[L.big].astype(float),
+                       np.zeros(len(L.wcol)), "M1")
 
 
 def rows_m2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
-    """(M2): a large multi-node move takes at least two chunks."""
-    n_b = len(L.big)
-    return _chunk_rows(L, np.ones(len(L.chunk_sizes)), np.full(n_b, -2.0), np.full(n_b, np.inf), "M2")
+    """(M2): a job's large multi-node move takes at least two chunks."""
+    return _chunk_rows(L, np.ones(len(L.chunk_sizes)), np.full(len(L.big), -2.0), np.full(len(L.wcol), np.inf),
+                       "M2")
 
 
 def rows_p4(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:

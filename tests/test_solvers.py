@@ -759,3 +759,48 @@ def test_options_for_gives_the_typed_options_solve_checks():
         options_for("milp", {"mip_rel_gapp": 1e-3})
     with pytest.raises(ValidationError, match="unknown method 'nope'"):
         options_for("nope")
+
+
+def test_chunk_columns_per_job_accept_exactly_the_placeable_choices():
+    """Five 8-GPU nodes; two jobs may span up to 22 GPUs (20 and 22 have more than 400 splits each, so their
+    chunks are counted by one set of chunk columns per job), three run on one node, and job 0 already holds 2 + 2
+    GPUs on nodes 0-1. For random choices of one configuration (or none) per job, the configuration model under
+    the type's pattern rows, with that choice fixed, is feasible exactly when the node-pattern model that lists
+    every split says the choice places."""
+    from dataclasses import replace
+
+    from goodopt.formulations.config_matrix import config_matrix
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.node_patterns import pattern_model
+    from goodopt.formulations.objective import reference_fitness, scaled_objective
+    from goodopt.formulations.pattern_block import block_layout
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    big = [float(k) for k in range(1, 23)]
+    current = np.zeros((5, 5), np.int64)
+    current[0, :2] = 2
+    pr = make_problem([[1.0] * 8, [1.0] * 8, [1.0, 1.5, 2.0], [1.0, 1.5, 2.0, 2.5], [1.0, 1.2]],
+                      multi=[big, big, [0.0], [0.0], [0.0]], capacity=[8] * 5, current=current, p=-1.0)
+    cs = enumerate_configs(pr)
+    layout = block_layout(pr, cs, 0, np.arange(5), 0, 60_000)
+    assert {20, 22} <= set(layout.by_config) and layout.wcol.shape[0] == 2  # one set per job, not per size
+    objective = scaled_objective(pr, cs, reference_fitness(pr, cs, None), None)
+    mm = config_matrix(pr, cs, objective, placement=[0])
+    rng = np.random.default_rng(7)
+    verdicts = []
+    for _ in range(30):
+        chosen = np.array([rng.choice(np.r_[-1, np.flatnonzero(cs.job == j)]) for j in range(pr.n_jobs)])
+        if rng.random() < 0.5:  # half the draws give both spanning jobs a by-configuration size
+            for j, k in ((0, 20), (1, int(rng.choice([20, 22])))):
+                chosen[j] = rng.choice(np.flatnonzero((cs.job == j) & (cs.n_gpus == k)))
+        exact = pattern_model(pr, cs, chosen, 0)
+        assert exact is not None
+        places = exact != "infeasible" and HighsSession(exact.matrix).solve()[0].termination == Termination.OPTIMAL
+        lower, upper = mm.lower.copy(), mm.upper.copy()
+        lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
+        lower[chosen[chosen >= 0]] = upper[chosen[chosen >= 0]] = 1.0
+        fixed = HighsSession(replace(mm, lower=lower, upper=upper)).solve()[0].termination
+        assert fixed in (Termination.OPTIMAL, Termination.INFEASIBLE)
+        assert (fixed == Termination.OPTIMAL) == places, chosen
+        verdicts.append((places, chosen[0] >= 0 and cs.n_gpus[chosen[0]] >= 20))
+    assert {(True, True), (False, True), (True, False)} <= set(verdicts)  # both verdicts with chunk columns in use

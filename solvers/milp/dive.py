@@ -34,7 +34,7 @@ from ..highs_arrays import HighsSession
 from ..result import Termination
 from .placement import place_choice
 from .reduce import ConfigBounds, configs_from
-from .run import MilpRun, config_highs_options
+from .run import MilpRun, config_highs_options, without_restart
 
 #: Branch-and-bound nodes of a dive's MILP: a deterministic budget.
 DIVE_NODE_LIMIT = 200
@@ -89,7 +89,8 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     # scaled to the best candidate, so that the dive's gap resolves the fitness near it
     objective = scaled_objective(run.pr, sub_cs, reference_fitness(run.pr, sub_cs, f_inc), f_inc)
     sub = ArrayModel(run.pr, sub_cs, objective, threads=run.opts.threads,
-                     highs_options={**config_highs_options(run.opts), "presolve": "on"}, placement=model.mm.pattern_types)
+                     highs_options=without_restart(run.opts, {**config_highs_options(run.opts), "presolve": "on"}),
+                     placement=model.mm.pattern_types)
     out = sub.solve(warm_start=best, **{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
     run.stage(f"reduced-cost dive ({index.size} of {cs.n_configs} configurations open)",
               replace(out, compile_s=sub.build_s), objective)
@@ -118,6 +119,7 @@ def _dive(run: MilpRun, model: ArrayModel, lower: Array, upper: Array, name: str
     """Solve ``model`` with its fixed columns (``lower == upper``) taken out; keep the placed answer."""
     mm, cs, n_jobs = model.mm, run.cs, run.pr.n_jobs
     sub, free, x_fixed = mm.restricted(lower, upper)
+    # no start and no bound taken from it: HiGHS's restart may stay on (see without_restart)
     session = HighsSession(sub, threads=run.opts.threads, highs_options={**run.opts.highs_options, "presolve": "on"})
     out, y = session.solve(**{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
     offset = float(mm.cost @ x_fixed)
