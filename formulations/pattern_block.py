@@ -163,7 +163,8 @@ def block_layout(pr: AllocationProblem, cs: ConfigSet, g: int, nodes: Array, col
     first_w = col0 + n_pat + n_ch + len(splits)
     return BlockLayout(moves=moves, single_sizes=single_sizes, multi_sizes=multi_sizes, touching=touching,
                        choices=choices, free=free, classes=classes, splits=splits, by_config=by_config,
-                       chunk_sizes=chunk_sizes, big=big, big_job=np.asarray(big_job).ravel(), patterns=patterns, pcol=col0 + np.arange(n_pat),
+                       chunk_sizes=chunk_sizes, big=big, big_job=np.asarray(big_job).ravel(), patterns=patterns,
+                       pcol=col0 + np.arange(n_pat),
                        bcol=col0 + n_pat + np.arange(n_ch), vcol=col0 + n_pat + n_ch + np.arange(len(splits)),
                        wcol=(first_w + np.arange(n_w)).reshape(len(jobs), len(chunk_sizes)))
 

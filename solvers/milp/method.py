@@ -67,8 +67,8 @@ def solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptio
     if (out.status == Termination.NUMERICAL and opts.solver == "highs"
             and "presolve" not in opts.highs_options and not _expired_from(opts, t_start)):
         log.warning("milp: %s; solving again with HiGHS's presolve on", out.message)
-        again = _solve_milp(problem, evaluator,
-                            opts.replace(highs_options=without_restart(opts, {**opts.highs_options, "presolve": "on"})), t_start)
+        presolved = without_restart(opts, {**opts.highs_options, "presolve": "on"})
+        again = _solve_milp(problem, evaluator, opts.replace(highs_options=presolved), t_start)
         if again.status != Termination.NUMERICAL:
             again.extra["second_opinion"] = f"first run: {out.message}"
             return again
