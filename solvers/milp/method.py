@@ -20,7 +20,7 @@ from .certify import lp_certificate
 from .levels import config_level, lp_first, placement_level
 from .models import config_model
 from .reduce import drop_configs, lp_config_bounds
-from .run import MilpRun, expired, without_restart
+from .run import MilpRun, expired
 from .verdict import finish, nothing_left, nothing_to_choose
 
 log = logging.getLogger(__name__)
@@ -67,8 +67,8 @@ def solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptio
     if (out.status == Termination.NUMERICAL and opts.solver == "highs"
             and "presolve" not in opts.highs_options and not _expired_from(opts, t_start)):
         log.warning("milp: %s; solving again with HiGHS's presolve on", out.message)
-        presolved = without_restart(opts, {**opts.highs_options, "presolve": "on"})
-        again = _solve_milp(problem, evaluator, opts.replace(highs_options=presolved), t_start)
+        again = _solve_milp(problem, evaluator,
+                            opts.replace(highs_options={**opts.highs_options, "presolve": "on"}), t_start)
         if again.status != Termination.NUMERICAL:
             again.extra["second_opinion"] = f"first run: {out.message}"
             return again

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from goodopt.arrays import Array
 
 from ..config_model import ArrayModel, ConfigModel, PyomoModel
-from .run import MilpRun, config_highs_options, model_route, without_restart
+from .run import MilpRun, config_highs_options, model_route
 
 
 def config_model(run: MilpRun, placement: Iterable[int] = ()) -> ConfigModel:
@@ -34,7 +34,7 @@ def placement_model(run: MilpRun, fixed_choice: Array | None = None) -> PyomoMod
     o = run.opts
     model = PyomoModel(run.pr, run.cs, run.objective, level="placement", symmetry=o.symmetry,
                        fixed_choice=fixed_choice, solver=o.solver, threads=o.threads,
-                       highs_options=without_restart(o, o.highs_options))
+                       highs_options=o.highs_options)
     run.build_s += model.build_s
     run.last_model = model
     return model

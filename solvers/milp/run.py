@@ -65,15 +65,19 @@ def config_highs_options(opts: MilpOptions | PwlOptions) -> Mapping[str, Any]:
 
 
 def without_restart(opts: MilpOptions | PwlOptions, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Native ``options`` for a MILP that HiGHS may presolve, with its restart off unless the user sets it.
+    """Native ``options`` for the reduced-cost dive (presolve on, a MIP start, a bound that may end the solve),
+    with HiGHS's restart off unless the user sets it.
 
     HiGHS 1.16 with presolve on, a MIP start and its restart returned a wrong
     optimum: on a 153-column dive model of sia-64 (seed 0, under every type's
     pattern rows) its feasibility jump found 0.0119775, the root restart
     followed, and HiGHS reported "optimal" at that value with the dual bound
     equal to it, where the same model has 0.0121756 (presolve off, no start,
-    or no restart: each finds it). One wrong bound in 143 such solves over five
-    families and 25 seeds; none with the restart off.
+    or no restart: each finds it). One wrong bound in 143 such dives over five
+    families and 25 seeds; none with the restart off. Applied where that was
+    measured only: HiGHS has had wrong answers with the restart off too
+    (ERGO-Code/HiGHS issue 2320), and the placement level and the second
+    opinion keep its defaults, which the brute-force suites check.
     """
     out = dict(options)
     if opts.solver == "highs" and "mip_allow_restart" not in opts.highs_options:
