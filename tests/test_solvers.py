@@ -804,3 +804,20 @@ def test_chunk_columns_per_job_accept_exactly_the_placeable_choices():
         assert (fixed == Termination.OPTIMAL) == places, chosen
         verdicts.append((places, chosen[0] >= 0 and cs.n_gpus[chosen[0]] >= 20))
     assert {(True, True), (False, True), (True, False)} <= set(verdicts)  # both verdicts with chunk columns in use
+
+
+def test_split_counts_match_the_listed_splits():
+    """The count that decides whether a size's splits are listed equals the listing: every multiset of chunks of at
+    most ``room`` GPUs summing to ``k``, at least two of them; None exactly when there are more than
+    MAX_SPLITS_PER_SIZE (20 GPUs on 8-GPU nodes: 434 splits; 18: 288, listed)."""
+    from goodopt.formulations.node_patterns import partitions
+    from goodopt.formulations.pattern_block import MAX_SPLITS_PER_SIZE, n_partitions, splits_of
+
+    for k in range(2, 30):
+        for room in range(1, 10):
+            top = max(min(k - 1, room), 1)
+            listed = [sp for sp in partitions(k, top) if len(sp) >= 2]
+            assert n_partitions(k, top) == sum(1 for _ in partitions(k, top))
+            assert splits_of(k, room) == (None if len(listed) > MAX_SPLITS_PER_SIZE else tuple(listed))
+            assert all(sum(sp) == k and max(sp) <= room and len(sp) >= 2 for sp in splits_of(k, room) or ())
+    assert splits_of(20, 8) is None and len(splits_of(18, 8)) == 288
