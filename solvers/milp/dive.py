@@ -92,6 +92,7 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
                      highs_options=without_restart(run.opts, {**config_highs_options(run.opts), "presolve": "on"}),
                      placement=model.mm.pattern_types)
     out = sub.solve(warm_start=best, **{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
+    run.last_model = sub  # the model solved last (write_model) when the dive ends the solve
     run.stage(f"reduced-cost dive ({index.size} of {cs.n_configs} configurations open)",
               replace(out, compile_s=sub.build_s), objective)
     run.tighten_fitness(_open_bound(run, out, objective, bounds, ~open_))

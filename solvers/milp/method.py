@@ -17,7 +17,7 @@ from ..heuristics import canonicalize, greedy
 from ..options import MilpOptions
 from ..result import MethodOutcome, Termination
 from .certify import lp_certificate
-from .levels import config_level, lp_first, placement_level
+from .levels import config_level, lp_route, placement_level
 from .models import config_model
 from .reduce import drop_configs, lp_config_bounds
 from .run import MilpRun, expired
@@ -84,12 +84,14 @@ def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOpti
     run = MilpRun(problem, evaluator, opts, t_start)
     if getattr(opts, "warm_start", None) is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts.warm_start)[0], "user")
-    reference = _safe_reference(run) if lp_first(run) else None
+    route = lp_route(run)
+    reference = _safe_reference(run) if route is not None else None
     bounds = None
     if reference is not None:  # greedy (1-3 s at 2048 GPUs) only when the LP gives no candidate
         run.scale_objective(reference)
-        lp_model = config_model(run, placement=range(problem.n_gpu_types))
-        certified = lp_certificate(run, lp_model, "config + pattern rows (every type)")
+        every_type = route == "patterns"
+        lp_model = config_model(run, placement=range(problem.n_gpu_types) if every_type else ())
+        certified = lp_certificate(run, lp_model, "config + pattern rows (every type)" if every_type else "config")
         if certified is not None:
             return finish(run, certified[1], certified[0])
         bounds = lp_config_bounds(run, cast(ArrayModel, lp_model))
