@@ -30,17 +30,22 @@ $(STAMP): pyproject.toml $(LOCK)
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
-# The suite on the newest versions of everything (a separate venv); 'make lock' then records them.
+# The suite on the newest versions of everything (a separate venv), past pyproject.toml's caps (the tested
+# versions): the dependencies without their caps first, then goodopt without resolving again; 'make lock' then
+# records them.
 LATEST := .venv-latest
 test-latest:
 	@test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
-	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS="ignore:Editable installation" $(LATEST)/bin/python -m pip install --quiet --upgrade -e ".[test]"
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(LATEST)/bin/python -m pip install --quiet --upgrade $$($(LATEST)/bin/python .ci/pins.py uncapped)
+	PYTHONWARNINGS="ignore:Editable installation" $(LATEST)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(LATEST)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
-# 'make lock' records the versions test-latest passed with, hashed for every platform (uv pip compile): in
-# requirements.txt (pip's format, which the venv installs) and in pylock.toml (the standard lock file, PEP 751)
+# 'make lock' records the versions test-latest passed with: as pyproject.toml's caps, and hashed for every platform
+# (uv pip compile) in requirements.txt (pip's format, which the venv installs) and in pylock.toml (the standard
+# lock file, PEP 751)
 lock: test-latest
+	$(LATEST)/bin/python .ci/pins.py cap
 	$(LATEST)/bin/python -m pip freeze --all --exclude-editable | grep -iv '^goodopt\|^pip=' > $(LOCK).pins
 	$(LATEST)/bin/python -m pip install --quiet uv
 	printf 'setuptools>=69\nwheel\n' > $(LOCK).build

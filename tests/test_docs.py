@@ -230,6 +230,22 @@ def test_the_venv_holds_exactly_the_locked_versions():
     assert not wrong, f"installed (have, locked): {wrong}"
 
 
+def test_every_dependency_is_capped_at_its_locked_version():
+    """pyproject.toml's upper bounds are the lock's versions, so no install of goodopt (pip install ., or as another
+    project's dependency) takes a release the suite has not run on; `make test-latest` lifts them (.ci/pins.py)."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    locked = _locked_versions((REPO / "requirements.txt").read_text())
+    for req in project["dependencies"] + project["optional-dependencies"]["test"]:
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?>=[^,]+,<=(\S+)", req)
+        assert m, f"{req}: wants a lower bound and a cap at the tested version"
+        assert locked[m[1].lower().replace("_", "-")] == m[3], req
+    lifted = subprocess.run([sys.executable, str(REPO / ".ci" / "pins.py"), "uncapped"], capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert "numpy>=2.0" in lifted and not any("<=" in r for r in lifted)
+
+
 def test_the_conventional_requirements_file_installs_the_lock():
     # whoever installs by the usual `pip install -r requirements.txt` gets the locked, hashed versions: the
     # conventional file is the lock itself
