@@ -40,7 +40,8 @@ def _save(out, name, rows, seed, baseline):
     return df
 
 
-def _part_exact(con, bar, out, seed, against=None) -> None:
+def _part_exact(con, bar, out, args) -> None:
+    seed, against = args.seed, args.against
     task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES) * len(solvers.EXACT_OBJECTIVES))
     rows = solvers.exact_solves(seed, progress=lambda: bar.advance(task))
     cols = ["family", "objective", "n_gpus", "n_jobs", "n_configs", "build_solve_s", "cpu_s", "status", "gap",
@@ -62,7 +63,8 @@ def _part_exact(con, bar, out, seed, against=None) -> None:
               f"steady state {first['steady_s']:.3f} s, overhead {first['overhead_s']:.3f} s")
 
 
-def _part_evaluator(con, bar, out, seed) -> None:
+def _part_evaluator(con, bar, out, args) -> None:
+    seed = args.seed
     task = bar.add_task("evaluator", total=len(evaluator.CASES))
     df = _save(out, "evaluator", evaluator.run(seed=seed, progress=lambda: bar.advance(task)),
                seed, "per-job speedup-function loop (Pollux artifact style)")
@@ -71,7 +73,8 @@ def _part_evaluator(con, bar, out, seed) -> None:
                       "per_job_loop_evals_per_s", "speedup_ratio", "table_build_s"]))
 
 
-def _part_ga(con, bar, out, seed) -> None:
+def _part_ga(con, bar, out, args) -> None:
+    seed = args.seed
     task = bar.add_task("GA rounds", total=len(solvers.GA_JOBS))
     df = _save(out, "ga_round", solvers.ga_rounds(seed, progress=lambda: bar.advance(task)),
                seed, "same GA and seed with the per-job loop evaluator")
@@ -80,7 +83,8 @@ def _part_ga(con, bar, out, seed) -> None:
                           "same_result"], digits=3))
 
 
-def _part_milp(con, bar, out, seed) -> None:
+def _part_milp(con, bar, out, args) -> None:
+    seed = args.seed
     task = bar.add_task("MILP scaling", total=len(solvers.MILP_CASES))
     df = _save(out, "milp", solvers.milp_scaling(seed, progress=lambda: bar.advance(task)),
                seed, "greedy on the same problem")
@@ -89,7 +93,8 @@ def _part_milp(con, bar, out, seed) -> None:
                       "greedy_s", "ratio_to_greedy", "greedy_relative_fitness"], digits=4))
 
 
-def _part_simulation(con, bar, out, seed) -> None:
+def _part_simulation(con, bar, out, args) -> None:
+    seed = args.seed
     task = bar.add_task("simulations", total=len(simulation.RUNS))
     df = _save(out, "simulation", simulation.run(seed, progress=lambda: bar.advance(task)),
                seed, "Pollux policy with pymoo's GA loop on the same workload")
@@ -99,7 +104,8 @@ def _part_simulation(con, bar, out, seed) -> None:
                           "restarts"], digits=3))
 
 
-def _part_choices(con, bar, out, seed) -> None:
+def _part_choices(con, bar, out, args) -> None:
+    seed = args.seed
     task = bar.add_task("model choices", total=6)
     df = _save(out, "model_choices", solvers.model_choices(seed, progress=lambda: bar.advance(task)),
                seed, "the other setting on the same model")
@@ -108,7 +114,8 @@ def _part_choices(con, bar, out, seed) -> None:
                       "note"], digits=3))
 
 
-def _part_quality(con, bar, out, seed) -> None:
+def _part_quality(con, bar, out, args) -> None:
+    seed = args.seed
     task = bar.add_task("quality", total=len(solvers.QUALITY_FAMILIES) * 3)
     df = _save(out, "quality", solvers.quality(progress=lambda: bar.advance(task)), seed,
                "certified optimum or best proven bound of the exact MILP")
@@ -122,7 +129,8 @@ def _part_quality(con, bar, out, seed) -> None:
                      list(summ.columns), digits=4))
 
 
-def _part_ga_scale(con, bar, out, seed) -> None:
+def _part_ga_scale(con, bar, out, args) -> None:
+    seed = args.seed
     task = bar.add_task("GA at scale", total=len(solvers.GA_SCALE_FAMILIES))
     df = _save(out, "ga_scale", solvers.ga_at_scale(seed, progress=lambda: bar.advance(task)),
                seed, "certified optimum of the exact MILP on the same instance")
@@ -163,10 +171,7 @@ def main(argv=None) -> int:
               f"{platform.processor() or 'cpu'}); python {platform.python_version()}")
     with Progress(console=con, transient=True) as bar:
         for name in parts:
-            if name == "exact":
-                _part_exact(con, bar, out, args.seed, against=args.against)
-            else:
-                PARTS[name](con, bar, out, args.seed)
+            PARTS[name](con, bar, out, args)
     con.print(f"wrote CSV + JSON to {out}/")
     return 0
 
