@@ -53,7 +53,7 @@ EXACT_NODE_LIMIT = 20_000
 MILP_CASES = ((16, 4, 60), (256, 8, 800))
 QUALITY_FAMILIES = ("tiny", "testbed-under", "testbed-over", "mixed-64", "cluster-256")
 #: Families of the GA-at-scale table: 64, 256, 512 and 2048 GPUs.
-GA_SCALE_FAMILIES = ("sia-64", "cluster-256", "five-types-512", "cluster-2048", "mixed-2048")
+GA_SCALE_FAMILIES = ("sia-64", "cluster-256", "five-types-512", "cluster-2048", "mixed-2048", "five-types-2048")
 
 
 class _LoopEvaluator(Evaluator):
