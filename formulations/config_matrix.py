@@ -23,6 +23,7 @@ Rows are ``row_lower <= A x <= row_upper``; the objective is maximised.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 import numpy as np
 
@@ -189,9 +190,13 @@ def dual_feasible_functions(capacity: int) -> list[Array]:
     Any set of counts that fits one node (sum <= capacity) has ``Σ f <= 1``:
     the "more than half" function and Fekete and Schepers' ``u^(λ)``,
     ``λ = 1..capacity-1``; duplicates and the plain ``k / capacity`` (already R2) dropped.
-    Shapes: -> list of (capacity + 1,).
+    Shapes: -> list of (capacity + 1,), read-only (shared between calls: every model of a run asks again).
     """
-    C = int(capacity)
+    return list(_dual_feasible_table(int(capacity)))
+
+
+@lru_cache(maxsize=64)
+def _dual_feasible_table(C: int) -> tuple[Array, ...]:
     k = np.arange(C + 1)
     out = [np.where(2 * k > C, 1.0, np.where(2 * k == C, 0.5, 0.0))]
     x = k / C
@@ -203,8 +208,9 @@ def dual_feasible_functions(capacity: int) -> list[Array]:
     for f in out:
         if np.allclose(f, x) or any(np.allclose(f, u) for u in unique):
             continue
+        f.flags.writeable = False
         unique.append(f)
-    return unique
+    return tuple(unique)
 
 
 def multi_node_need(pr: AllocationProblem, cs: ConfigSet, idx: Array, largest: Array) -> Array:

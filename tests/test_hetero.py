@@ -135,6 +135,19 @@ def test_dual_feasible_functions_never_exceed_one_node():
                     assert sum(f[k] for k in part) <= 1 + 1e-12
 
 
+def test_dual_feasible_functions_are_shared_read_only():
+    # every configuration model asks for them again (about 1 ms each; 9 times in one sia-64 solve): computed
+    # once per capacity, so a caller must not be able to change them for the next
+    from goodopt.formulations.milp import dual_feasible_functions
+
+    first, again = dual_feasible_functions(8), dual_feasible_functions(8)
+    assert len(first) == len(again) > 1 and all(a is b for a, b in zip(first, again))
+    with pytest.raises(ValueError, match="read-only"):
+        first[0][3] = 2.0
+    first.clear()  # the list is the caller's own
+    assert len(dual_feasible_functions(8)) == len(again)
+
+
 @pytest.mark.parametrize("seed", [0, 2])
 def test_packing_cuts_certify_the_sia_cluster_quickly(seed):
     # without the bin-packing cuts these rounds ended at a 60 s time limit with a 0.4-8% gap; the configuration
