@@ -23,7 +23,7 @@ import numpy as np
 from goodopt.arrays import Array
 from goodopt.errors import SolverError, ValidationError
 
-from .highs_run import apply_highs_options, new_highs, out_of_range, read_highs, run_highs
+from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, read_highs, run_highs
 from .result import CERTIFIED_GAP, Termination
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,9 @@ class MilpOutcome:
     solver_version: str
     n_variables: int
     n_constraints: int
+    #: Simplex, interior-point and crossover iterations of the run (every LP of a MIP's search): a measure of
+    #: the solver's work that does not depend on the machine or its load; None when the solver gives none.
+    lp_iterations: int | None = None
 
     @classmethod
     def without_solve(cls, termination: Termination, raw_status: str, *, solver: str = "none", solver_version: str = "",
@@ -136,7 +139,7 @@ def _solve_highs(model: Any, time_limit_s: float | None, gaps: dict[str, float |
     version = f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
     return MilpOutcome(termination=term, has_solution=has_solution, objective=objective, bound=bound, mip_gap=gap,
                        nodes=nodes, solve_s=solve_s, compile_s=compile_s, raw_status=raw, solver="highs",
-                       solver_version=version, n_variables=n, n_constraints=m)
+                       solver_version=version, n_variables=n, n_constraints=m, lp_iterations=lp_iterations(h))
 
 
 def _set_limits(h: Any, time_limit_s: float | None, gaps: dict[str, float | None], threads: int | None) -> None:

@@ -19,7 +19,7 @@ from goodopt.formulations.matrix import MatrixModel
 from goodopt.arrays import Array, ArrayIn
 
 from .backend import MilpOutcome
-from .highs_run import apply_highs_options, new_highs, out_of_range, read_highs, run_highs
+from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, read_highs, run_highs
 from .result import Termination
 
 
@@ -129,5 +129,5 @@ class HighsSession:
         return MilpOutcome(termination=term, has_solution=has_solution, objective=objective, bound=bound,
                            mip_gap=gap, nodes=nodes, solve_s=solve_s, compile_s=setup_s, raw_status=raw,
                            solver="highs", solver_version=self.version, n_variables=model.n_columns,
-                           n_constraints=self.n_rows), x
+                           n_constraints=self.n_rows, lp_iterations=lp_iterations(h)), x
 

@@ -198,6 +198,14 @@ def read_highs(h: Any, integer: bool, sense: int = 1,
             h.modelStatusToString(status))
 
 
+def lp_iterations(h: Any) -> int:
+    """Simplex, interior-point and crossover iterations of HiGHS's last run (for a MIP, of every LP it solved;
+    HiGHS reports -1 for a kind it did not run)."""
+    info = h.getInfo()
+    return sum(max(int(getattr(info, k, 0)), 0)
+               for k in ("simplex_iteration_count", "ipm_iteration_count", "crossover_iteration_count"))
+
+
 def _highs_termination(highspy: Any, status: Any, gap: float) -> Termination:
     S = highspy.HighsModelStatus
     if status == S.kOptimal:

@@ -111,5 +111,35 @@ def test_the_exact_bench_table_compares_with_an_earlier_run_by_family_and_object
     against_previous(rows, tmp_path)
     assert [r["ratio_to_previous"] for r in rows][::2] == [0.5, 1.5]
     assert math.isnan(rows[1]["ratio_to_previous"]) and math.isnan(rows[1]["previous_cpu_s"])
+    assert all(math.isnan(r["work_ratio_to_previous"]) for r in rows)  # that table counted no LP iterations
     with pytest.raises(FileNotFoundError, match="exact.csv"):
         against_previous(rows, tmp_path / "nowhere")
+
+
+def test_the_exact_bench_table_compares_solver_work_with_an_earlier_run(tmp_path):
+    """Beside the seconds, the LP iterations of every stage, over the earlier run's: a measure the machine's
+    load does not move."""
+    from goodopt.bench.solvers import against_previous
+    pd.DataFrame({"family": ["sia-64"], "objective": ["sia"], "cpu_s": [0.08], "lp_iterations": [400]}).to_csv(
+        tmp_path / "exact.csv", index=False)
+    rows = [{"family": "sia-64", "objective": "sia", "cpu_s": 0.06, "lp_iterations": 300},
+            {"family": "sia-64", "objective": "own", "cpu_s": 0.04, "lp_iterations": 200}]
+    against_previous(rows, tmp_path)
+    assert rows[0]["work_ratio_to_previous"] == 0.75 and rows[0]["previous_lp_iterations"] == 400
+    assert math.isnan(rows[1]["work_ratio_to_previous"])
+
+
+def test_a_solve_counts_its_lp_iterations_and_counts_them_again_the_same():
+    # the bench's work measure: every stage of the exact method records HiGHS's LP iterations, and a second
+    # solve of the same problem does exactly the same work (seconds vary with the machine's load; this may not)
+    from goodopt.solvers import solve
+
+    from goodopt.families import FAMILIES
+
+    pr = FAMILIES["sia-64"].scenario(0).problem()
+    first, again = (solve(pr, "milp").extra["stages"] for _ in range(2))
+    work = [st["lp_iterations"] for st in first]
+    assert [st["model"] for st in first] == [st["model"] for st in again]
+    assert work == [st["lp_iterations"] for st in again]
+    assert first[0]["model"].endswith("LP relaxation") and work[0] > 0
+    assert all(isinstance(w, int) and w >= 0 for w in work)

@@ -159,11 +159,14 @@ def _exact_row(name: str, objective: str, seed: int, with_pyomo: bool) -> dict:
     r = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
     cpu = time.process_time() - cpu
     sia = SIA_ILP_CPU_S.get(name, float("nan")) if objective == "sia" else float("nan")
+    stages = r.extra.get("stages", [])
     row = {"family": name, "objective": objective, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs,
            "n_configs": r.stats.n_configs, "enumerate_s": enumerate_s, "build_s": r.stats.build_s,
            "solve_s": r.stats.solve_s, "build_solve_s": r.stats.build_s + r.stats.solve_s,
            "total_s": r.stats.total_s, "cpu_s": cpu, "status": str(r.status), "gap": r.gap,
            "fitness": r.fitness, "sia_ilp_cpu_s": sia, "ratio_to_sia": cpu / sia, "stages": _stage_seconds(r),
+           "lp_iterations": sum(st.get("lp_iterations") or 0 for st in stages),
+           "nodes": sum(st.get("nodes") or 0 for st in stages),
            "pyomo_total_s": float("nan"), "pyomo_status": "", "ratio_pyomo_to_arrays": float("nan"),
            "same_fitness": ""}
     if with_pyomo:
@@ -176,7 +179,12 @@ def _exact_row(name: str, objective: str, seed: int, with_pyomo: bool) -> dict:
 
 def against_previous(rows: list[dict], folder) -> None:
     """Add ``previous_cpu_s`` and ``ratio_to_previous`` (this run's CPU seconds / the earlier run's) to each
-    row, from ``folder/exact.csv`` of an earlier ``make bench`` (a release's, say); NaN where it has none."""
+    row, from ``folder/exact.csv`` of an earlier ``make bench`` (a release's, say); NaN where it has none.
+
+    Also ``previous_lp_iterations`` and ``work_ratio_to_previous`` (LP iterations of every stage, this run's
+    / the earlier run's): the solver's work, which the machine's load does not move (the same HiGHS gives
+    the same count), so a change of seconds under a noisy machine can be told from a change of work. NaN
+    when the earlier table has no such column."""
     from pathlib import Path
 
     import pandas as pd
@@ -189,10 +197,15 @@ def against_previous(rows: list[dict], folder) -> None:
         old["objective"] = "own"
     col = "cpu_s" if "cpu_s" in old else "total_s"  # tables from before CPU seconds were recorded: wall
     before = {(f, o): float(v) for f, o, v in zip(old["family"], old["objective"], old[col])}
+    work = ({(f, o): float(v) for f, o, v in zip(old["family"], old["objective"], old["lp_iterations"])}
+            if "lp_iterations" in old else {})
     for row in rows:
-        prev = before.get((row["family"], row["objective"]), float("nan"))
+        key = (row["family"], row["objective"])
+        prev = before.get(key, float("nan"))
         row["previous_cpu_s"] = prev
         row["ratio_to_previous"] = row["cpu_s"] / prev
+        row["previous_lp_iterations"] = work.get(key, float("nan"))
+        row["work_ratio_to_previous"] = row.get("lp_iterations", float("nan")) / row["previous_lp_iterations"]
 
 
 def _enumerate_seconds(pr) -> float:

@@ -247,7 +247,7 @@ def stage_record(name: str, out: MilpOutcome, objective: ScaledObjective | None 
             "objective": out.objective, "bound": out.bound,
             "fitness": conv(out.objective) if np.isfinite(out.objective) else float("nan"),
             "fitness_bound": conv(out.bound) if np.isfinite(out.bound) else float("nan"),
-            "mip_gap": out.mip_gap, "nodes": out.nodes,
+            "mip_gap": out.mip_gap, "nodes": out.nodes, "lp_iterations": out.lp_iterations,
             "solve_s": out.solve_s, "compile_s": out.compile_s, "n_variables": out.n_variables,
             "n_constraints": out.n_constraints}
 
