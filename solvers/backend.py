@@ -46,8 +46,9 @@ class MilpOutcome:
     solver_version: str
     n_variables: int
     n_constraints: int
-    #: Simplex, interior-point and crossover iterations of the run (every LP of a MIP's search): a measure of
-    #: the solver's work that does not depend on the machine or its load; None when the solver gives none.
+    #: Simplex, interior-point and crossover iterations of the run as the solver counts them (for HiGHS, the
+    #: LPs of a MIP's search too): a measure of its work that the machine's load does not move (the same
+    #: solver on the same model counts the same); None when the solver gives none.
     lp_iterations: int | None = None
 
     @classmethod
