@@ -99,7 +99,9 @@ def pattern_model(problem: AllocationProblem, configs: ConfigSet, chosen: Array,
                   max_patterns: int = 20_000) -> PatternModel | str | None:
     """The model of the module docstring for ``chosen`` (J,) on ``gpu_type``; None where it does not apply.
 
-    Returns ``"infeasible"`` when the kept rows alone do not fit.
+    Returns ``"infeasible"`` when the kept rows alone do not fit, or when a count already says so: the moved
+    jobs ask for more GPUs than the type's nodes have left, or a single-node job for more than any one node
+    has left (an LP's rounded choice often does; no model is built then).
     """
     pr, cs = problem, configs
     if not pr.interference_avoidance:
@@ -118,6 +120,10 @@ def pattern_model(problem: AllocationProblem, configs: ConfigSet, chosen: Array,
         return "infeasible"
     blocked = used_by_multi > 0
     moves = on[~cs.keep[chosen[on]]]
+    k_moves = cs.n_gpus[chosen[moves]]
+    single = ~cs.multi[chosen[moves]]
+    if k_moves.sum() > residual.sum() or k_moves[single].max(initial=0) > residual.max(initial=0):
+        return "infeasible"
     k_of_job = {int(j): int(cs.n_gpus[chosen[j]]) for j in moves}
     singles: dict[int, list[int]] = {}
     multis: dict[int, list[int]] = {}

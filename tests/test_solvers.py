@@ -807,6 +807,40 @@ def test_chunk_columns_per_job_accept_exactly_the_placeable_choices():
     assert {(True, True), (False, True), (True, False)} <= set(verdicts)  # both verdicts with chunk columns in use
 
 
+def test_a_choice_that_counts_show_cannot_fit_is_refused_without_a_model():
+    """The placement check answers "infeasible" at once when the moved jobs ask for more GPUs than the type has
+    left, or a single-node job for more than any node has left (LP roundings often do); otherwise it builds the
+    model. Either way its verdict is the exact one: the configuration model under this type's node-pattern rows,
+    with the choice fixed, is infeasible exactly when the check says so."""
+    from dataclasses import replace
+
+    from goodopt.formulations.config_matrix import config_matrix
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.node_patterns import PatternModel, pattern_model
+    from goodopt.formulations.objective import reference_fitness, scaled_objective
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    current = np.zeros((4, 3), np.int64)
+    current[0, 0] = 2  # a kept job leaves 2 GPUs on node 0
+    pr = make_problem([[1.0, 1.5, 1.8, 2.0]] * 4, capacity=[4, 4, 4], current=current)
+    cs = enumerate_configs(pr)
+    mm = config_matrix(pr, cs, scaled_objective(pr, cs, reference_fitness(pr, cs, None), None), placement=[0])
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(60):
+        chosen = np.array([rng.choice(np.r_[-1, np.flatnonzero(cs.job == j)]) for j in range(pr.n_jobs)])
+        verdict = pattern_model(pr, cs, chosen, 0)
+        built = isinstance(verdict, PatternModel)
+        places = built and HighsSession(verdict.matrix).solve()[0].termination == Termination.OPTIMAL
+        lower, upper = mm.lower.copy(), mm.upper.copy()
+        lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
+        lower[chosen[chosen >= 0]] = upper[chosen[chosen >= 0]] = 1.0
+        fixed = HighsSession(replace(mm, lower=lower, upper=upper)).solve()[0].termination
+        assert (fixed == Termination.OPTIMAL) == places, chosen
+        seen.add("counted" if not built else "placed" if places else "solved infeasible")
+    assert {"counted", "placed"} <= seen
+
+
 def test_split_counts_match_the_listed_splits():
     """The count that decides whether a size's splits are listed equals the listing: every multiset of chunks of at
     most ``room`` GPUs summing to ``k``, at least two of them; None exactly when there are more than
