@@ -60,11 +60,13 @@ def certify_epigraph(run: MilpRun, model: ConfigModel, out: MilpOutcome, max_rou
     return out
 
 
-def lp_certificate(run: MilpRun, model: ConfigModel, name: str) -> tuple[MilpOutcome, Array | None] | None:
+def lp_certificate(run: MilpRun, model: ConfigModel, name: str, *,
+                   open_all: bool = False) -> tuple[MilpOutcome, Array | None] | None:
     """Solve ``model``'s LP relaxation, place its (rounded) choice exactly, or else round it into an allocation
     (:func:`round_choice`), and keep that as a candidate. The LP bounds the model, hence the problem: when the
     best candidate reaches that bound within the gap the MILP would stop at, it is certified without the MILP.
-    Returns ``(outcome, allocation)`` then, else None (the bound is kept either way)."""
+    Returns ``(outcome, allocation)`` then, else None (the bound is kept either way). ``open_all``: the
+    reduced-cost dive's open set (:func:`reduced_cost_dive`)."""
     kw = run.solve_kwargs()
     lp = run.stage(f"{name}, LP relaxation", lambda: model.solve(relax=True, **kw))
     if lp.termination != Termination.OPTIMAL or not lp.has_solution:
@@ -73,20 +75,30 @@ def lp_certificate(run: MilpRun, model: ConfigModel, name: str) -> tuple[MilpOut
     chosen = model.chosen()
     placed = place_choice(run, chosen)[0]  # an integral LP optimum places exactly under its pattern rows
     run.add_candidate(placed if placed is not None else round_choice(run.pr, run.cs, chosen), "lp-rounding")
+    dived = False
     if not reaches_bound(run) and isinstance(model, ArrayModel):
         lp_dive(run, model)
         if not reaches_bound(run):
-            reduced_cost_dive(run, model, lp_config_bounds(run, model))
+            reduced_cost_dive(run, model, lp_config_bounds(run, model), open_all=open_all)
+            dived = True
     if not reaches_bound(run):
         return None
     alloc, source, _ = run.best()
-    if source == "reduced-cost dive":  # its bound: its own model's over the open configurations, L_c elsewhere
-        run.info["proof"] = (f"the reduced-cost dive from the LP relaxation of the {name} model reaches its "
-                             "bound (its MILP's over the open configurations, the LP's reduced costs elsewhere)")
-    else:
-        how = "a dive from" if source == "lp-dive" else "a rounding of"
-        run.info["proof"] = f"{how} the LP relaxation of the {name} model reaches its bound"
+    run.info["proof"] = _proof(source, name, dived)
     return replace(lp, objective=lp.bound), alloc
+
+
+def _proof(source: str | None, name: str, dived: bool) -> str:
+    """How an LP certificate was reached: which candidate, and whose bound (the reduced-cost dive's, when it ran:
+    its own MILP's over the open configurations, the LP's reduced costs elsewhere; else the LP's)."""
+    rc_bound = "(its MILP's over the open configurations, the LP's reduced costs elsewhere)"
+    if source == "reduced-cost dive":
+        return f"the reduced-cost dive from the LP relaxation of the {name} model reaches its bound {rc_bound}"
+    how = "a dive from" if source == "lp-dive" else "a rounding of"
+    if dived:  # an earlier candidate, which the dive's bound certified (the dive found nothing better)
+        return (f"{how} the LP relaxation of the {name} model reaches the bound of the reduced-cost dive that "
+                f"followed {rc_bound}")
+    return f"{how} the LP relaxation of the {name} model reaches its bound"
 
 
 def reaches_bound(run: MilpRun) -> bool:

@@ -91,7 +91,8 @@ def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOpti
         run.scale_objective(reference)
         every_type = route == "patterns"
         lp_model = config_model(run, placement=range(problem.n_gpu_types) if every_type else ())
-        certified = lp_certificate(run, lp_model, "config + pattern rows (every type)" if every_type else "config")
+        certified = lp_certificate(run, lp_model, "config + pattern rows (every type)" if every_type else "config",
+                                   open_all=not every_type)
         if certified is not None:
             return finish(run, certified[1], certified[0])
         bounds = lp_config_bounds(run, cast(ArrayModel, lp_model))
