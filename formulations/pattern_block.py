@@ -49,6 +49,8 @@ rows.
 from __future__ import annotations
 
 import functools
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -299,42 +301,57 @@ def rows_b2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily |
 
 def rows_p2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P2): enough single-node slots of each size for the single-node moves of that size."""
-    r_, c_, v_ = [], [], []
-    for si, s in enumerate(L.single_sizes):
-        for i, (_, _, fill) in enumerate(L.patterns):
-            m = fill.count(s)
-            if m:
-                r_.append(si)
-                c_.append(L.pcol[i])
-                v_.append(float(m))
-        idx = np.flatnonzero(L.moves & ~cs.multi & (cs.n_gpus == s))
-        r_ += [si] * len(idx)
-        c_ += idx.tolist()
-        v_ += [-1.0] * len(idx)
     n = len(L.single_sizes)
-    return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P2")
+    counts = _occurrences([fill for _, _, fill in L.patterns], L.single_sizes)
+    pat, row = np.nonzero(counts)
+    move_rows, moved = _rows_of(cs.n_gpus, L.moves & ~cs.multi, L.single_sizes)
+    return (np.concatenate([row, move_rows]), np.concatenate([L.pcol[pat], moved]),
+            np.concatenate([counts[pat, row], -np.ones(len(moved))]), np.zeros(n), np.full(n, np.inf), "P2")
 
 
 def rows_p3(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P3): enough nodes holding a chunk of each size for the splits and chunk columns that use it."""
-    r_, c_, v_ = [], [], []
-    for ci, ch in enumerate(L.chunk_sizes):
-        for i, (_, c, _) in enumerate(L.patterns):
-            if c == ch:
-                r_.append(ci)
-                c_.append(L.pcol[i])
-                v_.append(1.0)
-        for t, (_, sp) in enumerate(L.splits):
-            m = sp.count(ch)
-            if m:
-                r_.append(ci)
-                c_.append(L.vcol[t])
-                v_.append(-float(m))
-        r_ += [ci] * len(L.wcol)
-        c_ += L.wcol[:, ci].tolist()
-        v_ += [-1.0] * len(L.wcol)
     n = len(L.chunk_sizes)
-    return (*_triplets(r_, c_, v_), np.zeros(n), np.full(n, np.inf), "P3")
+    chunk_of = np.array([c for _, c, _ in L.patterns], np.int64)
+    pat_rows, pat = _rows_of(chunk_of, np.ones(len(chunk_of), bool), L.chunk_sizes)
+    counts = _occurrences([sp for _, sp in L.splits], L.chunk_sizes)
+    split, row = np.nonzero(counts)
+    w = np.asarray(L.wcol, np.int64).reshape(-1, n) if n else np.zeros((0, 0), np.int64)
+    w_rows = np.tile(np.arange(n), len(w))
+    return (np.concatenate([pat_rows, row, w_rows]), np.concatenate([L.pcol[pat], L.vcol[split], w.ravel()]),
+            np.concatenate([np.ones(len(pat)), -counts[split, row], -np.ones(len(w_rows))]),
+            np.zeros(n), np.full(n, np.inf), "P3")
+
+
+def _occurrences(groups: list[tuple[int, ...]], values: Sequence[int]) -> Array:
+    """How many times each of ``values`` occurs in each group. Shapes: -> (len(groups), len(values))."""
+    lens = np.fromiter((len(g) for g in groups), np.int64, len(groups))
+    flat = np.fromiter(itertools.chain.from_iterable(groups), np.int64, int(lens.sum()))
+    owner = np.repeat(np.arange(len(groups)), lens)
+    hit, index = _index_in(flat, values)
+    out = np.zeros((len(groups), len(values)))
+    np.add.at(out, (owner[hit], index[hit]), 1.0)
+    return out
+
+
+def _rows_of(sizes: Array, mask: Array, values: Sequence[int]) -> tuple[Array, Array]:
+    """``(row, position)`` of every position where ``mask`` holds and ``sizes`` is one of ``values`` (its row: that
+    value's index). Shapes: sizes, mask (n,) -> (k,), (k,)."""
+    hit, index = _index_in(np.asarray(sizes, np.int64), values)
+    pos = np.flatnonzero(mask & hit)
+    return index[pos], pos
+
+
+def _index_in(x: Array, values: Sequence[int]) -> tuple[Array, Array]:
+    """Whether each ``x`` is one of ``values`` (distinct, any order), and its index there (0 where not).
+    Shapes: x (n,) -> (n,) bool, (n,) int."""
+    vals = np.asarray(values, np.int64)
+    if not len(vals):
+        return np.zeros(len(x), bool), np.zeros(len(x), np.int64)
+    order = np.argsort(vals, kind="stable")
+    at = np.minimum(np.searchsorted(vals[order], x), len(vals) - 1)
+    hit = vals[order][at] == x
+    return hit, np.where(hit, order[at], 0)
 
 
 def _chunk_rows(L: BlockLayout, per_chunk: Array, per_move: Array, upper: Array, name: str) -> RowFamily | None:
@@ -364,19 +381,11 @@ def rows_m2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily |
 def rows_p4(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P4): as many splits of each listed size as multi-node moves of that size."""
     sizes = [k for k in L.multi_sizes if k not in L.by_config]
-    r_, c_, v_ = [], [], []
-    for ki, k in enumerate(sizes):
-        for t, (kk, _) in enumerate(L.splits):
-            if kk == k:
-                r_.append(ki)
-                c_.append(L.vcol[t])
-                v_.append(1.0)
-        idx = np.flatnonzero(L.moves & cs.multi & (cs.n_gpus == k))
-        r_ += [ki] * len(idx)
-        c_ += idx.tolist()
-        v_ += [-1.0] * len(idx)
+    split_rows, split = _rows_of(np.array([k for k, _ in L.splits], np.int64), np.ones(len(L.splits), bool), sizes)
+    move_rows, moved = _rows_of(cs.n_gpus, L.moves & cs.multi, sizes)
     zeros = np.zeros(len(sizes))
-    return (*_triplets(r_, c_, v_), zeros, zeros, "P4")
+    return (np.concatenate([split_rows, move_rows]), np.concatenate([L.vcol[split], moved]),
+            np.concatenate([np.ones(len(split)), -np.ones(len(moved))]), zeros, zeros, "P4")
 
 
 #: The row families in the order they are added (the order of the original single builder).

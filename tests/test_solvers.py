@@ -865,6 +865,50 @@ def test_a_choice_that_counts_show_cannot_fit_is_refused_without_a_model():
     assert {"counted", "placed"} <= seen
 
 
+@pytest.mark.parametrize("family", ["five-types-512", "mixed-64", "hetero-16"])
+def test_pattern_count_rows_match_their_definition(family):
+    """(P2), (P3), (P4) are built from counts over every pattern and split at once; each entry equals the count
+    its definition names: a pattern's slots of a single-node size, a pattern's chunk and a split's chunks of a
+    size, a split's own size, and -1 for each move counted."""
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.pattern_block import block_layout, rows_p2, rows_p3, rows_p4
+
+    def entries(family_rows):
+        r, c, v = family_rows[:3]
+        out = {}
+        for key, val in zip(zip(r.tolist(), c.tolist()), v.tolist()):
+            out[key] = out.get(key, 0.0) + val
+        return {k: val for k, val in out.items() if val}
+
+    pr = FAMILIES[family].scenario(0).problem()
+    cs = enumerate_configs(pr)
+    checked = 0
+    for g in range(pr.n_gpu_types):
+        # the block's columns after the configurations' (as in the model), so no entry shares a column
+        L = block_layout(pr, cs, g, np.flatnonzero(pr.node_type == g), cs.n_configs + pr.n_jobs, 60_000)
+        if L is None:
+            continue
+        want = {}
+        for si, s in enumerate(L.single_sizes):
+            want.update({(si, int(L.pcol[i])): float(f.count(s)) for i, (_, _, f) in enumerate(L.patterns) if s in f})
+            want.update({(si, int(c)): -1.0 for c in np.flatnonzero(L.moves & ~cs.multi & (cs.n_gpus == s))})
+        assert entries(rows_p2(pr, cs, L)) == want
+        want = {}
+        for ci, ch in enumerate(L.chunk_sizes):
+            want.update({(ci, int(L.pcol[i])): 1.0 for i, (_, c, _) in enumerate(L.patterns) if c == ch})
+            want.update({(ci, int(L.vcol[t])): -float(sp.count(ch)) for t, (_, sp) in enumerate(L.splits) if ch in sp})
+            want.update({(ci, int(w)): -1.0 for w in np.asarray(L.wcol).reshape(-1, len(L.chunk_sizes))[:, ci]})
+        assert entries(rows_p3(pr, cs, L)) == want
+        sizes = [k for k in L.multi_sizes if k not in L.by_config]
+        want = {}
+        for ki, k in enumerate(sizes):
+            want.update({(ki, int(L.vcol[t])): 1.0 for t, (kk, _) in enumerate(L.splits) if kk == k})
+            want.update({(ki, int(c)): -1.0 for c in np.flatnonzero(L.moves & cs.multi & (cs.n_gpus == k))})
+        assert entries(rows_p4(pr, cs, L)) == want
+        checked += bool(L.splits) and bool(L.patterns)
+    assert checked
+
+
 def test_split_counts_match_the_listed_splits():
     """The count that decides whether a size's splits are listed equals the listing: every multiset of chunks of at
     most ``room`` GPUs summing to ``k``, at least two of them; None exactly when there are more than
