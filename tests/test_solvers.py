@@ -549,6 +549,27 @@ def _knapsack(highspy, values, weights, capacity):
     return lp
 
 
+def test_a_session_solves_its_lp_relaxation_and_then_its_milp():
+    """The LP relaxation drops integrality for one solve and gives it back: a knapsack (values 7, 5, 4; weights
+    3, 2, 2; capacity 4; and a continuous column worth 0.1 per unit) has LP optimum 5 + 7 * 2/3 = 9.667 (by value
+    per weight: item 2, then two thirds of item 1) and MILP optimum 9 (items 2 and 3); solving the LP again
+    after the MILP gives 9.667 again, and the continuous column stays continuous."""
+    from goodopt.formulations.matrix import CscArrays, MatrixModel
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    A = CscArrays.from_triplets(np.zeros(4, np.int64), np.arange(4), np.array([3.0, 2.0, 2.0, 1.0]), (1, 4))
+    mm = MatrixModel(cost=np.array([7.0, 5.0, 4.0, 0.1]), lower=np.zeros(4), upper=np.array([1.0, 1.0, 1.0, 0.5]),
+                     integer=np.array([True, True, True, False]), A=A, row_lower=np.array([-np.inf]),
+                     row_upper=np.array([4.0]), names=("cap",), n_configs=3, epigraph=False)
+    session = HighsSession(mm)
+    lp, x_lp = session.solve(relax=True)
+    milp, x = session.solve()
+    again, _ = session.solve(relax=True)
+    assert lp.objective == pytest.approx(5 + 7 * 2 / 3) and again.objective == pytest.approx(lp.objective)
+    assert milp.objective == pytest.approx(9.0) and np.allclose(x[:3], [0, 1, 1]) and x[3] == 0.0
+    assert session.h.getLp().integrality_[3] == session._hs.HighsVarType.kContinuous
+
+
 def test_infeasible_model_reports_status():
     from goodopt.formulations import milp as fm
     from goodopt.formulations.configs import enumerate_configs
