@@ -23,6 +23,29 @@ from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_ran
 from .result import Termination
 
 
+def _pass_arrays(highspy: Any, h: Any, model: MatrixModel) -> None:
+    """Hand ``model`` to HiGHS as numpy arrays in one ``passModel`` call (maximised, column-wise).
+
+    At five-types-2048's LP (103k columns, 468k nonzeros) this takes 9 ms; filling a ``HighsLp`` field by field
+    took 78 ms, highspy converting each array element by element. The model HiGHS holds is the same.
+    """
+    inf = highspy.kHighsInf
+    A = model.A
+    h.passModel(int(model.n_columns), int(model.n_rows), int(len(A.data)), int(highspy.MatrixFormat.kColwise),
+                int(highspy.ObjSense.kMaximize), 0.0, _f64(model.cost), _f64(model.lower), _f64(model.upper),
+                _f64(np.where(np.isfinite(model.row_lower), model.row_lower, -inf)),
+                _f64(np.where(np.isfinite(model.row_upper), model.row_upper, inf)),
+                _i32(A.indptr), _i32(A.indices), _f64(A.data), _i32(model.integer))
+
+
+def _f64(a: ArrayIn) -> Array:
+    return np.ascontiguousarray(a, np.float64)
+
+
+def _i32(a: ArrayIn) -> Array:
+    return np.ascontiguousarray(a, np.int32)
+
+
 class HighsSession:
     """One matrix model loaded into HiGHS; :meth:`solve` may be called again after :meth:`add_row`."""
 
@@ -39,23 +62,8 @@ class HighsSession:
         if threads is not None:
             h.setOptionValue("threads", int(threads))
         apply_highs_options(h, highs_options)
-        inf = highspy.kHighsInf
-        lp = highspy.HighsLp()
-        A = model.A
-        lp.num_col_, lp.num_row_ = model.n_columns, model.n_rows
-        lp.col_cost_ = model.cost
-        lp.col_lower_, lp.col_upper_ = model.lower, model.upper
-        lp.row_lower_ = np.where(np.isfinite(model.row_lower), model.row_lower, -inf)
-        lp.row_upper_ = np.where(np.isfinite(model.row_upper), model.row_upper, inf)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = A.indptr
-        lp.a_matrix_.index_ = A.indices
-        lp.a_matrix_.value_ = A.data
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in model.integer]
         if not self.bad:
-            h.passModel(lp)
+            _pass_arrays(highspy, h, model)
         self.h = h
         self.setup_s = time.perf_counter() - t0
         self.n_rows = model.n_rows

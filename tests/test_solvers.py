@@ -570,6 +570,30 @@ def test_a_session_solves_its_lp_relaxation_and_then_its_milp():
     assert session.h.getLp().integrality_[3] == session._hs.HighsVarType.kContinuous
 
 
+def test_highs_holds_the_matrix_model_it_was_given():
+    # the arrays go to HiGHS in one call: costs, bounds (infinite row bounds as HiGHS's infinity), the matrix
+    # column by column, integrality and the sense all arrive as the model states them
+    from goodopt.formulations.config_matrix import config_matrix
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.objective import reference_fitness, scaled_objective
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    pr = FAMILIES["hetero-16"].scenario(0).problem()
+    cs = enumerate_configs(pr)
+    mm = config_matrix(pr, cs, scaled_objective(pr, cs, reference_fitness(pr, cs, None), None), placement=[0, 1])
+    lp = HighsSession(mm).h.getLp()
+    inf = 1e30
+    assert np.isinf(mm.row_lower).any() and not mm.integer.all() and mm.integer.any()
+    assert np.array_equal(lp.col_cost_, mm.cost) and np.array_equal(lp.col_upper_, mm.upper)
+    assert np.array_equal(lp.col_lower_, mm.lower)
+    assert np.array_equal(np.minimum(np.maximum(lp.row_lower_, -inf), inf), np.clip(mm.row_lower, -inf, inf))
+    assert np.array_equal(np.minimum(lp.row_upper_, inf), np.clip(mm.row_upper, -inf, inf))
+    assert np.array_equal(lp.a_matrix_.start_, mm.A.indptr) and np.array_equal(lp.a_matrix_.index_, mm.A.indices)
+    assert np.array_equal(lp.a_matrix_.value_, mm.A.data)
+    assert [int(v) for v in lp.integrality_] == mm.integer.astype(int).tolist()
+    assert str(lp.sense_).endswith("kMaximize")
+
+
 def test_infeasible_model_reports_status():
     from goodopt.formulations import milp as fm
     from goodopt.formulations.configs import enumerate_configs
