@@ -27,7 +27,8 @@ def _pass_arrays(highspy: Any, h: Any, model: MatrixModel) -> None:
     """Hand ``model`` to HiGHS as numpy arrays in one ``passModel`` call (maximised, column-wise).
 
     At five-types-2048's LP (103k columns, 468k nonzeros) this takes 9 ms; filling a ``HighsLp`` field by field
-    took 78 ms, highspy converting each array element by element. The model HiGHS holds is the same.
+    took 78 ms, highspy converting each array element by element. The model HiGHS holds is the same. (highspy
+    1.8, the oldest this project allows, has this form of ``passModel`` too.)
     """
     inf = highspy.kHighsInf
     A = model.A
@@ -126,14 +127,10 @@ class HighsSession:
 
     def _set_integrality(self, kinds: Array) -> None:
         """Every column's integrality in one call: 0 continuous, 1 integer (HiGHS's own codes), as a uint8 array
-        (100k columns: 7 ms, where a list of HighsVarType values took 40 ms to build and pass). Shapes: kinds
-        (n_columns,)."""
+        (100k columns: 7 ms, where a list of HighsVarType values took 40 ms to build and pass; highspy 1.8, the
+        oldest this project allows, takes it too). Shapes: kinds (n_columns,)."""
         n = self.model.n_columns
-        idx = np.arange(n, dtype=np.int32)
-        try:
-            self.h.changeColsIntegrality(n, idx, kinds)
-        except TypeError:  # a highspy that takes HighsVarType values only
-            self.h.changeColsIntegrality(n, idx, np.array([self._hs.HighsVarType(int(k)) for k in kinds]))
+        self.h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), kinds)
 
     def _outcome(self, integer: bool, solve_s: float, setup_s: float,
                  stopped: bool = False) -> tuple[MilpOutcome, Array | None]:
