@@ -41,9 +41,9 @@ test-latest:
 	PYTHONWARNINGS="ignore:Editable installation" $(LATEST)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(LATEST)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
-# 'make lock' records the versions test-latest passed with: as pyproject.toml's caps, and hashed for every platform
+# 'make lock' records the versions test-latest passed with: as pyproject.toml's caps, hashed for every platform
 # (uv pip compile) in requirements.txt (pip's format, which the venv installs) and in pylock.toml (the standard
-# lock file, PEP 751)
+# lock file, PEP 751), and as pyproject.toml's 'locked' extra (every package pinned, for pip install goodopt[locked])
 lock: test-latest
 	$(LATEST)/bin/python .ci/pins.py cap
 	$(LATEST)/bin/python -m pip freeze --all --exclude-editable | grep -iv '^goodopt\|^pip=' > $(LOCK).pins
@@ -55,6 +55,7 @@ lock: test-latest
 	    --python-version 3.11 --no-header --quiet -o pylock.toml
 	rm $(LOCK).pins $(LOCK).build
 	mv $(LOCK).new $(LOCK)
+	$(LATEST)/bin/python .ci/pins.py locked
 
 # GOODOPT_LOCKED=1: the suite checks that this venv holds exactly the locked versions
 test: $(STAMP)

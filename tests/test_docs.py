@@ -246,6 +246,27 @@ def test_every_dependency_is_capped_at_its_locked_version():
     assert "numpy>=2.0" in lifted and not any("<=" in r for r in lifted)
 
 
+def test_the_locked_extra_pins_every_package_of_the_lock():
+    """The caps reach goodopt's own dependencies only; their dependencies would come at whatever release is
+    newest. `pip install "goodopt[locked]"` pins every package the suite ran with, at the lock's version and with
+    its platform marker (the build tools aside), so a pip install outside the Makefile can hold the whole tested
+    environment; `make lock` rewrites the extra (.ci/pins.py locked)."""
+    import tomllib
+
+    from packaging.markers import Marker
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["locked"]
+    locked = _locked_versions((REPO / "requirements.txt").read_text())  # markers evaluated for this platform
+    pins = {}
+    for req in extra:
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([^;\s]+)(?:; (.+))?", req)
+        assert m, f"{req}: wants name==version"
+        if m[3] is None or Marker(m[3]).evaluate():
+            pins[re.sub(r"[-_.]+", "-", m[1]).lower()] = m[2]
+    assert pins == {name: v for name, v in locked.items() if name not in ("setuptools", "wheel")}
+    assert len(pins) > 50 and "colorama==0.4.6; sys_platform == 'win32'" in extra
+
+
 def test_the_conventional_requirements_file_installs_the_lock():
     # whoever installs by the usual `pip install -r requirements.txt` gets the locked, hashed versions: the
     # conventional file is the lock itself
