@@ -23,7 +23,7 @@ import numpy as np
 from goodopt.arrays import Array
 from goodopt.errors import SolverError, ValidationError
 
-from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, read_highs, run_highs
+from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, pass_arrays, read_highs, run_highs
 from .result import CERTIFIED_GAP, Termination
 
 log = logging.getLogger(__name__)
@@ -108,21 +108,9 @@ def _solve_highs(model: Any, time_limit_s: float | None, gaps: dict[str, float |
         return MilpOutcome.without_solve(Termination.NUMERICAL, f"model refused: {bad}", solver="highs",
                                          compile_s=time.perf_counter() - t0, n_variables=n, n_constraints=m)
     h = new_highs()
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, m
-    lp.col_cost_ = cost
-    lp.offset_ = float(sf.c_offset[0]) if len(sf.c_offset) else 0.0
-    lp.col_lower_, lp.col_upper_ = lower, upper
-    lp.row_lower_ = np.full(m, -highspy.kHighsInf)
-    lp.row_upper_ = np.asarray(sf.rhs, dtype=float)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr
-    lp.a_matrix_.index_ = A.indices
-    lp.a_matrix_.value_ = A.data
-    if integer.any():
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in integer]
-    h.passModel(lp)
+    pass_arrays(h, cost=cost, lower=lower, upper=upper, row_lower=np.full(m, -np.inf), row_upper=sf.rhs,
+                indptr=A.indptr, indices=A.indices, data=A.data, integer=integer, maximise=False,
+                offset=float(sf.c_offset[0]) if len(sf.c_offset) else 0.0)
     _set_limits(h, time_limit_s, gaps, threads)
     apply_highs_options(h, options)
     if warm_start:
