@@ -304,7 +304,7 @@ def rows_p2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily |
     n = len(L.single_sizes)
     counts = _occurrences([fill for _, _, fill in L.patterns], L.single_sizes)
     pat, row = np.nonzero(counts)
-    move_rows, moved = _rows_of(cs.n_gpus, L.moves & ~cs.multi, L.single_sizes)
+    move_rows, moved = _rows_of(cs.n_gpus, L.single_sizes, L.moves & ~cs.multi)
     return (np.concatenate([row, move_rows]), np.concatenate([L.pcol[pat], moved]),
             np.concatenate([counts[pat, row], -np.ones(len(moved))]), np.zeros(n), np.full(n, np.inf), "P2")
 
@@ -313,7 +313,7 @@ def rows_p3(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily |
     """(P3): enough nodes holding a chunk of each size for the splits and chunk columns that use it."""
     n = len(L.chunk_sizes)
     chunk_of = np.array([c for _, c, _ in L.patterns], np.int64)
-    pat_rows, pat = _rows_of(chunk_of, np.ones(len(chunk_of), bool), L.chunk_sizes)
+    pat_rows, pat = _rows_of(chunk_of, L.chunk_sizes)
     counts = _occurrences([sp for _, sp in L.splits], L.chunk_sizes)
     split, row = np.nonzero(counts)
     w = np.asarray(L.wcol, np.int64).reshape(-1, n) if n else np.zeros((0, 0), np.int64)
@@ -334,11 +334,11 @@ def _occurrences(groups: list[tuple[int, ...]], values: Sequence[int]) -> Array:
     return out
 
 
-def _rows_of(sizes: Array, mask: Array, values: Sequence[int]) -> tuple[Array, Array]:
-    """``(row, position)`` of every position where ``mask`` holds and ``sizes`` is one of ``values`` (its row: that
-    value's index). Shapes: sizes, mask (n,) -> (k,), (k,)."""
+def _rows_of(sizes: Array, values: Sequence[int], mask: Array | None = None) -> tuple[Array, Array]:
+    """``(row, position)`` of every position where ``sizes`` is one of ``values`` (its row: that value's index) and
+    ``mask``, if given, holds. Shapes: sizes, mask (n,) -> (k,), (k,)."""
     hit, index = _index_in(np.asarray(sizes, np.int64), values)
-    pos = np.flatnonzero(mask & hit)
+    pos = np.flatnonzero(hit if mask is None else mask & hit)
     return index[pos], pos
 
 
@@ -381,8 +381,8 @@ def rows_m2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily |
 def rows_p4(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P4): as many splits of each listed size as multi-node moves of that size."""
     sizes = [k for k in L.multi_sizes if k not in L.by_config]
-    split_rows, split = _rows_of(np.array([k for k, _ in L.splits], np.int64), np.ones(len(L.splits), bool), sizes)
-    move_rows, moved = _rows_of(cs.n_gpus, L.moves & cs.multi, sizes)
+    split_rows, split = _rows_of(np.array([k for k, _ in L.splits], np.int64), sizes)
+    move_rows, moved = _rows_of(cs.n_gpus, sizes, L.moves & cs.multi)
     zeros = np.zeros(len(sizes))
     return (np.concatenate([split_rows, move_rows]), np.concatenate([L.vcol[split], moved]),
             np.concatenate([np.ones(len(split)), -np.ones(len(moved))]), zeros, zeros, "P4")
