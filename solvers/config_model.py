@@ -12,7 +12,7 @@ round an LP solution, add a no-good cut (C1), and move the epigraph floor
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
 
 from .backend import MilpOutcome, solve_model
-from .highs_arrays import HighsSession
+from .highs_arrays import HighsSession, Pricing
 
 
 def epigraph_value(problem: AllocationProblem, configs: ConfigSet, chosen: Array) -> float:
@@ -80,6 +80,18 @@ class ArrayModel(_Base):
         x0 = self.encode(warm_start) if warm_start is not None else None
         out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
                                     warm_start=x0, relax=relax, node_limit=node_limit)
+        self._load(x, relax)
+        return out
+
+    def solve_priced(self, hold: Array, price: Callable[[Array], Array], *, time_limit_s: float | None = None,
+                     **_: Any) -> tuple[MilpOutcome, Pricing]:
+        """The LP relaxation with the columns ``hold`` held at 0 until ``price`` releases them
+        (:meth:`HighsSession.solve_priced`); its solution is loaded as :meth:`solve`'s with ``relax``."""
+        out, x, pricing = self.session.solve_priced(hold, price, time_limit_s=time_limit_s)
+        self._load(x, relax=True)
+        return out, pricing
+
+    def _load(self, x: Array | None, relax: bool) -> None:
         if x is not None:
             self._x = x
             if relax:
@@ -87,7 +99,6 @@ class ArrayModel(_Base):
             z = x[:self.cs.n_configs]
             n = self.pr.n_jobs
             self._chosen = rounded_from_values(self.cs, n, z) if relax else choice_from_values(self.cs, n, z)
-        return out
 
     @property
     def pattern_types(self) -> tuple[int, ...]:

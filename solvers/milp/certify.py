@@ -16,6 +16,7 @@ from ..result import CERTIFIED_GAP, Termination
 from ..rounding import round_choice
 from .dive import lp_dive, reduced_cost_dive
 from .placement import place_choice
+from .pricing import priced_relaxation
 from .reduce import lp_config_bounds
 from .run import MilpRun, as_time_limit
 
@@ -68,7 +69,8 @@ def lp_certificate(run: MilpRun, model: ConfigModel, name: str, *,
     Returns ``(outcome, allocation)`` then, else None (the bound is kept either way). ``open_all``: the
     reduced-cost dive's open set (:func:`reduced_cost_dive`)."""
     kw = run.solve_kwargs()
-    lp = run.stage(f"{name}, LP relaxation", lambda: model.solve(relax=True, **kw))
+    lp = run.stage(f"{name}, LP relaxation", lambda: priced_relaxation(run, model, **kw)
+                   if isinstance(model, ArrayModel) else model.solve(relax=True, **kw))
     if lp.termination != Termination.OPTIMAL or not lp.has_solution:
         return None
     run.tighten(lp)

@@ -73,13 +73,16 @@ def lp_config_bounds(run: MilpRun, model: ArrayModel) -> ConfigBounds | None:
     mm, y = model.mm, model.session.lp_row_dual
     if y is None or run.objective is None or model.session.n_rows != mm.n_rows or len(y) != mm.n_rows:
         return None
-    # HiGHS's sign convention for a maximisation's duals aside, both signs give valid bounds: keep the tighter
-    (total, value), (total_neg, value_neg) = lagrangian_bounds(mm, y), lagrangian_bounds(mm, -y)
-    if total_neg < total:
-        total, value = total_neg, value_neg
+    total, value = lagrangian_bounds(mm, signed_duals(mm, y))
     if not np.isfinite(total):
         return None
     return ConfigBounds(value=value, lp_bound=total, objective=run.objective)
+
+
+def signed_duals(mm: MatrixModel, y: Array) -> Array:
+    """``y`` or ``-y``, whichever bounds every solution tighter (:func:`lagrangian_bounds`): HiGHS's sign
+    convention for a maximisation's duals aside, both give valid bounds. Shapes: y (m,) -> (m,)."""
+    return -y if lagrangian_bounds(mm, -y)[0] < lagrangian_bounds(mm, y)[0] else y
 
 
 def configs_from(run: MilpRun, bounds: ConfigBounds, threshold: float, best: Array) -> Array:
