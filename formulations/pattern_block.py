@@ -186,21 +186,26 @@ def _keep_choices(pr: AllocationProblem, cs: ConfigSet, nodes: Array,
     subset of them a touched node may keep, as ``(node, subset, residual, blocked)``; None when a node is
     touched by more than :data:`MAX_KEEPS_PER_NODE`."""
     touching: dict[int, list[int]] = {int(n): [] for n in nodes}
-    for c in keeps:
-        for n in np.flatnonzero(pr.current[cs.job[c]]).tolist():
-            if int(n) in touching:
-                touching[int(n)].append(int(c))
+    keeps = np.asarray(keeps, np.int64)
+    held = pr.current[cs.job[keeps]][:, nodes]  # (keeps, nodes of the type) GPUs each keep holds there
+    k_i, n_i = np.nonzero(held.T > 0)  # node-major: each node's keeps in the order of ``keeps``
+    for n, c in zip(nodes[k_i].tolist(), keeps[n_i].tolist()):
+        touching[n].append(c)
     cap = pr.node_capacity
     choices: list[Choice] = []
     for n, cl in touching.items():
         if len(cl) > MAX_KEEPS_PER_NODE:
             return None
-        for mask in range(1 << len(cl)) if cl else ():
-            sub = [cl[i] for i in range(len(cl)) if mask >> i & 1]
-            used = sum(int(pr.current[cs.job[c], n]) for c in sub)
-            n_multi = sum(bool(cs.multi[c]) for c in sub)
-            if used <= cap[n] and n_multi <= 1:
-                choices.append((n, tuple(sub), int(cap[n]) - used, n_multi == 1))
+        if not cl:
+            continue
+        gpus = pr.current[cs.job[cl], n].astype(np.int64)  # (len(cl),)
+        multi = cs.multi[cl].astype(np.int64)
+        masks = np.arange(1 << len(cl))
+        members = (masks[:, None] >> np.arange(len(cl))[None, :]) & 1  # (subsets, len(cl))
+        used, n_multi = members @ gpus, members @ multi
+        for mask in np.flatnonzero((used <= cap[n]) & (n_multi <= 1)).tolist():
+            sub = tuple(cl[i] for i in range(len(cl)) if mask >> i & 1)
+            choices.append((n, sub, int(cap[n]) - int(used[mask]), bool(n_multi[mask] == 1)))
     return touching, choices
 
 
