@@ -60,6 +60,7 @@ class HighsSession:
         self.n_rows = model.n_rows
         #: Row duals of the last LP relaxation solved (None before one, or when HiGHS had none).
         self.lp_row_dual: Array | None = None
+        self._relaxed = False  # integrality dropped across several LP solves (solve_priced)
         v = h.version() if hasattr(h, "version") else ""
         self.version = v if isinstance(v, str) else f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
 
@@ -91,7 +92,8 @@ class HighsSession:
         if node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(node_limit))
         integer = model.integer.any() and not relax
-        if relax and model.integer.any():
+        switch = relax and model.integer.any() and not self._relaxed
+        if switch:
             self._set_integrality(np.zeros(model.n_columns, np.uint8))
         if warm_start is not None and integer:
             if isinstance(warm_start, tuple):  # (columns, values): HiGHS completes the rest by a sub-MIP
@@ -111,7 +113,7 @@ class HighsSession:
         if relax:
             sol = h.getSolution()
             self.lp_row_dual = np.asarray(sol.row_dual, float) if x is not None and sol.dual_valid else None
-        if relax and model.integer.any():
+        if switch:
             self._set_integrality(model.integer.astype(np.uint8))
         return out, x
 
@@ -134,6 +136,10 @@ class HighsSession:
         deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
         solve_s, iterations = 0.0, 0
         self._set_upper(held, model.lower[held])
+        relaxed = bool(model.integer.any())
+        if relaxed:  # once for every round
+            self._set_integrality(np.zeros(model.n_columns, np.uint8))
+            self._relaxed = True
         try:
             while True:
                 left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
@@ -152,6 +158,9 @@ class HighsSession:
                 held = held[~enter]
         finally:
             self._set_upper(held, model.upper[held])
+            if relaxed:
+                self._relaxed = False
+                self._set_integrality(model.integer.astype(np.uint8))
         out = replace(out, solve_s=solve_s, lp_iterations=iterations)
         return out, x, Pricing(held=n_held, released=n_held - held.size, rounds=rounds)
 

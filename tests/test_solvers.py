@@ -579,7 +579,7 @@ def test_a_held_column_is_released_when_its_reduced_cost_pays(held, released, lp
     capacity at 2 per unit: item 1's reduced cost 5 - 2 * 2 = 1 pays, so it is released and a second solve
     reaches the whole optimum, item 1 and two thirds of item 0 (9.667). Without item 2 the LP is already that
     optimum (capacity priced at 7/3, item 2's reduced cost 4 - 14/3 < 0): one solve, nothing released. Either
-    way every bound is given back."""
+    way every bound, and integrality, is given back."""
     from goodopt.formulations.matrix import CscArrays, MatrixModel
     from goodopt.solvers.highs_arrays import HighsSession
     from goodopt.solvers.milp.reduce import signed_duals
@@ -594,6 +594,7 @@ def test_a_held_column_is_released_when_its_reduced_cost_pays(held, released, lp
     assert out.objective == pytest.approx(lp) and (pricing.held, pricing.released) == (1, released)
     assert pricing.rounds == 1 + released and x[held] == pytest.approx(1.0 if released else 0.0)
     assert np.array_equal(session.h.getLp().col_upper_, mm.upper)
+    assert [int(v) for v in session.h.getLp().integrality_] == [1, 1, 1]
 
 
 @pytest.mark.parametrize("objective", ["own", "sia"])

@@ -25,7 +25,6 @@ is solved.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -70,23 +69,35 @@ def priced_relaxation(run: MilpRun, model: ArrayModel, **kw: Any) -> MilpOutcome
         hold[:mm.n_configs] = held_configs(run.cs)
     if not hold.any():
         return model.solve(relax=True, **kw)
-    out, pricing = model.solve_priced(hold, _pricer(mm), time_limit_s=kw.get("time_limit_s"))
+    pricer = _Pricer(mm)
+    out, pricing = model.solve_priced(hold, pricer, time_limit_s=kw.get("time_limit_s"))
     run.info["lp_pricing"] = {"held": pricing.held, "released": pricing.released, "lp_solves": pricing.rounds}
     y = model.session.lp_row_dual
     if out.termination != Termination.OPTIMAL or y is None:
         return out
-    bound = lagrangian_bounds(mm, signed_duals(mm, y))[0]
+    bound = pricer.bound(y)
     return replace(out, bound=bound) if np.isfinite(bound) else out
 
 
-def _pricer(mm: MatrixModel) -> Callable[[Array], Array]:
+class _Pricer:
     """Row duals -> the columns whose reduced cost could raise the objective (every column when the duals bound
-    nothing)."""
+    nothing); keeps the whole model's Lagrangian bound for the last duals it priced."""
 
-    def price(y: Array) -> Array:
+    def __init__(self, mm: MatrixModel) -> None:
+        self.mm = mm
+        self._last: tuple[Array, float] | None = None
+
+    def bound(self, y: Array) -> float:
+        """The whole model's Lagrangian bound for the row duals ``y`` (as signed by :func:`signed_duals`)."""
+        if self._last is not None and self._last[0] is y:
+            return self._last[1]
+        return lagrangian_bounds(self.mm, signed_duals(self.mm, y))[0]
+
+    def __call__(self, y: Array) -> Array:
+        mm = self.mm
         signed = signed_duals(mm, y)
-        if not np.isfinite(lagrangian_bounds(mm, signed)[0]):
+        total = lagrangian_bounds(mm, signed)[0]
+        self._last = (y, total)
+        if not np.isfinite(total):
             return np.ones(mm.n_columns, bool)
         return (mm.cost - mm.A.rmatvec(signed)) > PRICE_TOL
-
-    return price
