@@ -386,6 +386,31 @@ def test_greedy_stops_at_its_deadline_with_a_feasible_allocation():
     assert far[2] == full[2] and np.array_equal(far[0], full[0])
 
 
+@pytest.mark.parametrize("method", ["milp", "milp-pwl"])
+def test_every_greedy_of_a_timed_solve_stops_at_its_deadline(monkeypatch, method):
+    """cluster-2048 with a 0.05 s limit: the LP relaxation cannot finish, so greedy builds the first candidate
+    and, after the configuration model, repairs its unplaced choice (or the PWL model's decoding); every one of
+    those runs gets the solve's deadline (the repair had none: 1.2 s of greedy after a 0.05 s limit), and the
+    answer is the time limit's, feasible."""
+    from goodopt.solvers.milp import levels, pwl
+    from goodopt.solvers.milp import method as milp_method
+
+    deadlines = []
+
+    def spy(original):
+        def wrapped(*args, **kwargs):
+            deadlines.append(kwargs.get("deadline"))
+            return original(*args, **kwargs)
+        return wrapped
+
+    for module in (levels, milp_method, pwl):
+        monkeypatch.setattr(module, "greedy", spy(module.greedy))
+    pr = FAMILIES["cluster-2048"].scenario(0).problem()
+    res = goodopt.solve(pr, method, {"time_limit_s": 0.05})
+    assert res.status == Termination.TIME_LIMIT and deadlines and all(d is not None for d in deadlines)
+    assert not res.has_solution or res.feasible
+
+
 def test_a_configuration_subset_keeps_jobs_sorted_and_maps_keep_configurations():
     from goodopt.formulations.configs import enumerate_configs
     pr = FAMILIES["mixed-64"].scenario(1).problem()

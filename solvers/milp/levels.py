@@ -84,7 +84,7 @@ def config_level(run: MilpRun) -> MethodOutcome | None:
             if placed is not None:
                 info["proof"] = "configuration relaxation optimum placed by an exact placement check"
                 return finish(run, placed, out)
-        run.add_candidate(greedy(pr, cs, start=alloc)[0], "relaxation+repair")
+        run.add_candidate(greedy(pr, cs, start=alloc, deadline=run.deadline)[0], "relaxation+repair")
     pairs = placement_pairs(pr, cs) if opts.formulation == "auto" else 0
     too_big = pairs > opts.max_placement_pairs
     if opts.formulation == "config" or run.expired() or too_big:

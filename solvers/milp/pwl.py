@@ -29,7 +29,7 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     """
     run = MilpRun(problem, evaluator, opts, t_start)
     pr, cs, info = run.pr, run.cs, run.info
-    run.add_candidate(greedy(pr, cs)[0], "greedy")  # scales the objective; not returned
+    run.add_candidate(greedy(pr, cs, deadline=run.deadline)[0], "greedy")  # scales the objective; not returned
     run.scale_objective()
     t0 = time.perf_counter()
     classes = fp.pwl_classes(pr, cs, opts.breakpoints, opts.spacing, objective=run.objective)
@@ -59,5 +59,5 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     chosen = fp.decode(model, pr, cs, classes)
     alloc, failed = place_configs(pr, cs, chosen)
     info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]
-    alloc, _, _ = greedy(pr, cs, start=alloc)
+    alloc, _, _ = greedy(pr, cs, start=alloc, deadline=run.deadline)
     return finish(run, alloc, out, proven=False)
