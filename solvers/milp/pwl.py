@@ -16,7 +16,7 @@ from ..backend import solve_model
 from ..heuristics import greedy
 from ..options import PwlOptions
 from ..result import MethodOutcome
-from .run import MilpRun
+from .run import MilpRun, as_time_limit
 from .verdict import finish, nothing_left, nothing_to_choose
 
 
@@ -41,6 +41,10 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
                  "pwl_error_bound_total": slack, "breakpoints": opts.breakpoints, "spacing": opts.spacing})
     if nothing_left(run):
         return nothing_to_choose(run)
+    if run.expired():  # no time left to build the model (0.7 s at 2048 GPUs), let alone solve it
+        info["stages"].append({"model": "pwl", "status": "skipped: time limit reached before building",
+                               "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
+        return finish(run, None, as_time_limit(None), proven=False)
     model = fp.build_model(pr, cs, classes, objective=run.objective)
     run.build_s += time.perf_counter() - t0
     kw = run.solve_kwargs()
