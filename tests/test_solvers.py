@@ -408,16 +408,18 @@ def test_every_greedy_of_a_timed_solve_stops_at_its_deadline(monkeypatch, method
     pr = FAMILIES["cluster-2048"].scenario(0).problem()
     res = goodopt.solve(pr, method, {"time_limit_s": 0.05})
     assert res.status == Termination.TIME_LIMIT and deadlines and all(d is not None for d in deadlines)
-    assert not res.has_solution or res.feasible
+    assert res.has_solution and res.feasible
 
 
 def test_a_pwl_solve_out_of_time_does_not_build_its_model():
     # the limit passes while the configurations are listed: the PWL model (0.7 s to build at 2048 GPUs) is
-    # skipped, and the solve says so with the time limit's status
+    # skipped, and the solve says so with the time limit's status and greedy's allocation (stopped at the
+    # deadline: feasible) as its incumbent
     pr = FAMILIES["cluster-256"].scenario(0).problem()
     res = goodopt.solve(pr, "milp-pwl", {"time_limit_s": 1e-9})
-    assert res.status == Termination.TIME_LIMIT and not res.has_solution
+    assert res.status == Termination.TIME_LIMIT and res.has_solution and res.feasible
     assert res.extra["stages"][-1]["status"].startswith("skipped: time limit")
+    assert res.extra["incumbent"] == "greedy"
 
 
 def test_a_configuration_subset_keeps_jobs_sorted_and_maps_keep_configurations():

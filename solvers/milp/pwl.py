@@ -12,7 +12,7 @@ from goodopt.evaluator import Evaluator
 from goodopt.placement import place_configs
 from goodopt.problem import AllocationProblem
 
-from ..backend import solve_model
+from ..backend import MilpOutcome, solve_model
 from ..heuristics import greedy
 from ..options import PwlOptions
 from ..result import MethodOutcome
@@ -29,7 +29,8 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     """
     run = MilpRun(problem, evaluator, opts, t_start)
     pr, cs, info = run.pr, run.cs, run.info
-    run.add_candidate(greedy(pr, cs, deadline=run.deadline)[0], "greedy")  # scales the objective; not returned
+    # scales the objective; the answer only when the PWL model gives none (a time limit, say)
+    run.add_candidate(greedy(pr, cs, deadline=run.deadline)[0], "greedy")
     run.scale_objective()
     t0 = time.perf_counter()
     classes = fp.pwl_classes(pr, cs, opts.breakpoints, opts.spacing, objective=run.objective)
@@ -44,7 +45,7 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     if run.expired():  # no time left to build the model (0.7 s at 2048 GPUs), let alone solve it
         info["stages"].append({"model": "pwl", "status": "skipped: time limit reached before building",
                                "compile_s": 0.0, "solve_s": 0.0, "nodes": None})
-        return finish(run, None, as_time_limit(None), proven=False)
+        return _incumbent(run, as_time_limit(None))
     model = fp.build_model(pr, cs, classes, objective=run.objective)
     run.build_s += time.perf_counter() - t0
     kw = run.solve_kwargs()
@@ -55,7 +56,7 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     out = run.stage("pwl", lambda: solve_model(model, solver=opts.solver, threads=opts.threads,
                                                highs_options=native, **kw))
     if not out.has_solution:
-        return finish(run, None, out, proven=False)
+        return _incumbent(run, out)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error
         f = run.to_fitness(run.model_bound(out.bound) + slack)
         if np.isfinite(f):
@@ -65,3 +66,11 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]
     alloc, _, _ = greedy(pr, cs, start=alloc, deadline=run.deadline)
     return finish(run, alloc, out, proven=False)
+
+
+def _incumbent(run: MilpRun, out: MilpOutcome) -> MethodOutcome:
+    """The best candidate (greedy's) as the answer of a PWL solve whose model gave none, with that outcome's
+    status (``extra["incumbent"]`` names it)."""
+    best, source, _ = run.best()
+    run.info["incumbent"] = source
+    return finish(run, best, out, proven=False)
