@@ -110,23 +110,27 @@ def enumerate_configs(problem: AllocationProblem, *, prune: bool = True) -> Conf
     pr = problem
     J, K = pr.n_jobs, pr.max_k
     total, n_nodes, largest = type_layout(pr)
-    kk = np.arange(K + 1)
-    lo = np.maximum(pr.min_gpus, 1)[:, None, None, None]
-    hi = np.minimum(pr.max_gpus, K)[:, None, None, None]
-    k4 = kk[None, None, :, None]
-    m4 = np.array([False, True])[None, None, None, :]
-    fits = np.where(m4, (k4 >= 2) & (n_nodes[None, :, None, None] >= 2) & (k4 <= total[None, :, None, None]),
-                    k4 <= largest[None, :, None, None])
-    s = pr.speedup_table * pr.realloc[:, None, None, None]
-    ok = (k4 >= lo) & (k4 <= hi) & fits & (s > 0)
-    if prune:
-        # frontier: strictly above the running max of all smaller counts in the class
-        masked = np.where(ok, s, 0.0)
-        prev = np.maximum.accumulate(masked, axis=2)
-        prev = np.concatenate([np.zeros_like(prev[:, :, :1]), prev[:, :, :-1]], axis=2)
-        ok &= masked > prev
-    j_idx, g_idx, k_idx, m_idx = np.nonzero(ok)
-    move_s = s[j_idx, g_idx, k_idx, m_idx]
+    lo = np.maximum(pr.min_gpus, 1)[:, None, None]
+    hi = np.minimum(pr.max_gpus, K)[:, None, None]
+    parts = []
+    # single-node moves fit one node, so their counts stop at the largest node (8 of cluster-2048's 1024)
+    for m, top in ((0, int(min(K, largest.max(initial=0)))), (1, K)):
+        k3 = np.arange(top + 1)[None, None, :]
+        fits = ((k3 >= 2) & (n_nodes[None, :, None] >= 2) & (k3 <= total[None, :, None]) if m
+                else k3 <= largest[None, :, None])
+        s = pr.speedup_table[:, :, :top + 1, m] * pr.realloc[:, None, None]  # (J, G, top + 1)
+        ok = (k3 >= lo) & (k3 <= hi) & fits & (s > 0)
+        if prune:
+            # frontier: strictly above the running max of all smaller counts in the class
+            masked = np.where(ok, s, 0.0)
+            prev = np.maximum.accumulate(masked, axis=2)
+            prev = np.concatenate([np.zeros_like(prev[:, :, :1]), prev[:, :, :-1]], axis=2)
+            ok &= masked > prev
+        j, g, k = np.nonzero(ok)
+        parts.append((j, g, k, np.full(len(j), m), s[j, g, k]))
+    j_idx, g_idx, k_idx, m_idx, move_s = (np.concatenate(x) for x in zip(*parts))
+    by_class = np.lexsort((m_idx, k_idx, g_idx, j_idx))  # job, type, count, spread: as one 4-d scan lists them
+    j_idx, g_idx, k_idx, m_idx, move_s = (x[by_class] for x in (j_idx, g_idx, k_idx, m_idx, move_s))
 
     # keep configurations
     k_cur, nodes_cur, g_cur = current_shape(pr)
