@@ -109,28 +109,7 @@ def enumerate_configs(problem: AllocationProblem, *, prune: bool = True) -> Conf
     """
     pr = problem
     J, K = pr.n_jobs, pr.max_k
-    total, n_nodes, largest = type_layout(pr)
-    lo = np.maximum(pr.min_gpus, 1)[:, None, None]
-    hi = np.minimum(pr.max_gpus, K)[:, None, None]
-    parts = []
-    # single-node moves fit one node, so their counts stop at the largest node (8 of cluster-2048's 1024)
-    for m, top in ((0, int(min(K, largest.max(initial=0)))), (1, K)):
-        k3 = np.arange(top + 1)[None, None, :]
-        fits = ((k3 >= 2) & (n_nodes[None, :, None] >= 2) & (k3 <= total[None, :, None]) if m
-                else k3 <= largest[None, :, None])
-        s = pr.speedup_table[:, :, :top + 1, m] * pr.realloc[:, None, None]  # (J, G, top + 1)
-        ok = (k3 >= lo) & (k3 <= hi) & fits & (s > 0)
-        if prune:
-            # frontier: strictly above the running max of all smaller counts in the class
-            masked = np.where(ok, s, 0.0)
-            prev = np.maximum.accumulate(masked, axis=2)
-            prev = np.concatenate([np.zeros_like(prev[:, :, :1]), prev[:, :, :-1]], axis=2)
-            ok &= masked > prev
-        j, g, k = np.nonzero(ok)
-        parts.append((j, g, k, np.full(len(j), m), s[j, g, k]))
-    j_idx, g_idx, k_idx, m_idx, move_s = (np.concatenate(x) for x in zip(*parts))
-    by_class = np.lexsort((m_idx, k_idx, g_idx, j_idx))  # job, type, count, spread: as one 4-d scan lists them
-    j_idx, g_idx, k_idx, m_idx, move_s = (x[by_class] for x in (j_idx, g_idx, k_idx, m_idx, move_s))
+    j_idx, g_idx, k_idx, m_idx, move_s = _moves(pr, prune)
 
     # keep configurations
     k_cur, nodes_cur, g_cur = current_shape(pr)
@@ -160,6 +139,34 @@ def enumerate_configs(problem: AllocationProblem, *, prune: bool = True) -> Conf
     cs.keep_of_job[cs.job[keep_pos]] = keep_pos
     return cs
 
+
+
+def _moves(pr: AllocationProblem, prune: bool) -> tuple[Array, Array, Array, Array, Array]:
+    """The move configurations of :func:`enumerate_configs` as ``(job, type, count, multi, speedup)``, in the
+    order of a scan over (job, type, count, spread). Shapes: -> (M,) each."""
+    K = pr.max_k
+    total, n_nodes, largest = type_layout(pr)
+    lo = np.maximum(pr.min_gpus, 1)[:, None, None]
+    hi = np.minimum(pr.max_gpus, K)[:, None, None]
+    parts = []
+    # single-node moves fit one node, so their counts stop at the largest node (8 of cluster-2048's 1024)
+    for m, top in ((0, int(min(K, largest.max(initial=0)))), (1, K)):
+        k3 = np.arange(top + 1)[None, None, :]
+        fits = ((k3 >= 2) & (n_nodes[None, :, None] >= 2) & (k3 <= total[None, :, None]) if m
+                else k3 <= largest[None, :, None])
+        s = pr.speedup_table[:, :, :top + 1, m] * pr.realloc[:, None, None]  # (J, G, top + 1)
+        ok = (k3 >= lo) & (k3 <= hi) & fits & (s > 0)
+        if prune:
+            # frontier: strictly above the running max of all smaller counts in the class
+            masked = np.where(ok, s, 0.0)
+            prev = np.maximum.accumulate(masked, axis=2)
+            prev = np.concatenate([np.zeros_like(prev[:, :, :1]), prev[:, :, :-1]], axis=2)
+            ok &= masked > prev
+        j, g, k = np.nonzero(ok)
+        parts.append((j, g, k, np.full(len(j), m), s[j, g, k]))
+    job, gpu_type, count, spread, speedup = (np.concatenate(x) for x in zip(*parts))
+    by_class = np.lexsort((spread, count, gpu_type, job))
+    return job[by_class], gpu_type[by_class], count[by_class], spread[by_class], speedup[by_class]
 
 def rows_feasible_alone(problem: AllocationProblem) -> Array:
     """Whether each current row would be feasible if it were the only one (capacity, no negative
