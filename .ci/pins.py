@@ -6,10 +6,12 @@ and the ``locked`` extra pinning every package of the lock.
     python .ci/pins.py cap        rewrite each cap to the version installed in this Python's environment,
                                   for `make lock` after `make test-latest` passed
     python .ci/pins.py locked     rewrite the ``locked`` extra from requirements.txt (every package at its
-                                  locked version, markers kept, the build tools aside), for `make lock`
+                                  locked version, markers kept, the build tools aside) and the build
+                                  system's requirements (the build tools at their locked versions), for
+                                  `make lock`
 
-Only the text after ``<=`` in a dependency line, and the ``locked = [...]`` list, change; the lower bounds stay
-as written.
+Only the text after ``<=`` in a dependency line, the ``locked = [...]`` list and the build system's
+``requires = [...]`` change; the lower bounds stay as written.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ LOCK = PYPROJECT.parent / "requirements.txt"
 BUILD_TOOLS = ("setuptools", "wheel")
 PIN = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+)==(?P<version>[^ ;\\]+)(?:\s*;\s*(?P<marker>[^\\]+?))?\s*\\?$", re.M)
 LOCKED_EXTRA = re.compile(r"^locked = \[\n(?:    \".*\",\n)*\]$", re.M)
+BUILD_REQUIRES = re.compile(r"^requires = \[[^\]\n]*\]$", re.M)
 CAP = re.compile(r'"(?P<name>[A-Za-z0-9_.\-]+)(?P<extra>\[[^\]]*\])?(?P<lower>[^",]*),<=(?P<cap>[^"]+)"')
 
 
@@ -44,12 +47,19 @@ def locked_pins(lock: str) -> list[str]:
             for m in PIN.finditer(lock) if m["name"].lower() not in BUILD_TOOLS]
 
 
+def build_pins(lock: str) -> list[str]:
+    """The build tools of the lock text as ``name==version``."""
+    return [f"{m['name']}=={m['version']}" for m in PIN.finditer(lock) if m["name"].lower() in BUILD_TOOLS]
+
+
 def relocked(text: str, lock: str) -> str:
-    """``text`` (pyproject.toml) with its ``locked = [...]`` extra rewritten from ``lock``."""
+    """``text`` (pyproject.toml) with its ``locked = [...]`` extra and its build system's ``requires`` rewritten
+    from ``lock``."""
     block = "locked = [\n" + "".join(f'    "{pin}",\n' for pin in locked_pins(lock)) + "]"
-    if not LOCKED_EXTRA.search(text):
-        raise SystemExit("pyproject.toml has no 'locked = [' extra to rewrite")
-    return LOCKED_EXTRA.sub(lambda _: block, text)
+    if not LOCKED_EXTRA.search(text) or not BUILD_REQUIRES.search(text):
+        raise SystemExit("pyproject.toml has no 'locked = [' extra or build 'requires = [' to rewrite")
+    build = "requires = [" + ", ".join(f'"{pin}"' for pin in build_pins(lock)) + "]"
+    return BUILD_REQUIRES.sub(lambda _: build, LOCKED_EXTRA.sub(lambda _: block, text))
 
 
 def recapped(text: str) -> str:

@@ -232,7 +232,8 @@ def test_the_venv_holds_exactly_the_locked_versions():
 
 def test_every_dependency_is_capped_at_its_locked_version():
     """pyproject.toml's upper bounds are the lock's versions, so no install of goodopt (pip install ., or as another
-    project's dependency) takes a release the suite has not run on; `make test-latest` lifts them (.ci/pins.py)."""
+    project's dependency) takes a release of its own dependencies the suite has not run on (theirs: the `locked`
+    extra, below); `make test-latest` lifts them (.ci/pins.py)."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -265,6 +266,16 @@ def test_the_locked_extra_pins_every_package_of_the_lock():
             pins[re.sub(r"[-_.]+", "-", m[1]).lower()] = m[2]
     assert pins == {name: v for name, v in locked.items() if name not in ("setuptools", "wheel")}
     assert len(pins) > 50 and "colorama==0.4.6; sys_platform == 'win32'" in extra
+
+
+def test_goodopt_is_built_with_the_locked_build_tools():
+    # pip builds goodopt in an isolated environment from [build-system] requires: at the lock's setuptools and
+    # wheel, not the newest (make lock rewrites them with the extra)
+    import tomllib
+
+    requires = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"]
+    locked = _locked_versions((REPO / "requirements.txt").read_text())
+    assert requires == [f"setuptools=={locked['setuptools']}", f"wheel=={locked['wheel']}"]
 
 
 def test_the_conventional_requirements_file_installs_the_lock():
