@@ -140,7 +140,6 @@ def enumerate_configs(problem: AllocationProblem, *, prune: bool = True) -> Conf
     return cs
 
 
-
 def _moves(pr: AllocationProblem, prune: bool) -> tuple[Array, Array, Array, Array, Array]:
     """The move configurations of :func:`enumerate_configs` as ``(job, type, count, multi, speedup)``, in the
     order of a scan over (job, type, count, spread). Shapes: -> (M,) each."""
@@ -167,6 +166,7 @@ def _moves(pr: AllocationProblem, prune: bool) -> tuple[Array, Array, Array, Arr
     job, gpu_type, count, spread, speedup = (np.concatenate(x) for x in zip(*parts))
     by_class = np.lexsort((spread, count, gpu_type, job))
     return job[by_class], gpu_type[by_class], count[by_class], spread[by_class], speedup[by_class]
+
 
 def rows_feasible_alone(problem: AllocationProblem) -> Array:
     """Whether each current row would be feasible if it were the only one (capacity, no negative

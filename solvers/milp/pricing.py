@@ -38,7 +38,7 @@ from goodopt.problem import AllocationProblem
 from ..backend import MilpOutcome
 from ..config_model import ArrayModel
 from ..result import Termination
-from .reduce import lagrangian_bounds, signed_duals
+from .reduce import tighter_bounds
 from .run import MilpRun
 
 #: Reduced cost (model units) above which a held column is released: HiGHS's dual feasibility tolerance.
@@ -88,15 +88,14 @@ class _Pricer:
         self._last: tuple[Array, float] | None = None
 
     def bound(self, y: Array) -> float:
-        """The whole model's Lagrangian bound for the row duals ``y`` (as signed by :func:`signed_duals`)."""
+        """The whole model's Lagrangian bound for the row duals ``y`` (as signed by :func:`tighter_bounds`)."""
         if self._last is not None and self._last[0] is y:
             return self._last[1]
-        return lagrangian_bounds(self.mm, signed_duals(self.mm, y))[0]
+        return tighter_bounds(self.mm, y)[1]
 
     def __call__(self, y: Array) -> Array:
         mm = self.mm
-        signed = signed_duals(mm, y)
-        total = lagrangian_bounds(mm, signed)[0]
+        signed, total, _ = tighter_bounds(mm, y)
         self._last = (y, total)
         if not np.isfinite(total):
             return np.ones(mm.n_columns, bool)

@@ -73,16 +73,23 @@ def lp_config_bounds(run: MilpRun, model: ArrayModel) -> ConfigBounds | None:
     mm, y = model.mm, model.session.lp_row_dual
     if y is None or run.objective is None or model.session.n_rows != mm.n_rows or len(y) != mm.n_rows:
         return None
-    total, value = lagrangian_bounds(mm, signed_duals(mm, y))
+    _, total, value = tighter_bounds(mm, y)
     if not np.isfinite(total):
         return None
     return ConfigBounds(value=value, lp_bound=total, objective=run.objective)
 
 
+def tighter_bounds(mm: MatrixModel, y: Array) -> tuple[Array, float, Array]:
+    """``(multipliers, L, L_c)`` of :func:`lagrangian_bounds` for ``y`` or ``-y``, whichever bounds every solution
+    tighter: HiGHS's sign convention for a maximisation's duals aside, both give valid bounds.
+    Shapes: y (m,) -> (m,), float, (n_configs,)."""
+    (total, value), (total_neg, value_neg) = lagrangian_bounds(mm, y), lagrangian_bounds(mm, -y)
+    return (-y, total_neg, value_neg) if total_neg < total else (y, total, value)
+
+
 def signed_duals(mm: MatrixModel, y: Array) -> Array:
-    """``y`` or ``-y``, whichever bounds every solution tighter (:func:`lagrangian_bounds`): HiGHS's sign
-    convention for a maximisation's duals aside, both give valid bounds. Shapes: y (m,) -> (m,)."""
-    return -y if lagrangian_bounds(mm, -y)[0] < lagrangian_bounds(mm, y)[0] else y
+    """``y`` or ``-y`` as :func:`tighter_bounds` chooses. Shapes: y (m,) -> (m,)."""
+    return tighter_bounds(mm, y)[0]
 
 
 def configs_from(run: MilpRun, bounds: ConfigBounds, threshold: float, best: Array) -> Array:
