@@ -553,9 +553,86 @@ class _FinishingHighs(_StuckHighs):
         return None
 
 
+class _CtrlCHighs(_StuckHighs):
+    """Ctrl-C arrives while it runs; ``run`` returns once ``release`` is set (by ``cancelSolve`` unless
+    ``deaf``, a solver with no interrupt check for a while), or after 30 s."""
+
+    def __init__(self, deaf=False):
+        super().__init__()
+        self.deaf, self.release = deaf, __import__("threading").Event()
+
+    def run(self):
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGINT)
+        self.release.wait(30)
+
+    def cancelSolve(self):
+        self.cancelled.set()
+        if not self.deaf:
+            self.release.set()
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raising KeyboardInterrupt, as at a terminal (a shell's background job, such as a CI step, may start
+    with SIGINT ignored); the previous handler afterwards."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_stops_a_solver_on_the_main_thread_and_then_raises(ctrl_c_raises):
+    # HiGHS runs on the calling thread; Ctrl-C there asks it to stop (no exception inside its callback) and
+    # KeyboardInterrupt follows once it has returned; the handlers are as before afterwards.
+    import signal
+    import threading
+    import time
+
+    from goodopt.solvers.highs_run import run_highs
+
+    assert threading.current_thread() is threading.main_thread()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    h = _CtrlCHighs()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        run_highs(h)
+    assert h.cancelled.is_set() and time.perf_counter() - t0 < 5
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.set_wakeup_fd(-1) == -1  # the watchdog's wake-up socket is gone again
+
+
+def test_a_solver_deaf_to_ctrl_c_gets_the_stuck_action_after_the_grace(monkeypatch, ctrl_c_raises):
+    # The CLI's action exits at once; here it releases the solver, which shows it ran, and only after the grace.
+    import time
+
+    import goodopt.solvers.highs_run as hr
+
+    monkeypatch.setattr(hr, "INTERRUPT_GRACE_S", 0.5)
+    h, seen = _CtrlCHighs(deaf=True), {}
+
+    def action():
+        seen["after_s"] = time.perf_counter() - t0
+        h.release.set()
+
+    hr.on_stuck_interrupt(action)
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            hr.run_highs(h)
+    finally:
+        hr.on_stuck_interrupt(None)
+    assert h.cancelled.is_set() and 0.5 <= seen["after_s"] < 5
+
+
 def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
     # A MILP stopped through the interrupt path (here at its first incumbent) reports TIME_LIMIT, not an
     # error, with that incumbent and a bound: maximise sum_i v_i x_i over 40 binaries, sum_i w_i x_i <= 50.
+    import threading
+
     import highspy
     from goodopt.solvers.highs_run import new_highs, read_highs, run_highs
 
@@ -564,10 +641,12 @@ def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
     h = new_highs()
     h.passModel(_knapsack(highspy, rng.integers(10, 60, n), rng.integers(5, 30, n), 50))
     h.HandleUserInterrupt = True
-    h.cbMipImprovingSolution += lambda *_: h.cancelSolve()
+    threads = []
+    h.cbMipImprovingSolution += lambda *_: (threads.append(threading.current_thread()), h.cancelSolve())
     run_highs(h)
     term, has_solution, objective, bound, *_ = read_highs(h, True, sense=-1, stopped=True)
     assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+    assert threads[0] is threading.main_thread()  # HiGHS ran on the calling thread
     assert term == Termination.TIME_LIMIT and has_solution and bound >= objective - 1e-9
     h.HandleUserInterrupt = False
 

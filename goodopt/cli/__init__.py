@@ -51,6 +51,9 @@ def main(argv=None) -> int:
     _configure_logging(args.verbose)
     if not sys.stderr.isatty() and not getattr(args, "quiet", False) and not getattr(args, "json", False):
         logging.getLogger("goodopt.progress").setLevel(logging.INFO)  # no bar to show: plain progress lines
+    from ..solvers.highs_run import on_stuck_interrupt
+
+    on_stuck_interrupt(_exit_now)
     try:
         return args.func(args)
     except Interrupted as exc:
@@ -58,21 +61,18 @@ def main(argv=None) -> int:
         return 130
     except KeyboardInterrupt:
         print("goodopt: interrupted; nothing was written", file=sys.stderr)
-        _leave_a_running_solver()
         return 130
     except GoodoptError as exc:
         print(f"goodopt: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        on_stuck_interrupt(None)
 
 
-def _leave_a_running_solver() -> None:
-    """Exit at once (status 130) if a solver asked to stop by Ctrl-C is still inside its C code: tearing the
-    interpreter down around it could crash or hang the exit. Files were already closed or cleaned up."""
-    import threading
-
-    from ..solvers.highs_run import SOLVER_THREAD
-
-    if any(t.name == SOLVER_THREAD and t.is_alive() for t in threading.enumerate()):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
+def _exit_now() -> None:
+    """Ctrl-C while HiGHS, still inside its C code, has not stopped: exit at once with status 130 (this thread
+    cannot raise into it). A temporary output file it leaves is cleared by the next run."""
+    print("goodopt: interrupted; nothing was written", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
