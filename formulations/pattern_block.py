@@ -203,9 +203,10 @@ def _keep_choices(pr: AllocationProblem, cs: ConfigSet, nodes: Array,
         masks = np.arange(1 << len(cl))
         members = (masks[:, None] >> np.arange(len(cl))[None, :]) & 1  # (subsets, len(cl))
         used, n_multi = members @ gpus, members @ multi
-        for mask in np.flatnonzero((used <= cap[n]) & (n_multi <= 1)).tolist():
-            sub = tuple(cl[i] for i in range(len(cl)) if mask >> i & 1)
-            choices.append((n, sub, int(cap[n]) - int(used[mask]), bool(n_multi[mask] == 1)))
+        fits = np.flatnonzero((used <= cap[n]) & (n_multi <= 1))
+        room, blocked = (int(cap[n]) - used[fits]).tolist(), (n_multi[fits] == 1).tolist()
+        for row, r, b in zip(members[fits].tolist(), room, blocked):
+            choices.append((n, tuple(itertools.compress(cl, row)), r, b))
     return touching, choices
 
 

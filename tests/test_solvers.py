@@ -667,10 +667,12 @@ def _knapsack(highspy, values, weights, capacity):
 
 
 def test_a_session_solves_its_lp_relaxation_and_then_its_milp():
-    """The LP relaxation drops integrality for one solve and gives it back: a knapsack (values 7, 5, 4; weights
-    3, 2, 2; capacity 4; and a continuous column worth 0.1 per unit) has LP optimum 5 + 7 * 2/3 = 9.667 (by value
-    per weight: item 2, then two thirds of item 1) and MILP optimum 9 (items 2 and 3); solving the LP again
-    after the MILP gives 9.667 again, and the continuous column stays continuous."""
+    """The LP relaxation drops integrality until the next MIP solve, which gives it back: a knapsack (values 7, 5,
+    4; weights 3, 2, 2; capacity 4; and a continuous column worth 0.1 per unit) has LP optimum 5 + 7 * 2/3 = 9.667
+    (by value per weight: item 2, then two thirds of item 1) and MILP optimum 9 (items 2 and 3); solving the LP
+    again after the MILP gives 9.667 again, and the continuous column stays continuous. HiGHS holds no
+    integrality after an LP solve (a solve that ends at its LP switches nothing), and all of it once asked
+    (before the model is written out)."""
     from goodopt.formulations.matrix import CscArrays, MatrixModel
     from goodopt.solvers.highs_arrays import HighsSession
 
@@ -684,7 +686,10 @@ def test_a_session_solves_its_lp_relaxation_and_then_its_milp():
     again, _ = session.solve(relax=True)
     assert lp.objective == pytest.approx(5 + 7 * 2 / 3) and again.objective == pytest.approx(lp.objective)
     assert milp.objective == pytest.approx(9.0) and np.allclose(x[:3], [0, 1, 1]) and x[3] == 0.0
-    assert session.h.getLp().integrality_[3] == session._hs.HighsVarType.kContinuous
+    kinds = session._hs.HighsVarType
+    assert all(k == kinds.kContinuous for k in session.h.getLp().integrality_)
+    session.integral()
+    assert list(session.h.getLp().integrality_) == [kinds.kInteger] * 3 + [kinds.kContinuous]
 
 
 @pytest.mark.parametrize("held, released, lp", [(1, 1, 5 + 7 * 2 / 3), (2, 0, 5 + 7 * 2 / 3)])
@@ -694,7 +699,7 @@ def test_a_held_column_is_released_when_its_reduced_cost_pays(held, released, lp
     capacity at 2 per unit: item 1's reduced cost 5 - 2 * 2 = 1 pays, so it is released and a second solve
     reaches the whole optimum, item 1 and two thirds of item 0 (9.667). Without item 2 the LP is already that
     optimum (capacity priced at 7/3, item 2's reduced cost 4 - 14/3 < 0): one solve, nothing released. Either
-    way every bound, and integrality, is given back."""
+    way every bound is given back, and the integrality with the next MIP solve."""
     from goodopt.formulations.matrix import CscArrays, MatrixModel
     from goodopt.solvers.highs_arrays import HighsSession
     from goodopt.solvers.milp.reduce import signed_duals
@@ -709,6 +714,8 @@ def test_a_held_column_is_released_when_its_reduced_cost_pays(held, released, lp
     assert out.objective == pytest.approx(lp) and (pricing.held, pricing.released) == (1, released)
     assert pricing.rounds == 1 + released and x[held] == pytest.approx(1.0 if released else 0.0)
     assert np.array_equal(session.h.getLp().col_upper_, mm.upper)
+    milp, x = session.solve()
+    assert milp.objective == pytest.approx(9.0) and np.allclose(x, [0, 1, 1])
     assert [int(v) for v in session.h.getLp().integrality_] == [1, 1, 1]
 
 
@@ -744,7 +751,7 @@ def test_the_priced_lp_relaxation_is_the_whole_models(objective):
 
 def test_highs_holds_the_matrix_model_it_was_given():
     # the arrays go to HiGHS in one call: costs, bounds (infinite row bounds as HiGHS's infinity), the matrix
-    # column by column, integrality and the sense all arrive as the model states them
+    # column by column, integrality (once asked) and the sense all arrive as the model states them
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
     from goodopt.formulations.objective import reference_fitness, scaled_objective
@@ -753,7 +760,9 @@ def test_highs_holds_the_matrix_model_it_was_given():
     pr = FAMILIES["hetero-16"].scenario(0).problem()
     cs = enumerate_configs(pr)
     mm = config_matrix(pr, cs, scaled_objective(pr, cs, reference_fitness(pr, cs, None), None), placement=[0, 1])
-    lp = HighsSession(mm).h.getLp()
+    session = HighsSession(mm)
+    session.integral()  # HiGHS holds the integrality from the first MIP solve or write on
+    lp = session.h.getLp()
     inf = 1e30
     assert np.isinf(mm.row_lower).any() and not mm.integer.all() and mm.integer.any()
     assert np.array_equal(lp.col_cost_, mm.cost) and np.array_equal(lp.col_upper_, mm.upper)

@@ -88,6 +88,7 @@ def write_model(model: Any, path: str | Path, stages: list[dict[str, Any]]) -> d
     with tempfile.TemporaryDirectory(prefix="goodopt-model-") as folder, atomic_path(path) as tmp:
         staged = Path(folder) / path.name
         if hasattr(model, "session"):
+            model.session.integral()
             model.session.h.writeModel(str(staged))
         else:
             model.model.write(str(staged), io_options={"symbolic_solver_labels": True})
