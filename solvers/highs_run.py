@@ -5,6 +5,7 @@ options checked, and how a run ended. Shared by the pyomo route (:mod:`.backend`
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -246,6 +247,15 @@ def new_highs() -> Any:
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", DEFAULT_THREADS)
     return h
+
+
+@functools.lru_cache(maxsize=64)
+def accepts_option(name: str, value: Any) -> bool:
+    """Whether this HiGHS takes the native option ``name`` set to ``value``: goodopt sets some of its own only
+    where it does (they are newer than the oldest highspy this project allows)."""
+    import highspy
+
+    return bool(new_highs().setOptionValue(name, value) == highspy.HighsStatus.kOk)
 
 
 def apply_highs_options(h: Any, options: Mapping[str, Any] | None) -> None:
