@@ -205,12 +205,39 @@ def best_config(params: Any, n_gpus: Any, multi_node: Any, phi: Any, init_batch_
 
     Shapes: broadcast(all arguments) = B -> three arrays of shape B.
     """
+    scored = scored_candidates(params, n_gpus, multi_node, init_batch_size, max_batch_size, min_local_bsz,
+                               max_local_bsz, n_candidates=n_candidates)
+    return best_candidate(scored, phi, init_batch_size)
+
+
+def scored_candidates(params: Any, n_gpus: Any, multi_node: Any, init_batch_size: Any, max_batch_size: Any,
+                      min_local_bsz: Any, max_local_bsz: Any, *,
+                      n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any, Any, Any]:
+    """The part of :func:`best_config` that does not depend on the gradient noise scale: the candidates'
+    ``(micro-batch, accumulation steps, valid, total batch, throughput)``. Jobs of one application differ only
+    in ``phi``, so a table of many jobs scores each application's candidates once (:func:`best_candidate` per
+    job), with the same operations, hence the same numbers, as :func:`goodput`.
+
+    Shapes: broadcast(all arguments) = B -> five arrays (n_candidates,) + B.
+    """
     if int(n_candidates) < 2:
         raise ValidationError("n_candidates", f"must be >= 2, got {n_candidates!r}")
     micro, accum, valid = candidate_batches(
         n_gpus, init_batch_size, max_batch_size, min_local_bsz, max_local_bsz, int(n_candidates)
     )
-    g = goodput(params, micro, accum, np.asarray(n_gpus), multi_node, phi, init_batch_size)
+    k = np.asarray(n_gpus)
+    total = k * micro * (accum + 1)
+    return micro, accum, valid, total, throughput(params, micro, accum, k, multi_node)
+
+
+def best_candidate(scored: tuple[Any, Any, Any, Any, Any], phi: Any,
+                   init_batch_size: Any) -> tuple[Any, Any, Any]:
+    """:func:`best_config`'s answer from :func:`scored_candidates` and ``phi``.
+
+    Shapes: scored (C,) + B each, phi broadcasting against B -> three arrays of shape broadcast(B, phi).
+    """
+    micro, accum, valid, total, x = scored
+    g = x * efficiency(total, phi, init_batch_size)
     g = np.where(valid, g, 0.0)
     best = np.argmax(g, axis=0)[None]
     gbest = np.take_along_axis(g, best, axis=0)[0]

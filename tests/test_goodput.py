@@ -106,6 +106,29 @@ def test_multi_node_never_faster_than_single_node(app, gpu):
     assert np.all(multi <= single * (1 + 1e-12))
 
 
+def test_a_table_scores_each_application_once_and_each_job_as_if_alone():
+    """goodput_tables scores the candidates of each (parameters, batch limits) once and each job with its own
+    phi: every entry equals best_config run for that job alone, bit for bit, with jobs of one application at
+    different points of training (phi), two applications, two GPU types and an infinite phi."""
+    from goodopt.speedup_tables import goodput_tables
+
+    profiles = [shipped_profile(APPS[0])] * 3 + [shipped_profile(APPS[1])] * 2
+    phi = np.array([float(profiles[0].phi_at(e)) for e in (0.5, 3.0, 9.0)] + [np.inf, 40.0])
+    types = [t for t in TYPES if all(t in p.gpu_types for p in profiles)][:2]
+    assert len(types) == 2
+    good, local, accum = goodput_tables(profiles, types, phi, 24, 50)
+    k, multi = np.arange(25)[:, None], np.array([False, True])[None, :]
+    for j, prof in enumerate(profiles):
+        for g, t in enumerate(types):
+            gt = prof.gpu_types[t]
+            alone = gp.best_config(gt.params, k, multi, phi[j], prof.init_batch_size, prof.max_batch_size,
+                                   gt.min_local_bsz, gt.max_local_bsz)
+            alone[0][:2, 1], alone[1][:2, 1] = alone[0][:2, 0], alone[1][:2, 0]  # the table's k <= 1 rows
+            assert np.array_equal(good[j, g], alone[0]) and np.array_equal(local[j, g], alone[1])
+            assert np.array_equal(accum[j, g], alone[2])
+    assert not np.array_equal(good[0], good[1])  # phi mattered
+
+
 def test_speedup_table_basics(testbed):
     pr = testbed.problem()
     t = pr.speedup_table
