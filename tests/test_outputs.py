@@ -173,7 +173,7 @@ def test_ctrl_c_stops_a_long_milp_solve_at_once():
                          stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as at a terminal
     proc = psutil.Process(p.pid)
-    while sum(proc.cpu_times()[:2]) < 25.0:  # well into the solver (the problem is built in about 6 s)
+    while sum(proc.cpu_times()[:2]) < 25.0:  # well into the solver (the problem is built in about 3 s)
         assert p.poll() is None
         time.sleep(0.2)
     p.send_signal(signal.SIGINT)
