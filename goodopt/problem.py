@@ -217,7 +217,8 @@ class AllocationProblem:
                            else prof.max_batch_size // min(g.min_local_bsz for g in prof.gpu_types.values())
                            for prof in profiles])
         k_max = int(max(1, min(type_totals.max(), np.minimum(max_gpus, useful).max())))
-        good, local, accum = goodput_tables(profiles, type_names, jobs.phi, k_max, obj.n_batch_candidates)
+        good, local, accum = goodput_tables(profiles, type_names, jobs.phi, k_max, obj.n_batch_candidates,
+                                            k_caps=type_totals.tolist())
         kk = np.arange(k_max + 1)
         # A job may not exceed its own max_gpus or its type's total.
         over = (kk[None, None, :] > max_gpus[:, None, None]) | (kk[None, None, :] > type_totals[None, :, None])

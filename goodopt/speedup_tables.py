@@ -41,8 +41,9 @@ def app_pairs(profiles: Mapping[str, Any], type_names: Sequence[str]) -> dict[tu
 
 
 def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Array, k_max: int,
-                   n_candidates: int) -> tuple[Array, Array, Array]:
-    """Best goodput, micro-batch and accumulation steps per (job, type, k, multi).
+                   n_candidates: int, k_caps: Sequence[int] | None = None) -> tuple[Array, Array, Array]:
+    """Best goodput, micro-batch and accumulation steps per (job, type, k, multi); for a goodput model only
+    counts up to ``k_caps[g]`` on type ``g`` (a type's GPUs: the problem has no use for more), 0 above.
 
     Vectorised over jobs, GPU counts, node spread and candidates: per GPU type,
     each distinct (parameters, batch limits) has its candidates' throughput
@@ -81,15 +82,16 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
                 shared = (*gprof.params.as_array().tolist(), float(prof.init_batch_size),
                           float(prof.max_batch_size), float(gprof.min_local_bsz), float(gprof.max_local_bsz))
                 groups.setdefault(shared, []).append(j)
+        top = k_max if k_caps is None else min(k_max, int(k_caps[g]))
         for shared, members in groups.items():
             m0, m_max, m_min, m_top = shared[7:]
-            scored = gp.scored_candidates(dict(zip(names, shared[:7])), k, multi, m0, m_max, m_min, m_top,
-                                          n_candidates=n_candidates)  # (C, 1, K + 1, 2)
+            scored = gp.scored_candidates(dict(zip(names, shared[:7])), k[:, :top + 1], multi, m0, m_max, m_min,
+                                          m_top, n_candidates=n_candidates)  # (C, 1, top + 1, 2)
             rows = np.array(members, dtype=np.int64)
             for start in range(0, len(rows), step):
                 block = rows[start:start + step]
                 out = gp.best_candidate(scored, phi[block][:, None, None], m0)
-                good[block, g], local[block, g], accum[block, g] = out
+                good[block, g, :top + 1], local[block, g, :top + 1], accum[block, g, :top + 1] = out
     # One GPU is never multi-node; multi-node with a single node is impossible. Keep both
     # columns consistent at k <= 1 so look-ups of degenerate rows stay well defined.
     good[:, :, :2, 1] = good[:, :, :2, 0]

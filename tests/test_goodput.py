@@ -109,7 +109,8 @@ def test_multi_node_never_faster_than_single_node(app, gpu):
 def test_a_table_scores_each_application_once_and_each_job_as_if_alone():
     """goodput_tables scores the candidates of each (parameters, batch limits) once and each job with its own
     phi: every entry equals best_config run for that job alone, bit for bit, with jobs of one application at
-    different points of training (phi), two applications, two GPU types and an infinite phi."""
+    different points of training (phi), two applications, two GPU types and an infinite phi; with a type's
+    count capped, the same up to the cap and 0 above."""
     from goodopt.speedup_tables import goodput_tables
 
     profiles = [shipped_profile(APPS[0])] * 3 + [shipped_profile(APPS[1])] * 2
@@ -127,6 +128,10 @@ def test_a_table_scores_each_application_once_and_each_job_as_if_alone():
             assert np.array_equal(good[j, g], alone[0]) and np.array_equal(local[j, g], alone[1])
             assert np.array_equal(accum[j, g], alone[2])
     assert not np.array_equal(good[0], good[1])  # phi mattered
+    capped = goodput_tables(profiles, types, phi, 24, 50, k_caps=[24, 10])  # the second type has 10 GPUs
+    for full, cut in zip((good, local, accum), capped):
+        assert np.array_equal(cut[:, 0], full[:, 0]) and np.array_equal(cut[:, 1, :11], full[:, 1, :11])
+        assert not cut[:, 1, 11:].any()
 
 
 def test_speedup_table_basics(testbed):
