@@ -59,17 +59,14 @@ from goodopt.arrays import Array
 from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet
+from .keep_choices import KeepChoices, keep_choices
 from .node_patterns import fillings, partitions
 
 #: Splits listed per multi-node job size before that size switches to per-configuration chunk columns.
 MAX_SPLITS_PER_SIZE = 400
-#: Keep configurations touching one node beyond which its keep subsets (2^n of them) are not listed.
-MAX_KEEPS_PER_NODE = 8
 
 #: One row family: the arguments of ``_Rows.add`` (rows, columns, values, lower, upper, name).
 RowFamily = tuple[Array, Array, Array, Array, Array, str]
-#: A keep choice of a node: (node, kept configurations, residual GPUs, blocked).
-Choice = tuple[int, tuple[int, ...], int, bool]
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,8 +84,8 @@ class PatternBlock:
 class BlockLayout:
     """What one type's block is made of, and where its columns lie.
 
-    ``choices``: ``(node, kept configurations, residual, blocked)`` per ``b``
-    column; ``classes``: ``(residual, blocked)`` per node class; ``patterns``:
+    ``keep``: the keep choices, one per ``b`` column (:class:`KeepChoices`);
+    ``free``: the nodes no keep configuration touches; ``classes``: ``(residual, blocked)`` per node class; ``patterns``:
     ``(class, chunk, single sizes)`` per ``n`` column; ``splits``: ``(k,
     chunks)`` per ``v`` column; ``big``: the multi-node move configurations
     counted by chunk columns (their sizes are ``by_config``), ``big_job``: the
@@ -100,9 +97,8 @@ class BlockLayout:
     moves: Array
     single_sizes: tuple[int, ...]
     multi_sizes: list[int]
-    touching: dict[int, list[int]]
-    choices: list[Choice]
-    free: list[int]
+    keep: KeepChoices
+    free: Array
     classes: list[tuple[int, bool]]
     splits: list[tuple[int, tuple[int, ...]]]
     by_config: list[int]
@@ -115,9 +111,10 @@ class BlockLayout:
     vcol: Array
     wcol: Array
 
-    @property
-    def class_of(self) -> dict[tuple[int, bool], int]:
-        return {q: i for i, q in enumerate(self.classes)}
+    def class_index(self, residual: Array, blocked: Array) -> Array:
+        """The index in ``classes`` of each ``(residual, blocked)`` (each one of them). Shapes: (n,), (n,) -> (n,)."""
+        keys = np.array([2 * r + b for r, b in self.classes], np.int64)  # ``classes`` is sorted, so are these
+        return np.searchsorted(keys, 2 * np.asarray(residual, np.int64) + np.asarray(blocked, np.int64))
 
 
 def pattern_block(problem: AllocationProblem, configs: ConfigSet, gpu_type: int, col0: int,
@@ -125,7 +122,7 @@ def pattern_block(problem: AllocationProblem, configs: ConfigSet, gpu_type: int,
     """The rows of the module docstring for ``gpu_type``, its columns from ``col0``.
 
     Returns None without interference avoidance, when a node is touched by
-    more than :data:`MAX_KEEPS_PER_NODE` keep configurations, or above
+    more than :data:`~goodopt.formulations.keep_choices.MAX_KEEPS_PER_NODE` keep configurations, or above
     ``max_columns`` columns.
     """
     pr, cs = problem, configs
@@ -137,9 +134,9 @@ def pattern_block(problem: AllocationProblem, configs: ConfigSet, gpu_type: int,
         return None
     rows = [build(pr, cs, layout) for build in ROW_BUILDERS]
     L = layout
-    upper = np.concatenate([np.full(len(L.patterns), float(len(nodes))), np.ones(len(L.choices)),
+    upper = np.concatenate([np.full(len(L.patterns), float(len(nodes))), np.ones(L.keep.n),
                             np.full(len(L.splits) + L.wcol.size, float(len(nodes)))])
-    n_columns = len(L.patterns) + len(L.choices) + len(L.splits) + L.wcol.size
+    n_columns = len(L.patterns) + L.keep.n + len(L.splits) + L.wcol.size
     return PatternBlock(gpu_type=int(gpu_type), col0=col0, n_columns=n_columns, upper=upper,
                         rows=[r for r in rows if r is not None])
 
@@ -151,63 +148,32 @@ def block_layout(pr: AllocationProblem, cs: ConfigSet, g: int, nodes: Array, col
     moves = of_type & ~cs.keep
     single_sizes = tuple(sorted({int(k) for k in cs.n_gpus[moves & ~cs.multi]}, reverse=True))
     multi_sizes = sorted({int(k) for k in cs.n_gpus[moves & cs.multi]})
-    kept = _keep_choices(pr, cs, nodes, np.flatnonzero(of_type & cs.keep))
+    kept = keep_choices(pr, cs, nodes, np.flatnonzero(of_type & cs.keep))
     if kept is None:
         return None
-    touching, choices = kept
+    keep, free = kept
     cap = pr.node_capacity
-    free = [n for n, cl in touching.items() if not cl]
-    classes = sorted({(int(cap[n]), False) for n in free} | {(r, b) for _, _, r, b in choices})
+    classes = sorted({(int(r), False) for r in np.unique(cap[free])}
+                     | {(int(r), bool(b)) for r, b in set(zip(keep.residual.tolist(), keep.blocked.tolist()))})
     room = max((r for r, b in classes if not b), default=0)
     splits, by_config = _splits(multi_sizes, room)
     chunk_sizes = sorted({c for _, sp in splits for c in sp} | (set(range(1, room + 1)) if by_config else set()))
     big = np.flatnonzero(moves & cs.multi & np.isin(cs.n_gpus, by_config))
     jobs, big_job = np.unique(cs.job[big], return_inverse=True)
     n_w = len(jobs) * len(chunk_sizes)
-    fixed = len(splits) + len(choices) + n_w
+    fixed = len(splits) + keep.n + n_w
     if n_w > max_columns:
         return None
     patterns = _patterns(classes, chunk_sizes, single_sizes, max_columns - fixed)
     if patterns is None:
         return None
-    n_pat, n_ch = len(patterns), len(choices)
+    n_pat, n_ch = len(patterns), keep.n
     first_w = col0 + n_pat + n_ch + len(splits)
-    return BlockLayout(moves=moves, single_sizes=single_sizes, multi_sizes=multi_sizes, touching=touching,
-                       choices=choices, free=free, classes=classes, splits=splits, by_config=by_config,
+    return BlockLayout(moves=moves, single_sizes=single_sizes, multi_sizes=multi_sizes, keep=keep, free=free, classes=classes, splits=splits, by_config=by_config,
                        chunk_sizes=chunk_sizes, big=big, big_job=np.asarray(big_job).ravel(), patterns=patterns,
                        pcol=col0 + np.arange(n_pat),
                        bcol=col0 + n_pat + np.arange(n_ch), vcol=col0 + n_pat + n_ch + np.arange(len(splits)),
                        wcol=(first_w + np.arange(n_w)).reshape(len(jobs), len(chunk_sizes)))
-
-
-def _keep_choices(pr: AllocationProblem, cs: ConfigSet, nodes: Array,
-                  keeps: Array) -> tuple[dict[int, list[int]], list[Choice]] | None:
-    """``(touching, choices)``: the keep configurations touching each node of the type, and every fitting
-    subset of them a touched node may keep, as ``(node, subset, residual, blocked)``; None when a node is
-    touched by more than :data:`MAX_KEEPS_PER_NODE`."""
-    touching: dict[int, list[int]] = {int(n): [] for n in nodes}
-    keeps = np.asarray(keeps, np.int64)
-    held = pr.current[cs.job[keeps]][:, nodes]  # (keeps, nodes of the type) GPUs each keep holds there
-    k_i, n_i = np.nonzero(held.T > 0)  # node-major: each node's keeps in the order of ``keeps``
-    for n, c in zip(nodes[k_i].tolist(), keeps[n_i].tolist()):
-        touching[n].append(c)
-    cap = pr.node_capacity
-    choices: list[Choice] = []
-    for n, cl in touching.items():
-        if len(cl) > MAX_KEEPS_PER_NODE:
-            return None
-        if not cl:
-            continue
-        gpus = pr.current[cs.job[cl], n].astype(np.int64)  # (len(cl),)
-        multi = cs.multi[cl].astype(np.int64)
-        masks = np.arange(1 << len(cl))
-        members = (masks[:, None] >> np.arange(len(cl))[None, :]) & 1  # (subsets, len(cl))
-        used, n_multi = members @ gpus, members @ multi
-        fits = np.flatnonzero((used <= cap[n]) & (n_multi <= 1))
-        room, blocked = (int(cap[n]) - used[fits]).tolist(), (n_multi[fits] == 1).tolist()
-        for row, r, b in zip(members[fits].tolist(), room, blocked):
-            choices.append((n, tuple(itertools.compress(cl, row)), r, b))
-    return touching, choices
 
 
 def _splits(multi_sizes: list[int], room: int) -> tuple[list[tuple[int, tuple[int, ...]]], list[int]]:
@@ -263,46 +229,31 @@ def _patterns(classes: list[tuple[int, bool]], chunk_sizes: list[int], single_si
 
 
 # ------------------------------------------------------------------ one builder per row family
-def _triplets(r_: list[int], c_: list[int], v_: list[float]) -> tuple[Array, Array, Array]:
-    return np.array(r_, np.int64), np.array(c_, np.int64), np.array(v_, float)
-
-
 def rows_p1(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(P1): each class's nodes, free or freed by their keep choice, hold one pattern each."""
-    free_count = np.zeros(len(L.classes))
-    class_of = L.class_of
-    for n in L.free:
-        free_count[class_of[(int(pr.node_capacity[n]), False)]] += 1
+    free_cls = L.class_index(pr.node_capacity[L.free], np.zeros(len(L.free), bool))
+    free_count = np.bincount(free_cls, minlength=len(L.classes)).astype(float)
     pat_cls = np.array([p[0] for p in L.patterns], np.int64)
-    ch_cls = np.array([class_of[(r, b)] for _, _, r, b in L.choices], np.int64)
+    ch_cls = L.class_index(L.keep.residual, L.keep.blocked)
     return (np.concatenate([pat_cls, ch_cls]), np.concatenate([L.pcol, L.bcol]),
-            np.concatenate([np.ones(len(L.patterns)), -np.ones(len(L.choices))]), free_count, free_count, "P1")
+            np.concatenate([np.ones(len(L.patterns)), -np.ones(L.keep.n)]), free_count, free_count, "P1")
 
 
 def rows_b1(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(B1): a touched node keeps exactly one subset of its keep configurations."""
-    touched = sorted({n for n, *_ in L.choices})
-    pos = {n: i for i, n in enumerate(touched)}
-    ones = np.ones(len(touched))
-    return (np.array([pos[n] for n, *_ in L.choices], np.int64), L.bcol, np.ones(len(L.choices)), ones, ones, "B1")
+    ones = np.ones(len(L.keep.touched))
+    return (np.searchsorted(L.keep.touched, L.keep.node), L.bcol, np.ones(L.keep.n), ones, ones, "B1")
 
 
 def rows_b2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:
     """(B2): a keep configuration is chosen exactly when every node of its row keeps it."""
-    pairs = sorted({(c, n) for n, sub, *_ in L.choices for c in L.touching[n]})
-    pos = {pq: i for i, pq in enumerate(pairs)}
-    r_, c_, v_ = [], [], []
-    for i, (n, sub, _, _) in enumerate(L.choices):
-        for c in sub:
-            r_.append(pos[(c, n)])
-            c_.append(L.bcol[i])
-            v_.append(1.0)
-    for (c, _node), i in pos.items():
-        r_.append(i)
-        c_.append(c)
-        v_.append(-1.0)
+    K = L.keep
+    n_nodes = np.int64(pr.n_nodes)
+    pairs = K.pair_config * n_nodes + K.pair_node  # sorted
+    rows = np.searchsorted(pairs, K.member_config * n_nodes + K.node[K.member_choice])
     zeros = np.zeros(len(pairs))
-    return (*_triplets(r_, c_, v_), zeros, zeros, "B2")
+    return (np.concatenate([rows, np.arange(len(pairs))]), np.concatenate([L.bcol[K.member_choice], K.pair_config]),
+            np.concatenate([np.ones(len(rows)), -np.ones(len(pairs))]), zeros, zeros, "B2")
 
 
 def rows_p2(pr: AllocationProblem, cs: ConfigSet, L: BlockLayout) -> RowFamily | None:

@@ -1166,6 +1166,64 @@ def test_pattern_count_rows_match_their_definition(family):
     assert checked
 
 
+def _two_spanning_jobs_share_nodes():
+    """Three 8-GPU nodes: jobs 0 and 1 both span nodes 0-1 (2 + 2 and 1 + 1 GPUs), job 2 holds 3 GPUs on node 0,
+    job 3 two on node 1; no node may keep both spanning jobs."""
+    current = np.zeros((4, 3), np.int64)
+    current[0, :2], current[1, :2], current[2, 0], current[3, 1] = 2, 1, 3, 2
+    return make_problem([[1.0, 1.5, 2.0, 2.5]] * 4, capacity=[8, 8, 8], current=current)
+
+
+@pytest.mark.parametrize("family", ["five-types-512", "mixed-64", "cluster-256", "two spanning jobs"])
+def test_keep_choice_rows_match_their_definition(family):
+    """Each node touched by keep configurations may keep any subset of them that fits its GPUs with at most one
+    multi-node job among them: listed node by node (in the type's order), subsets by bit mask over its keep
+    configurations (in configuration order), the same as enumerating each node on its own. (B1) gives each
+    touched node one row (in node order) over its choices; (B2) one row per (keep configuration, touched node),
+    sorted, holding +1 for each choice keeping it there and -1 for the configuration itself."""
+    from itertools import compress
+
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.pattern_block import block_layout, rows_b1, rows_b2
+
+    def entries(family_rows):
+        r, c, v = family_rows[:3]
+        return dict(zip(zip(r.tolist(), c.tolist()), v.tolist()))
+
+    pr = _two_spanning_jobs_share_nodes() if family == "two spanning jobs" else FAMILIES[family].scenario(0).problem()
+    cs = enumerate_configs(pr)
+    checked = 0
+    for g in range(pr.n_gpu_types):
+        nodes = np.flatnonzero(pr.node_type == g)
+        L = block_layout(pr, cs, g, nodes, cs.n_configs + pr.n_jobs, 60_000)
+        if L is None:
+            continue
+        keeps = np.flatnonzero((cs.gpu_type == g) & cs.keep)
+        want, pairs = [], []
+        for n in nodes.tolist():
+            cl = [int(c) for c in keeps if pr.current[cs.job[c], n] > 0]
+            pairs += [(c, n) for c in cl]
+            for mask in range(1 << len(cl) if cl else 0):
+                sub = tuple(compress(cl, [(mask >> i) & 1 for i in range(len(cl))]))
+                used = sum(int(pr.current[cs.job[c], n]) for c in sub)
+                n_multi = sum(bool(cs.multi[c]) for c in sub)
+                if used <= pr.node_capacity[n] and n_multi <= 1:
+                    want.append((n, sub, int(pr.node_capacity[n]) - used, n_multi == 1))
+        K = L.keep
+        subsets = [tuple(K.member_config[K.member_choice == i].tolist()) for i in range(K.n)]
+        got = list(zip(K.node.tolist(), subsets, K.residual.tolist(), K.blocked.tolist()))
+        assert got == want
+        assert L.free.tolist() == [n for n in nodes.tolist() if n not in {m for m, *_ in want}]
+        touched = sorted({n for n, *_ in want})
+        assert entries(rows_b1(pr, cs, L)) == {(touched.index(n), int(L.bcol[i])): 1.0 for i, (n, *_) in enumerate(want)}
+        row = {pq: i for i, pq in enumerate(sorted(pairs))}
+        b2 = {(row[(c, n)], int(L.bcol[i])): 1.0 for i, (n, sub, *_) in enumerate(want) for c in sub}
+        b2.update({(i, c): -1.0 for (c, _), i in row.items()})
+        assert entries(rows_b2(pr, cs, L)) == b2
+        checked += any(len(sub) > 1 for _, sub, *_ in want)
+    assert checked  # some node keeps two or more configurations
+
+
 def test_split_counts_match_the_listed_splits():
     """The count that decides whether a size's splits are listed equals the listing: every multiset of chunks of at
     most ``room`` GPUs summing to ``k``, at least two of them; None exactly when there are more than
