@@ -218,7 +218,8 @@ class AllocationProblem:
                            for prof in profiles])
         k_max = int(max(1, min(type_totals.max(), np.minimum(max_gpus, useful).max())))
         good, local, accum = goodput_tables(profiles, type_names, jobs.phi, k_max, obj.n_batch_candidates,
-                                            k_caps=type_totals.tolist())
+                                            k_caps=type_totals.tolist(),
+                                            node_caps=[cl.max_gpus_per_node(t) for t in type_names])
         kk = np.arange(k_max + 1)
         # A job may not exceed its own max_gpus or its type's total.
         over = (kk[None, None, :] > max_gpus[:, None, None]) | (kk[None, None, :] > type_totals[None, :, None])

@@ -110,7 +110,8 @@ def test_a_table_scores_each_application_once_and_each_job_as_if_alone():
     """goodput_tables scores the candidates of each (parameters, batch limits) once and each job with its own
     phi: every entry equals best_config run for that job alone, bit for bit, with jobs of one application at
     different points of training (phi), two applications, two GPU types and an infinite phi; with a type's
-    count capped, the same up to the cap and 0 above."""
+    count capped, the same up to the cap and 0 above; with its nodes' size given, single-node entries the same up
+    to that size and 0 above, multi-node ones unchanged."""
     from goodopt.speedup_tables import goodput_tables
 
     profiles = [shipped_profile(APPS[0])] * 3 + [shipped_profile(APPS[1])] * 2
@@ -132,6 +133,12 @@ def test_a_table_scores_each_application_once_and_each_job_as_if_alone():
     for full, cut in zip((good, local, accum), capped):
         assert np.array_equal(cut[:, 0], full[:, 0]) and np.array_equal(cut[:, 1, :11], full[:, 1, :11])
         assert not cut[:, 1, 11:].any()
+    on_nodes = goodput_tables(profiles, types, phi, 24, 50, node_caps=[8, 4])  # 8- and 4-GPU nodes
+    for full, cut in zip((good, local, accum), on_nodes):
+        assert np.array_equal(cut[..., 1], full[..., 1])
+        assert np.array_equal(cut[:, 0, :9, 0], full[:, 0, :9, 0]) and np.array_equal(cut[:, 1, :5, 0], full[:, 1, :5, 0])
+        assert not cut[:, 0, 9:, 0].any() and not cut[:, 1, 5:, 0].any()
+    assert good[:, 1, 5:, 0].any()  # there was something to leave out
 
 
 def test_speedup_table_basics(testbed):
