@@ -77,15 +77,7 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
     step = max(1, _TABLE_CHUNK // per_job)
     names = gp.ThroughputParams.names()
     for g, t in enumerate(type_names):
-        # the jobs with a goodput model on this type, grouped by what their candidates' throughput depends on
-        # (parameters and batch limits): only phi differs within a group (jobs of one application)
-        groups: dict[tuple[float, ...], list[int]] = {}
-        for j, prof in enumerate(profiles):
-            if not isinstance(prof, ThroughputProfile) and t in prof.gpu_types:
-                gprof = prof.gpu_types[t]
-                shared = (*gprof.params.as_array().tolist(), float(prof.init_batch_size),
-                          float(prof.max_batch_size), float(gprof.min_local_bsz), float(gprof.max_local_bsz))
-                groups.setdefault(shared, []).append(j)
+        groups = _application_groups(profiles, t)
         top = k_max if k_caps is None else min(k_max, int(k_caps[g]))
         tops = (top if node_caps is None else min(top, int(node_caps[g])), top)  # one node, several
         for shared, members in groups.items():
@@ -103,6 +95,20 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
     good[:, :, :2, 1] = good[:, :, :2, 0]
     local[:, :, :2, 1] = local[:, :, :2, 0]
     return good, local, accum
+
+
+def _application_groups(profiles: Sequence[Any], gpu_type: str) -> dict[tuple[float, ...], list[int]]:
+    """The jobs with a goodput model on ``gpu_type``, grouped by what their candidates' throughput depends on
+    (the type's parameters and the batch limits, as one key): only phi differs within a group (jobs of one
+    application)."""
+    groups: dict[tuple[float, ...], list[int]] = {}
+    for j, prof in enumerate(profiles):
+        if not isinstance(prof, ThroughputProfile) and gpu_type in prof.gpu_types:
+            gprof = prof.gpu_types[gpu_type]
+            shared = (*gprof.params.as_array().tolist(), float(prof.init_batch_size),
+                      float(prof.max_batch_size), float(gprof.min_local_bsz), float(gprof.max_local_bsz))
+            groups.setdefault(shared, []).append(j)
+    return groups
 
 
 def base_configs(obj: Objective, cl: Cluster, names: Sequence[str], profiles: Sequence[Any], good: Array,
