@@ -60,8 +60,8 @@ def keep_choices(pr: AllocationProblem, cs: ConfigSet, nodes: Array, keeps: Arra
              for t in np.unique(count[count > 0]).tolist()]
     order_key, residual, blocked, m_choice, m_entry = (np.concatenate([p[i] for p in parts]) if parts
                                                        else np.zeros(0, np.int64) for i in range(5))
-    offsets = np.cumsum([len(p[0]) for p in parts]) - [len(p[0]) for p in parts]
-    m_choice = m_choice + np.repeat(offsets, [len(p[3]) for p in parts]).astype(np.int64)
+    n_choices = np.array([len(p[0]) for p in parts], np.int64)
+    m_choice = m_choice + np.repeat(np.cumsum(n_choices) - n_choices, [len(p[3]) for p in parts])
     order = np.argsort(order_key, kind="stable")
     new_id = np.empty_like(order)
     new_id[order] = np.arange(len(order))

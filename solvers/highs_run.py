@@ -8,7 +8,9 @@ import contextlib
 import functools
 import logging
 import os
+import select
 import signal
+import socket
 import sys
 import threading
 import time
@@ -132,8 +134,6 @@ class _Watchdog:
     def _take_wakeup(self) -> int:
         """Point the signal wake-up descriptor at a socket this watchdog reads; returns the previous one (-1:
         none). Another one in use (an event loop's) is left in place."""
-        import socket
-
         previous = signal.set_wakeup_fd(-1)
         if previous != -1:
             signal.set_wakeup_fd(previous)
@@ -169,8 +169,6 @@ class _Watchdog:
 
     def _wait(self) -> bool:
         """Wait up to :data:`WATCH_INTERVAL_S` for the run's end or a signal; returns whether the run has ended."""
-        import select
-
         if self._wake is None:
             return self._done.wait(WATCH_INTERVAL_S)
         if select.select([self._wake[0]], [], [], WATCH_INTERVAL_S)[0]:
