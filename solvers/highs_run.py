@@ -4,23 +4,20 @@ options checked, and how a run ended. Shared by the pyomo route (:mod:`.backend`
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
-import select
 import signal
-import socket
 import sys
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from goodopt.errors import ValidationError
 
+from .highs_watch import Watch
 from .result import Termination
 
 log = logging.getLogger(__name__)
@@ -45,17 +42,18 @@ _BANNER_SHOWN = False
 
 
 def run_highs(h: Any, time_limit_s: float | None = None) -> bool:
-    """``h.run()`` on the calling thread, interruptible and held to its time limit; returns whether the watchdog
+    """``h.run()`` on the calling thread, interruptible and held to its time limit; returns whether the watch
     stopped it.
 
     HiGHS checks its own ``time_limit`` only at certain points, and a root heuristic can run far past it. With
-    ``time_limit_s`` a watchdog thread asks HiGHS, once the limit has passed by :func:`watchdog_grace_s`, to stop
-    at its next interrupt check (every simplex, interior-point and branch-and-bound iteration); the run then
-    reads as a time limit (:func:`read_highs` with ``stopped=True``). In the main thread Ctrl-C asks HiGHS to
-    stop the same way and raises :class:`KeyboardInterrupt` once it has stopped; should HiGHS still run
-    :data:`INTERRUPT_GRACE_S` later (a heuristic without interrupt checks), the action given to
-    :func:`on_stuck_interrupt` runs (the CLI exits at once). Without a time limit outside the main thread
-    (workers, which leave Ctrl-C to their parent) a plain ``run()``.
+    ``time_limit_s`` the watch (:mod:`.highs_watch`) asks HiGHS, once the limit has passed by
+    :func:`~.highs_watch.watchdog_grace_s`, to stop at its next interrupt check (every simplex, interior-point
+    and branch-and-bound iteration); the run then reads as a time limit (:func:`read_highs` with
+    ``stopped=True``). In the main thread Ctrl-C asks HiGHS to stop the same way and raises
+    :class:`KeyboardInterrupt` once it has stopped; should HiGHS still run
+    :data:`~.highs_watch.INTERRUPT_GRACE_S` later (a heuristic without interrupt checks), the action given to
+    :func:`~.highs_watch.on_stuck_interrupt` runs (the CLI exits at once). Without a time limit outside the
+    main thread (workers, which leave Ctrl-C to their parent) a plain ``run()``.
 
     HiGHS runs on the calling thread, not a helper one: there its memory came from another malloc arena, whose
     heaps glibc unmapped and faulted in again between the root heuristics' copies of the domain
@@ -67,7 +65,7 @@ def run_highs(h: Any, time_limit_s: float | None = None) -> bool:
         _run(h)
         return False
     h.HandleUserInterrupt = True
-    guard = _Watchdog(h, time_limit_s, catch_sigint=main)
+    guard = Watch(h, time_limit_s, catch_sigint=main)
     try:
         with guard:
             _run(h)
@@ -76,106 +74,6 @@ def run_highs(h: Any, time_limit_s: float | None = None) -> bool:
     if guard.interrupted:
         raise KeyboardInterrupt
     return guard.stopped
-
-
-def on_stuck_interrupt(action: Callable[[], None] | None) -> None:
-    """Run ``action`` (None: nothing) when HiGHS has not stopped :data:`INTERRUPT_GRACE_S` after Ctrl-C. The
-    CLI passes one that exits at once with status 130: it cannot return while HiGHS holds its thread."""
-    global _ON_STUCK
-    _ON_STUCK = action
-
-
-_ON_STUCK: Callable[[], None] | None = None
-
-
-class _Watchdog:
-    """Beside a HiGHS run on the calling thread: asks it to stop past its time limit and, with ``catch_sigint``
-    (the main thread only), on Ctrl-C.
-
-    Ctrl-C sets a flag in place of raising: Python runs a signal handler in the main thread between bytecodes,
-    here inside HiGHS's interrupt callback, where an exception would cross HiGHS's C++. The signal also wakes
-    this thread through a socket (``signal.set_wakeup_fd``, unless another wake-up descriptor is set), so that a
-    run with no interrupt check for a long while is noticed too.
-    """
-
-    def __init__(self, h: Any, time_limit_s: float | None, *, catch_sigint: bool) -> None:
-        self.h, self.stopped, self.interrupted = h, False, False
-        self.limit_s = None if time_limit_s is None else float(time_limit_s)
-        self.catch_sigint = catch_sigint
-        self._done = threading.Event()
-        self._interrupted_at: float | None = None
-        self._stuck = False
-        self._wake: tuple[Any, Any] | None = None
-        self._saved: tuple[Any, int] | None = None
-
-    def __enter__(self) -> _Watchdog:
-        self.t0 = time.perf_counter()
-        if self.catch_sigint:
-            handler = signal.signal(signal.SIGINT, self._on_sigint)
-            self._saved = (handler, self._take_wakeup())
-        self._thread = threading.Thread(target=self._watch, name=WATCHDOG_THREAD, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._done.set()
-        if self._wake is not None:
-            with contextlib.suppress(OSError):  # wake it now: a full buffer is awake already
-                self._wake[1].send(b"\0")
-        self._thread.join()
-        if self._saved is not None:
-            handler, fd = self._saved
-            if self._wake is not None:
-                signal.set_wakeup_fd(fd)
-                for sock in self._wake:
-                    sock.close()
-            signal.signal(signal.SIGINT, handler)
-
-    def _take_wakeup(self) -> int:
-        """Point the signal wake-up descriptor at a socket this watchdog reads; returns the previous one (-1:
-        none). Another one in use (an event loop's) is left in place."""
-        previous = signal.set_wakeup_fd(-1)
-        if previous != -1:
-            signal.set_wakeup_fd(previous)
-            return previous
-        reader, writer = socket.socketpair()
-        for sock in (reader, writer):
-            sock.setblocking(False)
-        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-        self._wake = (reader, writer)
-        return previous
-
-    def _on_sigint(self, *_: Any) -> None:
-        if self._interrupted_at is None:
-            self._interrupted_at = time.perf_counter()
-        self.interrupted = True
-        self.h.cancelSolve()
-
-    def _watch(self) -> None:
-        cutoff = None if self.limit_s is None else self.t0 + self.limit_s + watchdog_grace_s(self.limit_s)
-        while not self._wait():
-            now = time.perf_counter()
-            if cutoff is not None and self.limit_s is not None and not self.stopped and now >= cutoff:
-                log.warning("HiGHS ran %.1f s past its %.3g s time limit; asking it to stop",
-                            now - self.t0 - self.limit_s, self.limit_s)
-                self.h.cancelSolve()
-                self.stopped = True
-            if self._interrupted_at is not None and not self._stuck and now - self._interrupted_at >= INTERRUPT_GRACE_S:
-                self._stuck = True
-                log.warning("HiGHS has not stopped %.0f s after Ctrl-C; it stops at its next interrupt check",
-                            INTERRUPT_GRACE_S)
-                if _ON_STUCK is not None:
-                    _ON_STUCK()
-
-    def _wait(self) -> bool:
-        """Wait up to :data:`WATCH_INTERVAL_S` for the run's end or a signal; returns whether the run has ended."""
-        if self._wake is None:
-            return self._done.wait(WATCH_INTERVAL_S)
-        if select.select([self._wake[0]], [], [], WATCH_INTERVAL_S)[0]:
-            with contextlib.suppress(BlockingIOError):
-                if signal.SIGINT in self._wake[0].recv(64):
-                    self._on_sigint()
-        return self._done.is_set()
 
 
 def _run(h: Any) -> None:
@@ -189,22 +87,6 @@ def _run(h: Any) -> None:
         log.debug("HiGHS refused to start on its thread pool's size; resetting the pool")
         type(h).resetGlobalScheduler(True)
         h.run()
-
-
-def watchdog_grace_s(time_limit_s: float) -> float:
-    """How long past its time limit HiGHS may run before the watchdog stops it: 1 s plus 5% of the limit."""
-    return 1.0 + 0.05 * float(time_limit_s)
-
-
-#: Name of the watchdog thread beside a HiGHS run.
-WATCHDOG_THREAD = "goodopt-highs-watchdog"
-
-#: How often the watchdog looks at the clock (seconds).
-WATCH_INTERVAL_S = 0.1
-
-
-#: Seconds HiGHS is given to stop after Ctrl-C before :func:`on_stuck_interrupt`'s action runs.
-INTERRUPT_GRACE_S = 2.0
 
 
 #: Threads a HiGHS instance uses unless the ``threads`` option says otherwise. HiGHS's parallel parts rarely pay
@@ -272,7 +154,7 @@ def read_highs(h: Any, integer: bool, sense: int = 1,
 
     ``sense`` (+1 or -1) turns HiGHS's objective into the model's own sense;
     ``bound`` is the MIP dual bound (the LP optimum for LPs), NaN when unknown.
-    ``stopped``: :func:`run_highs`'s watchdog stopped the run, so an interrupt is a time limit.
+    ``stopped``: :func:`run_highs`'s watch stopped the run, so an interrupt is a time limit.
     """
     import highspy
 

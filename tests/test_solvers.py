@@ -558,7 +558,8 @@ def test_the_watchdog_holds_a_solver_to_its_time_limit(in_worker, caplog):
     import threading
     import time
 
-    from goodopt.solvers.highs_run import run_highs, watchdog_grace_s
+    from goodopt.solvers.highs_run import run_highs
+    from goodopt.solvers.highs_watch import watchdog_grace_s
 
     h, box = _StuckHighs(), {}
 
@@ -582,6 +583,35 @@ def test_the_watchdog_holds_a_solver_to_its_time_limit(in_worker, caplog):
 class _FinishingHighs(_StuckHighs):
     def run(self):
         return None
+
+
+def test_one_thread_watches_every_run_and_a_forked_child_gets_its_own():
+    # Many runs, one watching thread (none started per run); a child forked while it exists (a sweep's worker)
+    # starts its own, which holds a stuck run there to its time limit too.
+    import multiprocessing
+    import threading
+
+    from goodopt.solvers.highs_run import run_highs
+    from goodopt.solvers.highs_watch import WATCHDOG_THREAD
+
+    for _ in range(20):
+        assert run_highs(_FinishingHighs(), time_limit_s=5.0) is False
+    assert sum(t.name == WATCHDOG_THREAD for t in threading.enumerate()) == 1
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        stopped, watchers = pool.apply(_stuck_run_in_child)
+    assert stopped and watchers == 1
+
+
+def _stuck_run_in_child():
+    import threading
+
+    from goodopt.solvers.highs_run import run_highs
+    from goodopt.solvers.highs_watch import WATCHDOG_THREAD
+
+    h = _StuckHighs()
+    stopped = run_highs(h, time_limit_s=0.1)
+    return stopped and h.cancelled.is_set(), sum(t.name == WATCHDOG_THREAD for t in threading.enumerate())
 
 
 class _CtrlCHighs(_StuckHighs):
@@ -640,22 +670,23 @@ def test_a_solver_deaf_to_ctrl_c_gets_the_stuck_action_after_the_grace(monkeypat
     # The CLI's action exits at once; here it releases the solver, which shows it ran, and only after the grace.
     import time
 
-    import goodopt.solvers.highs_run as hr
+    import goodopt.solvers.highs_watch as watch
+    from goodopt.solvers.highs_run import run_highs
 
-    monkeypatch.setattr(hr, "INTERRUPT_GRACE_S", 0.5)
+    monkeypatch.setattr(watch, "INTERRUPT_GRACE_S", 0.5)
     h, seen = _CtrlCHighs(deaf=True), {}
 
     def action():
         seen["after_s"] = time.perf_counter() - t0
         h.release.set()
 
-    hr.on_stuck_interrupt(action)
+    watch.on_stuck_interrupt(action)
     try:
         t0 = time.perf_counter()
         with pytest.raises(KeyboardInterrupt):
-            hr.run_highs(h)
+            run_highs(h)
     finally:
-        hr.on_stuck_interrupt(None)
+        watch.on_stuck_interrupt(None)
     assert h.cancelled.is_set() and 0.5 <= seen["after_s"] < 5
 
 

@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     _configure_logging(args.verbose)
     if not sys.stderr.isatty() and not getattr(args, "quiet", False) and not getattr(args, "json", False):
         logging.getLogger("goodopt.progress").setLevel(logging.INFO)  # no bar to show: plain progress lines
-    from ..solvers.highs_run import on_stuck_interrupt
+    from ..solvers.highs_watch import on_stuck_interrupt
 
     on_stuck_interrupt(_exit_now)
     try:

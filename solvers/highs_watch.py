@@ -1,0 +1,174 @@
+"""The watch over HiGHS runs on the calling thread: past its time limit, or on Ctrl-C, a run is asked to stop, also
+while HiGHS sits where it checks for neither.
+
+One daemon thread per process (:class:`_Monitor`) watches every run under way; it sleeps without a timeout while
+none is. A thread, a socket pair and a wake-up descriptor of its own for each run cost about 0.3 ms of CPU a
+run: sia-64 under Sia's objective (some ten HiGHS runs a solve) took 0.0487 s with them against 0.0447 s without
+any watch (min of 40 solves each, alternating in one process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Name of the thread that watches HiGHS runs.
+WATCHDOG_THREAD = "goodopt-highs-watchdog"
+
+#: How often the watch looks at the clock while a run is under way (seconds).
+WATCH_INTERVAL_S = 0.1
+
+#: Seconds HiGHS is given to stop after Ctrl-C before :func:`on_stuck_interrupt`'s action runs.
+INTERRUPT_GRACE_S = 2.0
+
+_ON_STUCK: Callable[[], None] | None = None
+
+
+def on_stuck_interrupt(action: Callable[[], None] | None) -> None:
+    """Run ``action`` (None: nothing) when HiGHS has not stopped :data:`INTERRUPT_GRACE_S` after Ctrl-C. The
+    CLI passes one that exits at once with status 130: it cannot return while HiGHS holds its thread."""
+    global _ON_STUCK
+    _ON_STUCK = action
+
+
+def watchdog_grace_s(time_limit_s: float) -> float:
+    """How long past its time limit HiGHS may run before the watch stops it: 1 s plus 5% of the limit."""
+    return 1.0 + 0.05 * float(time_limit_s)
+
+
+class Watch:
+    """One HiGHS run under watch (a context around ``h.run()``): ``stopped`` once it was asked to stop past its
+    time limit, ``interrupted`` once Ctrl-C arrived.
+
+    With ``catch_sigint`` (the main thread only) Ctrl-C sets a flag in place of raising: Python runs a signal
+    handler in the main thread between bytecodes, here inside HiGHS's interrupt callback, where an exception
+    would cross HiGHS's C++. The signal also wakes the watching thread through its socket
+    (``signal.set_wakeup_fd``, unless another wake-up descriptor is set), so that a run with no interrupt check
+    for a long while is noticed too. Both are as before once the run is over.
+    """
+
+    def __init__(self, h: Any, time_limit_s: float | None, *, catch_sigint: bool) -> None:
+        self.h, self.stopped, self.interrupted = h, False, False
+        self.limit_s = None if time_limit_s is None else float(time_limit_s)
+        self.catch_sigint = catch_sigint
+        self._interrupted_at: float | None = None
+        self._stuck = False
+        self._saved: tuple[Any, int | None] | None = None
+
+    def __enter__(self) -> Watch:
+        self.t0 = time.perf_counter()
+        self.cutoff = None if self.limit_s is None else self.t0 + self.limit_s + watchdog_grace_s(self.limit_s)
+        writer = _MONITOR.add(self)
+        if self.catch_sigint:
+            handler = signal.signal(signal.SIGINT, self._on_signal)
+            previous = signal.set_wakeup_fd(-1)
+            if previous == -1:  # another descriptor in use (an event loop's) stays in place
+                signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+            else:
+                signal.set_wakeup_fd(previous)
+            self._saved = (handler, None if previous == -1 else previous)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _MONITOR.remove(self)
+        if self._saved is not None:
+            handler, previous = self._saved
+            if previous is None:
+                signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGINT, handler)
+
+    def _on_signal(self, *_: Any) -> None:
+        self.on_sigint()
+
+    def on_sigint(self) -> None:
+        """Ctrl-C: ask HiGHS to stop at its next interrupt check (the first call counts for the grace)."""
+        if self._interrupted_at is None:
+            self._interrupted_at = time.perf_counter()
+        self.interrupted = True
+        self.h.cancelSolve()
+
+    def check(self, now: float) -> None:
+        """Past the time limit and its grace: ask HiGHS to stop; still running long after Ctrl-C: the stuck action."""
+        if self.cutoff is not None and self.limit_s is not None and not self.stopped and now >= self.cutoff:
+            log.warning("HiGHS ran %.1f s past its %.3g s time limit; asking it to stop",
+                        now - self.t0 - self.limit_s, self.limit_s)
+            self.h.cancelSolve()
+            self.stopped = True
+        if self._interrupted_at is not None and not self._stuck and now - self._interrupted_at >= INTERRUPT_GRACE_S:
+            self._stuck = True
+            log.warning("HiGHS has not stopped %.0f s after Ctrl-C; it stops at its next interrupt check",
+                        INTERRUPT_GRACE_S)
+            if _ON_STUCK is not None:
+                _ON_STUCK()
+
+
+class _Monitor:
+    """The thread that watches the runs under way, and the socket that wakes it (a run starting, or a signal).
+    Made again in a forked child, where the parent's thread does not exist."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: set[Watch] = set()
+        self._pid: int | None = None
+        self._sockets: tuple[socket.socket, socket.socket] | None = None
+
+    def add(self, watch: Watch) -> int:
+        """Watch ``watch``; returns the descriptor that wakes the thread (for ``signal.set_wakeup_fd``)."""
+        with self._lock:
+            sockets = self._sockets if self._sockets is not None and self._pid == os.getpid() else self._start()
+            self._runs.add(watch)
+            writer = sockets[1]
+            with contextlib.suppress(OSError):  # a full buffer: the thread is awake already
+                writer.send(b"\0")
+            return writer.fileno()
+
+    def remove(self, watch: Watch) -> None:
+        with self._lock:
+            self._runs.discard(watch)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's thread is not there, and its lock may have been held at the fork."""
+        self._lock = threading.Lock()
+        self._runs = set()
+        self._pid = None
+
+    def _start(self) -> tuple[socket.socket, socket.socket]:
+        if self._sockets is not None:  # the parent's, in a forked child
+            for sock in self._sockets:
+                sock.close()
+        reader, writer = socket.socketpair()
+        for sock in (reader, writer):
+            sock.setblocking(False)
+        self._sockets, self._pid, self._runs = (reader, writer), os.getpid(), set()
+        threading.Thread(target=self._loop, args=(reader,), name=WATCHDOG_THREAD, daemon=True).start()
+        return self._sockets
+
+    def _loop(self, reader: socket.socket) -> None:
+        while True:
+            with self._lock:
+                busy = bool(self._runs)
+            sigint = False
+            if select.select([reader], [], [], WATCH_INTERVAL_S if busy else None)[0]:
+                with contextlib.suppress(BlockingIOError, OSError):
+                    sigint = signal.SIGINT in reader.recv(64)
+            with self._lock:
+                runs = list(self._runs)
+            now = time.perf_counter()
+            for watch in runs:
+                if sigint and watch.catch_sigint:
+                    watch.on_sigint()
+                watch.check(now)
+
+
+_MONITOR = _Monitor()
+os.register_at_fork(after_in_child=_MONITOR.forget)
