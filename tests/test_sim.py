@@ -448,6 +448,60 @@ def test_most_free_placement_takes_the_freest_node_first():
     assert free.tolist() == [4, 2, 3]  # nothing modified
 
 
+@pytest.mark.parametrize("family", ["hetero-16", "sia-64", "mixed-64", "cluster-256"])
+def test_chosen_configurations_are_placed_by_the_documented_rule(family):
+    # Keep configurations take their rows, multi-node moves then single-node moves, largest first, each by
+    # place_one on what is left; place_configs gives the same rows and the same failures, job for job.
+    from goodopt.formulations.configs import enumerate_configs
+
+    from goodopt.families import FAMILIES
+    from goodopt.placement import place_configs, place_one
+
+    for seed in range(3):
+        pr = FAMILIES[family].scenario(seed).problem()
+        cs = enumerate_configs(pr)
+        rng = np.random.default_rng(seed)
+        for _ in range(4):
+            chosen = np.array([s.start + rng.integers(s.stop - s.start) if s.stop > s.start and rng.random() < 0.9
+                               else -1 for s in map(cs.of_job, range(pr.n_jobs))])
+            alloc, failed = place_configs(pr, cs, chosen)
+            ref, ref_failed = np.zeros_like(alloc), []
+            free, blocked = pr.node_capacity.copy(), np.zeros(pr.n_nodes, bool)
+            jobs = [j for j in range(pr.n_jobs) if chosen[j] >= 0]
+            jobs.sort(key=lambda j: (not cs.keep[chosen[j]], not cs.multi[chosen[j]], -cs.n_gpus[chosen[j]]))
+            for j in jobs:
+                c = chosen[j]
+                row = pr.current[j].copy() if cs.keep[c] else place_one(
+                    pr.node_type, free, blocked, cs.gpu_type[c], cs.n_gpus[c], bool(cs.multi[c]))
+                spread = row is not None and (row > 0).sum() > 1
+                if row is None or np.any(row > free) or (cs.keep[c] and spread and blocked[row > 0].any()):
+                    ref_failed.append(j)
+                    continue
+                ref[j], free = row, free - row
+                blocked |= (row > 0) if spread else False
+            assert np.array_equal(alloc, ref) and sorted(failed) == sorted(ref_failed)
+            assert (alloc.sum(axis=0) <= pr.node_capacity).all()
+
+
+def test_single_node_jobs_one_after_another_land_where_place_one_puts_them():
+    # Ties in free GPUs are common here (capacities 2-8, a third of the nodes host a multi-node job), so the
+    # order among equals (a node hosting a multi-node job first, then the lower index) is exercised.
+    from goodopt.placement import _BestFit, place_one
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        node_type, blocked = rng.integers(0, 2, n), rng.random(n) < 0.3
+        free = rng.integers(0, rng.choice([2, 4, 8]) + 1, n)
+        fit, left = _BestFit(node_type, free, blocked), free.copy()
+        for g, k in zip(rng.integers(0, 3, 8).tolist(), rng.integers(1, 5, 8).tolist()):
+            row = place_one(node_type, left, blocked, g, k, False)
+            node = fit.take(g, k)
+            assert (row is None and node is None) or (row is not None and row[node] == k == row.sum())
+            if row is not None:
+                left = left - row
+
+
 def test_tiresias_serves_its_second_queue_in_order_of_demotion():
     """Two 4-GPU jobs on 4 GPUs, both past the threshold: the one demoted first runs, though it arrived later."""
     from types import SimpleNamespace
