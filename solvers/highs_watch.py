@@ -95,6 +95,7 @@ class Watch:
         """Ctrl-C: ask HiGHS to stop at its next interrupt check (the first call counts for the grace)."""
         if self._interrupted_at is None:
             self._interrupted_at = time.perf_counter()
+            _MONITOR.wake()  # from the handler, when another wake-up descriptor took the signal: start the grace
         self.interrupted = True
         self.h.cancelSolve()
 
@@ -114,8 +115,9 @@ class Watch:
 
 
 class _Monitor:
-    """The thread that watches the runs under way, and the socket that wakes it (a run starting, or a signal).
-    Made again in a forked child, where the parent's thread does not exist."""
+    """The thread that watches the runs under way, and the socket that wakes it (a run with a time limit
+    starting, Ctrl-C, or a signal's wake-up byte). Made again in a forked child, where the parent's thread does
+    not exist."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -128,11 +130,15 @@ class _Monitor:
         with self._lock:
             sockets = self._sockets if self._sockets is not None and self._pid == os.getpid() else self._start()
             self._runs.add(watch)
-            writer = sockets[1]
             if watch.cutoff is not None:  # the thread looks at the clock only for runs with a time limit
-                with contextlib.suppress(OSError):  # a full buffer: the thread is awake already
-                    writer.send(b"\0")
-            return writer.fileno()
+                self.wake()
+            return sockets[1].fileno()
+
+    def wake(self) -> None:
+        """Have the thread look at the runs now (and at the clock, if one needs it)."""
+        if self._sockets is not None:
+            with contextlib.suppress(OSError):  # a full buffer: the thread is awake already
+                self._sockets[1].send(b"\0")
 
     def remove(self, watch: Watch) -> None:
         with self._lock:
