@@ -129,6 +129,18 @@ def test_the_exact_bench_table_compares_solver_work_with_an_earlier_run(tmp_path
     assert math.isnan(rows[1]["work_ratio_to_previous"])
 
 
+def test_a_quick_exact_solve_is_timed_several_times_and_a_slow_one_once(monkeypatch):
+    # sub-second rows report the least CPU time of EXACT_REPEATS solves of the same work; above the threshold
+    # (here lowered to 0 s) one solve is timed
+    import goodopt.bench.solvers as bench
+
+    pr = bench.exact_problem("tiny", "own", 0)
+    cpu, result, runs = bench.least_cpu(pr)
+    assert runs == bench.EXACT_REPEATS and 0 < cpu < bench.REPEAT_BELOW_S and str(result.status) == "optimal"
+    monkeypatch.setattr(bench, "REPEAT_BELOW_S", 0.0)
+    assert bench.least_cpu(pr)[2] == 1
+
+
 def test_a_solve_counts_its_lp_iterations_and_counts_them_again_the_same():
     # the bench's work measure: every stage of the exact method records HiGHS's LP iterations, and a second
     # solve of the same problem does exactly the same work (seconds vary with the machine's load; this may not)

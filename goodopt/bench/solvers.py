@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,10 @@ SIA_ILP_CPU_S = {"sia-64": 0.024, "five-types-512": 0.57, "cluster-2048": 0.14, 
                  "five-types-2048": 2.3}
 #: Deterministic budget of the exact-solve table: branch-and-bound nodes per MILP, no wall-clock limit.
 EXACT_NODE_LIMIT = 20_000
+#: Exact solves under this many CPU seconds are timed :data:`EXACT_REPEATS` times and the least is reported
+#: (``cpu_runs``): on a shared 2-core machine one sia-64 solve took 0.054-0.082 s in six runs of the same code.
+REPEAT_BELOW_S = 1.0
+EXACT_REPEATS = 5
 MILP_CASES = ((16, 4, 60), (256, 8, 800))
 QUALITY_FAMILIES = ("tiny", "testbed-under", "testbed-over", "mixed-64", "cluster-256")
 #: Families of the GA-at-scale table: 64, 256, 512 and 2048 GPUs.
@@ -155,15 +160,13 @@ def exact_problem(name: str, objective: str, seed: int):
 def _exact_row(name: str, objective: str, seed: int, with_pyomo: bool) -> dict:
     pr = exact_problem(name, objective, seed)
     enumerate_s = _enumerate_seconds(pr)
-    cpu = time.process_time()
-    r = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
-    cpu = time.process_time() - cpu
+    cpu, r, runs = least_cpu(pr)
     sia = SIA_ILP_CPU_S.get(name, float("nan")) if objective == "sia" else float("nan")
     stages = r.extra.get("stages", [])
     row = {"family": name, "objective": objective, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs,
            "n_configs": r.stats.n_configs, "enumerate_s": enumerate_s, "build_s": r.stats.build_s,
            "solve_s": r.stats.solve_s, "build_solve_s": r.stats.build_s + r.stats.solve_s,
-           "total_s": r.stats.total_s, "cpu_s": cpu, "status": str(r.status), "gap": r.gap,
+           "total_s": r.stats.total_s, "cpu_s": cpu, "cpu_runs": runs, "status": str(r.status), "gap": r.gap,
            "fitness": r.fitness, "sia_ilp_cpu_s": sia, "ratio_to_sia": cpu / sia, "stages": _stage_seconds(r),
            "lp_iterations": sum(st.get("lp_iterations") or 0 for st in stages),
            "nodes": sum(st.get("nodes") or 0 for st in stages),
@@ -175,6 +178,21 @@ def _exact_row(name: str, objective: str, seed: int, with_pyomo: bool) -> dict:
                    ratio_pyomo_to_arrays=q.stats.total_s / r.stats.total_s,
                    same_fitness=bool(abs(q.fitness - r.fitness) <= 1e-6 * abs(r.fitness)))
     return row
+
+
+def least_cpu(pr) -> tuple[float, Any, int]:
+    """CPU seconds of the exact solve of ``pr`` (the least of :data:`EXACT_REPEATS` solves when the first takes
+    under :data:`REPEAT_BELOW_S`), that solve's result, and how many solves were timed. Each repeat does the same
+    deterministic work (a node budget, no time limit)."""
+    best, result, runs = float("inf"), None, 0
+    while runs == 0 or (best < REPEAT_BELOW_S and runs < EXACT_REPEATS):
+        cpu = time.process_time()
+        r = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
+        cpu = time.process_time() - cpu
+        runs += 1
+        if cpu < best:
+            best, result = cpu, r
+    return best, result, runs
 
 
 def against_previous(rows: list[dict], folder) -> None:
