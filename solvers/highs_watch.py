@@ -71,7 +71,7 @@ class Watch:
         self.cutoff = None if self.limit_s is None else self.t0 + self.limit_s + watchdog_grace_s(self.limit_s)
         writer = _MONITOR.add(self)
         if self.catch_sigint:
-            handler = signal.signal(signal.SIGINT, self._on_signal)
+            handler = signal.signal(signal.SIGINT, self.on_sigint)
             previous = signal.set_wakeup_fd(-1)
             if previous == -1:  # another descriptor in use (an event loop's) stays in place
                 signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
@@ -88,11 +88,9 @@ class Watch:
                 signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGINT, handler)
 
-    def _on_signal(self, *_: Any) -> None:
-        self.on_sigint()
-
-    def on_sigint(self) -> None:
-        """Ctrl-C: ask HiGHS to stop at its next interrupt check (the first call counts for the grace)."""
+    def on_sigint(self, *_: Any) -> None:
+        """Ctrl-C (also the SIGINT handler during the run): ask HiGHS to stop at its next interrupt check (the first
+        call counts for the grace)."""
         if self._interrupted_at is None:
             self._interrupted_at = time.perf_counter()
             _MONITOR.wake()  # from the handler, when another wake-up descriptor took the signal: start the grace
@@ -157,7 +155,7 @@ class _Monitor:
         reader, writer = socket.socketpair()
         for sock in (reader, writer):
             sock.setblocking(False)
-        self._sockets, self._pid, self._runs = (reader, writer), os.getpid(), set()
+        self._sockets, self._pid = (reader, writer), os.getpid()
         threading.Thread(target=self._loop, args=(reader,), name=WATCHDOG_THREAD, daemon=True).start()
         return self._sockets
 
