@@ -141,6 +141,55 @@ def test_a_quick_exact_solve_is_timed_several_times_and_a_slow_one_once(monkeypa
     assert bench.least_cpu(pr)[2] == 1
 
 
+def test_a_row_over_several_seeds_is_its_slowest_seed_and_counts_every_seeds_work(monkeypatch):
+    # a family whose Sia reference is the largest over three seeds is timed over the same three seeds: the row
+    # shows the slowest (here seed 1, made slow by a stand-in clock), its LP iterations and nodes are summed
+    # over all three solves, and its status names every status seen
+    import goodopt.bench.solvers as bench
+
+    solved = {s: bench.solve(bench.exact_problem("tiny", "own", s), "milp") for s in range(3)}
+    seconds = {0: 0.02, 1: 0.09, 2: 0.05}
+    by_problem = {}
+
+    def fake_least_cpu(pr):
+        seed = by_problem[id(pr)]
+        return seconds[seed], solved[seed], 5
+
+    real = bench.exact_problem
+
+    def tagged(name, objective, seed):
+        pr = real(name, objective, seed)
+        by_problem[id(pr)] = seed
+        return pr
+
+    monkeypatch.setattr(bench, "least_cpu", fake_least_cpu)
+    monkeypatch.setattr(bench, "exact_problem", tagged)
+    row = bench._exact_row("tiny", "own", range(0, 3), with_pyomo=False)
+    assert (row["seeds"], row["slowest_seed"], row["cpu_s"]) == ("0-2", 1, 0.09)
+    assert row["fitness"] == solved[1].fitness and row["status"] == "optimal"
+    assert row["lp_iterations"] == sum(st.get("lp_iterations") or 0 for r in solved.values()
+                                       for st in r.extra["stages"])
+    one = bench._exact_row("tiny", "own", range(2, 3), with_pyomo=False)
+    assert (one["seeds"], one["slowest_seed"], one["cpu_s"]) == ("2", 2, 0.05)
+    assert bench.EXACT_SEEDS["sia-64"] == 3  # as Sia's reference: the largest of seeds 0-2
+
+
+def test_an_earlier_table_is_compared_only_row_for_row_over_as_many_seeds(tmp_path):
+    # a row over seeds 0-2 is not compared with an earlier row of one seed, nor with one over other seeds; rows
+    # of one seed match as before (older tables have no seeds column)
+    from goodopt.bench.solvers import against_previous
+    pd.DataFrame({"family": ["sia-64", "sia-64", "cluster-2048"], "objective": ["own", "sia", "own"],
+                  "seeds": ["0-2", "0", "0"], "cpu_s": [0.2, 0.1, 2.0], "lp_iterations": [600, 200, 900]}).to_csv(
+        tmp_path / "exact.csv", index=False)
+    rows = [{"family": "sia-64", "objective": "own", "seeds": "0-2", "cpu_s": 0.1, "lp_iterations": 300},
+            {"family": "sia-64", "objective": "sia", "seeds": "0-2", "cpu_s": 0.1, "lp_iterations": 300},
+            {"family": "cluster-2048", "objective": "own", "seeds": "0", "cpu_s": 1.0, "lp_iterations": 900}]
+    against_previous(rows, tmp_path)
+    assert (rows[0]["ratio_to_previous"], rows[0]["work_ratio_to_previous"]) == (0.5, 0.5)
+    assert math.isnan(rows[1]["ratio_to_previous"]) and math.isnan(rows[1]["work_ratio_to_previous"])
+    assert (rows[2]["ratio_to_previous"], rows[2]["work_ratio_to_previous"]) == (0.5, 1.0)
+
+
 def test_a_solve_counts_its_lp_iterations_and_counts_them_again_the_same():
     # the bench's work measure: every stage of the exact method records HiGHS's LP iterations, and a second
     # solve of the same problem does exactly the same work (seconds vary with the machine's load; this may not)

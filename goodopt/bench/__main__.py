@@ -44,19 +44,21 @@ def _part_exact(con, bar, out, args) -> None:
     seed, against = args.seed, args.against
     task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES) * len(solvers.EXACT_OBJECTIVES))
     rows = solvers.exact_solves(seed, progress=lambda: bar.advance(task))
-    cols = ["family", "objective", "n_gpus", "n_jobs", "n_configs", "build_solve_s", "cpu_s", "cpu_runs", "status", "gap",
-            "lp_iterations", "nodes", "sia_ilp_cpu_s", "ratio_to_sia", "pyomo_total_s", "ratio_pyomo_to_arrays",
-            "same_fitness"]
+    cols = ["family", "objective", "seeds", "slowest_seed", "n_gpus", "n_jobs", "n_configs", "build_solve_s",
+            "cpu_s", "cpu_runs", "status", "gap", "lp_iterations", "nodes", "sia_ilp_cpu_s", "ratio_to_sia",
+            "pyomo_total_s", "ratio_pyomo_to_arrays", "same_fitness"]
     if against is not None:
         solvers.against_previous(rows, against)
         cols += ["previous_cpu_s", "ratio_to_previous", "work_ratio_to_previous"]
     df = _save(out, "exact", rows, seed, "the same model through pyomo's standard-form compiler (model_route='pyomo'); "
                "Sia's ILP time as measured beside goodopt (not in this run)"
                + (f"; CPU seconds of the earlier run in {against}" if against is not None else ""))
-    con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes, seed {seed}): build + solve "
+    con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes, seed {seed}; a row over several "
+                     "seeds shows the slowest): build + solve "
                      f"seconds, CPU seconds of the whole solve (the least of {solvers.EXACT_REPEATS} where one takes "
                      f"under {solvers.REPEAT_BELOW_S:g} s), status, gap, LP iterations and B&B nodes of every "
-                     "stage (the solver's work, which the machine's load does not move); Sia's ILP (CBC, 1 thread, Sia's "
+                     "stage over the row's seeds (the solver's work, which the machine's load does not move); "
+                     "Sia's ILP (CBC, 1 thread, Sia's "
                      "objective, measured elsewhere) and the ratio to it; the pyomo route in the same run", df,
                      cols, digits=3))
     for _, row in df.iterrows():
