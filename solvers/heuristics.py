@@ -73,48 +73,79 @@ def greedy(problem: AllocationProblem, configs: ConfigSet, *, start: ArrayIn | N
     st = _State(pr, cs, start, start_chosen)
     if start is not None and start_chosen is None:
         st.chosen = match_configs(pr, cs, st.alloc)
-    lt_cfg, lt_idle = log_terms(pr, cs)
-    w_cfg = pr.weights[cs.job]
-    dead = np.zeros(cs.n_configs, bool)
+    rank = _Ranking(pr, cs, st.chosen)
     steps = 0
-    G = pr.n_gpu_types
-    # per configuration: the job's current log term and GPU count, the log gain per extra GPU;
-    # a move changes one job's entries only, so only that job's slice is recomputed
-    cur = st.chosen[cs.job]
-    has = cur >= 0
-    lt_cur = np.where(has, lt_cfg[np.maximum(cur, 0)], lt_idle[cs.job])
-    k_cur = np.where(has, cs.n_gpus[np.maximum(cur, 0)], 0)
-    ratio = _log_ratio(pr, cs, lt_cur, lt_cfg, w_cfg, k_cur, slice(None))
     while True:
-        # aggregate capacity filter: a move needs k GPUs of its type (one node's worth if
-        # single-node) among the free ones plus the job's own GPUs of that type
-        free_tot = np.bincount(pr.node_type, weights=st.free, minlength=G)
-        free_max = np.zeros(G)
-        np.maximum.at(free_max, pr.node_type, st.free)
-        cur_type = np.where(has, cs.gpu_type[np.maximum(cur, 0)], -1)
-        own = np.where(cur_type == cs.gpu_type, k_cur, 0)
-        fits = (cs.n_gpus <= free_tot[cs.gpu_type] + own) & (
-            cs.multi | cs.keep | (cs.n_gpus <= free_max[cs.gpu_type] + own))
-        cand = np.flatnonzero((lt_cfg - lt_cur > 1e-12) & ~dead & fits)
+        cand = rank.candidates(st.free)
         if not len(cand):
             break
-        order = cand[_top_stable(-ratio[cand], _MAX_TRIES_PER_STEP)]
         moved = False
-        for c in order:
+        for c in cand[_top_stable(-rank.ratio[cand], _MAX_TRIES_PER_STEP)]:
             if st.try_set(int(cs.job[c]), int(c)):
                 moved = True
-                sl = cs.of_job(int(cs.job[c]))
-                cur[sl], has[sl] = c, True
-                lt_cur[sl], k_cur[sl] = lt_cfg[c], cs.n_gpus[c]
-                ratio[sl] = _log_ratio(pr, cs, lt_cur, lt_cfg, w_cfg, k_cur, sl)
+                rank.moved(int(c))
                 break
-            dead[c] = True
+            rank.unplaceable(int(c))
         steps += 1
         if not moved and len(cand) <= _MAX_TRIES_PER_STEP:
             break
         if deadline is not None and steps % _STEPS_PER_CLOCK_CHECK == 0 and time.perf_counter() >= deadline:
             break
     return st.alloc, st.chosen, steps
+
+
+class _Ranking:
+    """Greedy's view of every configuration, kept up to date one job at a time.
+
+    Per configuration: its job's current log term and GPU count, the log gain
+    per extra GPU of moving there, the GPUs the move needs beyond the job's own
+    of that type, and whether it gains and was not found unplaceable. A move
+    changes one job's entries only, so only that job's slice is recomputed; a
+    step then passes over the configurations a few times (mixed-2048: 58k of
+    them, greedy 3.2 s -> 1.6 s of CPU against recomputing every entry each step,
+    the same steps and answer).
+    """
+
+    def __init__(self, pr: AllocationProblem, cs: ConfigSet, chosen: Array) -> None:
+        self.pr, self.cs = pr, cs
+        self.lt_cfg, lt_idle = log_terms(pr, cs)
+        self.w_cfg = pr.weights[cs.job]
+        cur = chosen[cs.job]
+        has = cur >= 0
+        self.lt_cur = np.where(has, self.lt_cfg[np.maximum(cur, 0)], lt_idle[cs.job])
+        self.k_cur = np.where(has, cs.n_gpus[np.maximum(cur, 0)], 0)
+        self.ratio = _log_ratio(pr, cs, self.lt_cur, self.lt_cfg, self.w_cfg, self.k_cur, slice(None))
+        cur_type = np.where(has, cs.gpu_type[np.maximum(cur, 0)], -1)
+        self.need = cs.n_gpus - np.where(cur_type == cs.gpu_type, self.k_cur, 0)
+        self.dead = np.zeros(cs.n_configs, bool)
+        self.alive = self.lt_cfg - self.lt_cur > 1e-12
+        # which free GPUs bound a configuration's need: its type's in all (2g + 1: spread over nodes, or a
+        # keep), or the most on one node of its type (2g: a single-node move; never more than the type's in all)
+        self.limit_of = 2 * cs.gpu_type + (cs.multi | cs.keep)
+
+    def candidates(self, free: Array) -> Array:
+        """The configurations that gain and pass the aggregate capacity filter: a move needs k GPUs of its type
+        (one node's worth if single-node) among the ``free`` ones plus the job's own GPUs of that type.
+        Shapes: free (N,) -> (n,) ascending."""
+        pr, G = self.pr, self.pr.n_gpu_types
+        free_tot = np.bincount(pr.node_type, weights=free, minlength=G)
+        free_max = np.zeros(G)
+        np.maximum.at(free_max, pr.node_type, free)
+        limit = np.column_stack([free_max, free_tot]).ravel()
+        return np.flatnonzero(self.alive & (self.need <= limit[self.limit_of]))
+
+    def moved(self, c: int) -> None:
+        """Its job now runs configuration ``c``."""
+        cs = self.cs
+        sl = cs.of_job(int(cs.job[c]))
+        self.lt_cur[sl], self.k_cur[sl] = self.lt_cfg[c], cs.n_gpus[c]
+        self.ratio[sl] = _log_ratio(self.pr, cs, self.lt_cur, self.lt_cfg, self.w_cfg, self.k_cur, sl)
+        self.need[sl] = cs.n_gpus[sl] - np.where(cs.gpu_type[sl] == cs.gpu_type[c], cs.n_gpus[c], 0)
+        self.alive[sl] = (self.lt_cfg[sl] - self.lt_cur[sl] > 1e-12) & ~self.dead[sl]
+
+    def unplaceable(self, c: int) -> None:
+        """Configuration ``c`` could not be placed: it is not tried again."""
+        self.dead[c], self.alive[c] = True, False
 
 
 def _log_ratio(pr: AllocationProblem, cs: ConfigSet, lt_cur: Array, lt_cfg: Array, w_cfg: Array, k_cur: Array,
