@@ -417,6 +417,65 @@ def test_greedy_stops_at_its_deadline_with_a_feasible_allocation():
     assert far[2] == full[2] and np.array_equal(far[0], full[0])
 
 
+def _greedy_recomputed(pr, cs, start):
+    """Greedy's rule written out step by step, every entry recomputed at each step (the reference for the
+    incremental bookkeeping): among the configurations that gain on their job's current one, were not found
+    unplaceable and pass the aggregate capacity filter, try the best gains per extra GPU (ties by index) until
+    one places."""
+    from goodopt.formulations.configs import match_configs
+    from goodopt.formulations.objective import log_terms
+    from goodopt.solvers.heuristics import _MAX_TRIES_PER_STEP, _log_ratio, _State, _top_stable
+    st = _State(pr, cs, start)
+    if start is not None:
+        st.chosen = match_configs(pr, cs, st.alloc)
+    lt_cfg, lt_idle = log_terms(pr, cs)
+    dead, steps, types = np.zeros(cs.n_configs, bool), 0, np.arange(pr.n_gpu_types)
+    while True:
+        cur = st.chosen[cs.job]
+        lt_cur = np.where(cur >= 0, lt_cfg[np.maximum(cur, 0)], lt_idle[cs.job])
+        k_cur = np.where(cur >= 0, cs.n_gpus[np.maximum(cur, 0)], 0)
+        ratio = _log_ratio(pr, cs, lt_cur, lt_cfg, pr.weights[cs.job], k_cur, slice(None))
+        own = np.where((cur >= 0) & (cs.gpu_type[np.maximum(cur, 0)] == cs.gpu_type), k_cur, 0)
+        of_type = pr.node_type[None, :] == types[:, None]
+        free_tot, free_max = (of_type * st.free).sum(axis=1), (of_type * st.free).max(axis=1)
+        fits = (cs.n_gpus <= free_tot[cs.gpu_type] + own) & (
+            cs.multi | cs.keep | (cs.n_gpus <= free_max[cs.gpu_type] + own))
+        cand = np.flatnonzero((lt_cfg - lt_cur > 1e-12) & ~dead & fits)
+        if not len(cand):
+            return st.alloc, st.chosen, steps
+        moved = False
+        for c in cand[_top_stable(-ratio[cand], _MAX_TRIES_PER_STEP)]:
+            moved = st.try_set(int(cs.job[c]), int(c))
+            if moved:
+                break
+            dead[c] = True
+        steps += 1
+        if not moved and len(cand) <= _MAX_TRIES_PER_STEP:
+            return st.alloc, st.chosen, steps
+
+
+@pytest.mark.parametrize("family,objective,p", [("hetero-16", "own", None), ("sia-64", "sia", None),
+                                                ("mixed-64", "own", -8.0), ("testbed-over", "own", 0.5),
+                                                ("cluster-256", "own", None), ("sia-64", "own", float("-inf"))])
+def test_greedy_keeps_its_ranking_one_job_at_a_time_and_does_what_recomputing_it_does(family, objective, p):
+    # greedy updates only the moved job's entries; from nothing and from half the jobs' current rows, on one and
+    # on several GPU types and over the p range, it takes the same steps to the same allocation as the rule
+    # recomputed in full at every step
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.solvers.heuristics import greedy
+
+    from goodopt.bench.solvers import exact_problem
+    pr = exact_problem(family, objective, 1)
+    if p is not None:
+        pr = dataclasses.replace(pr, p=p)
+    cs = enumerate_configs(pr)
+    half = pr.current * (np.arange(pr.n_jobs) % 2 == 0)[:, None]
+    for start in (None, half):
+        ours, theirs = greedy(pr, cs, start=start), _greedy_recomputed(pr, cs, start)
+        assert ours[2] == theirs[2] > 0
+        assert np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])
+
+
 @pytest.mark.parametrize("method", ["milp", "milp-pwl"])
 def test_every_greedy_of_a_timed_solve_stops_at_its_deadline(monkeypatch, method):
     """cluster-2048 with a 0.05 s limit: the LP relaxation cannot finish, so greedy builds the first candidate
