@@ -102,7 +102,7 @@ class _Ranking:
     of that type, and whether it gains and was not found unplaceable. A move
     changes one job's entries only, so only that job's slice is recomputed; a
     step then passes over the configurations a few times (mixed-2048: 58k of
-    them, greedy 3.2 s -> 1.6 s of CPU against recomputing every entry each step,
+    them, greedy 3.2 s -> 1.5 s of CPU against recomputing every entry each step,
     the same steps and answer).
     """
 
