@@ -358,7 +358,6 @@ def ga_at_scale(seed: int = 0, progress=None):
     memory numpy and Python allocated during the solve (tracemalloc), beside LP rounding alone."""
     import tracemalloc
 
-
     rows = []
     for name in GA_SCALE_FAMILIES:
         pr = FAMILIES[name].scenario(seed).problem()
