@@ -3,9 +3,10 @@ while HiGHS sits where it checks for neither.
 
 One daemon thread per process (:class:`_Monitor`) watches every run under way. It looks at the clock (every
 :data:`WATCH_INTERVAL_S`) only while a run has a time limit or Ctrl-C has arrived; otherwise it sleeps until a
-signal wakes it, and takes no turn on the interpreter beside a solve. A thread, a socket pair and a wake-up descriptor of its own for each run cost about 0.3 ms of CPU a
-run: sia-64 under Sia's objective (some ten HiGHS runs a solve) took 0.0487 s with them against 0.0447 s without
-any watch (min of 40 solves each, alternating in one process).
+signal wakes it, and takes no turn on the interpreter beside a solve. A thread, a socket pair and a wake-up
+descriptor of its own for each run cost about 0.3 ms of CPU a run: sia-64 under Sia's objective (some ten HiGHS
+runs a solve) took 0.0487 s with them against 0.0447 s without any watch (min of 40 solves each, alternating in
+one process).
 """
 
 from __future__ import annotations
