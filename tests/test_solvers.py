@@ -1314,6 +1314,76 @@ def test_keep_choice_rows_match_their_definition(family):
     assert checked  # some node keeps two or more configurations
 
 
+@pytest.mark.parametrize("family", ["mixed-64", "hetero-16", "cluster-256", "two spanning jobs"])
+def test_pattern_rows_as_inequalities_bound_and_solve_as_their_equality_form(family):
+    """(P1), (B1) as <= and (B2), (P4) as >= only let GPUs go unused: the configuration model under every type's
+    pattern rows has the LP bound and the optimum it has with those four families as equalities (the finite side
+    pinned)."""
+    from dataclasses import replace
+
+    from goodopt.formulations.config_matrix import config_matrix
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.objective import reference_fitness, scaled_objective
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    pr = _two_spanning_jobs_share_nodes() if family == "two spanning jobs" else FAMILIES[family].scenario(0).problem()
+    cs = enumerate_configs(pr)
+    mm = config_matrix(pr, cs, scaled_objective(pr, cs, reference_fitness(pr, cs, None), None),
+                       placement=range(pr.n_gpu_types))
+    names = np.array(mm.names)
+    slack = np.isin(names, ["P1", "B1", "B2", "P4"])
+    assert slack.any() and not np.any(mm.row_lower[slack] == mm.row_upper[slack])
+    pinned = np.where(np.isfinite(mm.row_lower), mm.row_lower, mm.row_upper)
+    eq = replace(mm, row_lower=np.where(slack, pinned, mm.row_lower), row_upper=np.where(slack, pinned, mm.row_upper))
+    for relax in (True, False):
+        (a, _), (b, _) = HighsSession(mm).solve(relax=relax), HighsSession(eq).solve(relax=relax)
+        assert a.termination == b.termination == Termination.OPTIMAL
+        assert a.objective == pytest.approx(b.objective, rel=1e-9, abs=1e-9)
+
+
+def _three_nodes_each_keep_one_gpu():
+    """Three 4-GPU nodes, jobs 0-2 each running one GPU on its own node, job 3 not running: job 3 takes four GPUs
+    on one node only if one of the others is released."""
+    current = np.zeros((4, 3), np.int64)
+    current[0, 0] = current[1, 1] = current[2, 2] = 1
+    return make_problem([[1.0, 1.5, 1.8, 2.0]] * 4, capacity=[4, 4, 4], current=current)
+
+
+@pytest.mark.parametrize("make", [_two_spanning_jobs_share_nodes, _three_nodes_each_keep_one_gpu])
+def test_keeping_running_jobs_places_under_the_pattern_rows_exactly_when_the_check_places_it(make):
+    """Every way of keeping or releasing the running jobs, with every configuration (or none) of the others: the
+    model under the pattern rows, with that choice fixed, is feasible exactly when the placement check places
+    it. Keeping a job holds its GPUs on every node of its row (no node keeps two spanning jobs; a node keeping
+    a job has that much less for a move), and releasing it frees them."""
+    from dataclasses import replace
+    from itertools import product
+
+    from goodopt.formulations.config_matrix import config_matrix
+    from goodopt.formulations.configs import enumerate_configs
+    from goodopt.formulations.node_patterns import PatternModel, pattern_model
+    from goodopt.formulations.objective import reference_fitness, scaled_objective
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    pr = make()
+    cs = enumerate_configs(pr)
+    mm = config_matrix(pr, cs, scaled_objective(pr, cs, reference_fitness(pr, cs, None), None), placement=[0])
+    options = [[-1, int(cs.keep_of_job[j])] if cs.keep_of_job[j] >= 0 else [-1, *np.flatnonzero(cs.job == j)]
+               for j in range(pr.n_jobs)]
+    verdicts = set()
+    for choice in product(*options):
+        chosen = np.array(choice)
+        verdict = pattern_model(pr, cs, chosen, 0)
+        places = isinstance(verdict, PatternModel) and \
+            HighsSession(verdict.matrix).solve()[0].termination == Termination.OPTIMAL
+        lower, upper = mm.lower.copy(), mm.upper.copy()
+        lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
+        lower[chosen[chosen >= 0]] = upper[chosen[chosen >= 0]] = 1.0
+        fixed = HighsSession(replace(mm, lower=lower, upper=upper)).solve()[0].termination
+        assert (fixed == Termination.OPTIMAL) == places, choice
+        verdicts.add(places)
+    assert verdicts == {True, False}
+
+
 def test_split_counts_match_the_listed_splits():
     """The count that decides whether a size's splits are listed equals the listing: every multiset of chunks of at
     most ``room`` GPUs summing to ``k``, at least two of them; None exactly when there are more than
