@@ -1133,20 +1133,40 @@ def test_options_for_gives_the_typed_options_solve_checks():
         options_for("nope")
 
 
+def _check_places(pr, cs, chosen, g=0):
+    """The placement check's verdict on ``chosen`` for type ``g``: True when it builds a model HiGHS solves."""
+    from goodopt.formulations.node_patterns import PatternModel, pattern_model
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    verdict = pattern_model(pr, cs, chosen, g)
+    return isinstance(verdict, PatternModel) and \
+        HighsSession(verdict.matrix).solve()[0].termination == Termination.OPTIMAL
+
+
+def _fixed_choice_termination(mm, cs, chosen):
+    """How HiGHS ends the model ``mm`` with the configuration columns fixed to ``chosen`` (-1: none)."""
+    from dataclasses import replace
+
+    from goodopt.solvers.highs_arrays import HighsSession
+
+    lower, upper = mm.lower.copy(), mm.upper.copy()
+    lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
+    lower[chosen[chosen >= 0]] = upper[chosen[chosen >= 0]] = 1.0
+    return HighsSession(replace(mm, lower=lower, upper=upper)).solve()[0].termination
+
+
 def test_chunk_columns_per_job_accept_exactly_the_placeable_choices():
     """Five 8-GPU nodes; two jobs may span up to 22 GPUs (20 and 22 have more than 400 splits each, so their
     chunks are counted by one set of chunk columns per job), three run on one node, and job 0 already holds 2 + 2
     GPUs on nodes 0-1. For random choices of one configuration (or none) per job, the configuration model under
     the type's pattern rows, with that choice fixed, is feasible exactly when the node-pattern model that lists
     every split says the choice places."""
-    from dataclasses import replace
 
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
     from goodopt.formulations.node_patterns import pattern_model
     from goodopt.formulations.objective import reference_fitness, scaled_objective
     from goodopt.formulations.pattern_block import block_layout
-    from goodopt.solvers.highs_arrays import HighsSession
 
     big = [float(k) for k in range(1, 23)]
     current = np.zeros((5, 5), np.int64)
@@ -1165,13 +1185,9 @@ def test_chunk_columns_per_job_accept_exactly_the_placeable_choices():
         if rng.random() < 0.5:  # half the draws give both spanning jobs a by-configuration size
             for j, k in ((0, 20), (1, int(rng.choice([20, 22])))):
                 chosen[j] = rng.choice(np.flatnonzero((cs.job == j) & (cs.n_gpus == k)))
-        exact = pattern_model(pr, cs, chosen, 0)
-        assert exact is not None
-        places = exact != "infeasible" and HighsSession(exact.matrix).solve()[0].termination == Termination.OPTIMAL
-        lower, upper = mm.lower.copy(), mm.upper.copy()
-        lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
-        lower[chosen[chosen >= 0]] = upper[chosen[chosen >= 0]] = 1.0
-        fixed = HighsSession(replace(mm, lower=lower, upper=upper)).solve()[0].termination
+        assert pattern_model(pr, cs, chosen, 0) is not None
+        places = _check_places(pr, cs, chosen)
+        fixed = _fixed_choice_termination(mm, cs, chosen)
         assert fixed in (Termination.OPTIMAL, Termination.INFEASIBLE)
         assert (fixed == Termination.OPTIMAL) == places, chosen
         verdicts.append((places, chosen[0] >= 0 and cs.n_gpus[chosen[0]] >= 20))
@@ -1183,13 +1199,11 @@ def test_a_choice_that_counts_show_cannot_fit_is_refused_without_a_model():
     left, or a single-node job for more than any node has left (LP roundings often do); otherwise it builds the
     model. Either way its verdict is the exact one: the configuration model under this type's node-pattern rows,
     with the choice fixed, is infeasible exactly when the check says so."""
-    from dataclasses import replace
 
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
     from goodopt.formulations.node_patterns import PatternModel, pattern_model
     from goodopt.formulations.objective import reference_fitness, scaled_objective
-    from goodopt.solvers.highs_arrays import HighsSession
 
     current = np.zeros((4, 3), np.int64)
     current[0, 0] = 2  # a kept job leaves 2 GPUs on node 0
@@ -1200,13 +1214,9 @@ def test_a_choice_that_counts_show_cannot_fit_is_refused_without_a_model():
     seen = set()
     for _ in range(60):
         chosen = np.array([rng.choice(np.r_[-1, np.flatnonzero(cs.job == j)]) for j in range(pr.n_jobs)])
-        verdict = pattern_model(pr, cs, chosen, 0)
-        built = isinstance(verdict, PatternModel)
-        places = built and HighsSession(verdict.matrix).solve()[0].termination == Termination.OPTIMAL
-        lower, upper = mm.lower.copy(), mm.upper.copy()
-        lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
-        lower[chosen[chosen >= 0]] = upper[chosen[chosen >= 0]] = 1.0
-        fixed = HighsSession(replace(mm, lower=lower, upper=upper)).solve()[0].termination
+        built = isinstance(pattern_model(pr, cs, chosen, 0), PatternModel)
+        places = _check_places(pr, cs, chosen)
+        fixed = _fixed_choice_termination(mm, cs, chosen)
         assert (fixed == Termination.OPTIMAL) == places, chosen
         seen.add("counted" if not built else "placed" if places else "solved infeasible")
     assert {"counted", "placed"} <= seen
@@ -1355,14 +1365,11 @@ def test_keeping_running_jobs_places_under_the_pattern_rows_exactly_when_the_che
     model under the pattern rows, with that choice fixed, is feasible exactly when the placement check places
     it. Keeping a job holds its GPUs on every node of its row (no node keeps two spanning jobs; a node keeping
     a job has that much less for a move), and releasing it frees them."""
-    from dataclasses import replace
     from itertools import product
 
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
-    from goodopt.formulations.node_patterns import PatternModel, pattern_model
     from goodopt.formulations.objective import reference_fitness, scaled_objective
-    from goodopt.solvers.highs_arrays import HighsSession
 
     pr = make()
     cs = enumerate_configs(pr)
@@ -1372,14 +1379,8 @@ def test_keeping_running_jobs_places_under_the_pattern_rows_exactly_when_the_che
     verdicts = set()
     for choice in product(*options):
         chosen = np.array(choice)
-        verdict = pattern_model(pr, cs, chosen, 0)
-        places = isinstance(verdict, PatternModel) and \
-            HighsSession(verdict.matrix).solve()[0].termination == Termination.OPTIMAL
-        lower, upper = mm.lower.copy(), mm.upper.copy()
-        lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
-        lower[chosen[chosen >= 0]] = upper[chosen[chosen >= 0]] = 1.0
-        fixed = HighsSession(replace(mm, lower=lower, upper=upper)).solve()[0].termination
-        assert (fixed == Termination.OPTIMAL) == places, choice
+        places = _check_places(pr, cs, chosen)
+        assert (_fixed_choice_termination(mm, cs, chosen) == Termination.OPTIMAL) == places, choice
         verdicts.add(places)
     assert verdicts == {True, False}
 
