@@ -30,9 +30,9 @@ $(STAMP): pyproject.toml $(LOCK)
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
-# The suite on the newest versions of everything (a separate venv), past pyproject.toml's caps (the tested
-# versions): the dependencies without their caps first, then goodopt without resolving again; 'make lock' then
-# records them.
+# The suite on the newest versions of everything (a separate venv): goodopt's direct dependencies and test tools
+# at their newest releases ([tool.goodopt] in pyproject.toml, lower bounds only), then goodopt without resolving
+# again; 'make lock' then records them.
 LATEST := .venv-latest
 test-latest:
 	@test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
@@ -41,19 +41,20 @@ test-latest:
 	PYTHONWARNINGS="ignore:Editable installation" $(LATEST)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(LATEST)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
-# 'make lock' records the versions test-latest passed with: as pyproject.toml's caps, hashed for every platform
-# (uv pip compile) in requirements.txt (pip's format, which the venv installs) and in pylock.toml (the standard
-# lock file, PEP 751), and as pyproject.toml's 'locked' extra (every package pinned, for pip install goodopt[locked])
+# 'make lock' records the versions test-latest passed with, hashed for every platform (uv pip compile), in
+# requirements.txt (pip's format, which the venv installs) and in pylock.toml (the standard lock file, PEP 751),
+# and pins them in pyproject.toml: the packages goodopt runs with as its dependencies, the test tools and theirs
+# as the 'test' extra, the build tools as the build requirements (.ci/pins.py locked)
 lock: test-latest
-	$(LATEST)/bin/python .ci/pins.py cap
 	$(LATEST)/bin/python -m pip freeze --all --exclude-editable | grep -iv '^goodopt\|^pip=' > $(LOCK).pins
 	$(LATEST)/bin/python -m pip install --quiet uv
+	$(LATEST)/bin/python .ci/pins.py uncapped | tr ' ' '\n' > $(LOCK).in
 	printf 'setuptools>=69\nwheel\n' > $(LOCK).build
-	{ grep '^#' $(LOCK); $(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins \
+	{ grep '^#' $(LOCK); $(LATEST)/bin/uv pip compile $(LOCK).in $(LOCK).build -c $(LOCK).pins \
 	    --generate-hashes --universal --python-version 3.11 --no-header --no-annotate --quiet; } > $(LOCK).new
-	$(LATEST)/bin/uv pip compile pyproject.toml $(LOCK).build --extra test -c $(LOCK).pins --universal \
+	$(LATEST)/bin/uv pip compile $(LOCK).in $(LOCK).build -c $(LOCK).pins --universal \
 	    --python-version 3.11 --no-header --quiet -o pylock.toml
-	rm $(LOCK).pins $(LOCK).build
+	rm $(LOCK).pins $(LOCK).in $(LOCK).build
 	mv $(LOCK).new $(LOCK)
 	$(LATEST)/bin/python .ci/pins.py locked
 
