@@ -114,14 +114,22 @@ class _Ranking:
         has = cur >= 0
         self.lt_cur = np.where(has, self.lt_cfg[np.maximum(cur, 0)], lt_idle[cs.job])
         self.k_cur = np.where(has, cs.n_gpus[np.maximum(cur, 0)], 0)
-        self.ratio = _log_ratio(pr, cs, self.lt_cur, self.lt_cfg, self.w_cfg, self.k_cur, slice(None))
-        cur_type = np.where(has, cs.gpu_type[np.maximum(cur, 0)], -1)
-        self.need = cs.n_gpus - np.where(cur_type == cs.gpu_type, self.k_cur, 0)
+        self.type_cur = np.where(has, cs.gpu_type[np.maximum(cur, 0)], -1)
         self.dead = np.zeros(cs.n_configs, bool)
-        self.alive = self.lt_cfg - self.lt_cur > 1e-12
+        self.ratio = np.zeros(cs.n_configs)
+        self.need = np.zeros(cs.n_configs, np.int64)
+        self.alive = np.zeros(cs.n_configs, bool)
+        self._refresh(slice(None))
         # which free GPUs bound a configuration's need: its type's in all (2g + 1: spread over nodes, or a
         # keep), or the most on one node of its type (2g: a single-node move; never more than the type's in all)
         self.limit_of = 2 * cs.gpu_type + (cs.multi | cs.keep)
+
+    def _refresh(self, sl: slice) -> None:
+        """Recompute the entries of ``sl`` from the current log terms, GPU counts and types."""
+        cs = self.cs
+        self.ratio[sl] = _log_ratio(self.pr, cs, self.lt_cur, self.lt_cfg, self.w_cfg, self.k_cur, sl)
+        self.need[sl] = cs.n_gpus[sl] - np.where(self.type_cur[sl] == cs.gpu_type[sl], self.k_cur[sl], 0)
+        self.alive[sl] = (self.lt_cfg[sl] - self.lt_cur[sl] > 1e-12) & ~self.dead[sl]
 
     def candidates(self, free: Array) -> Array:
         """The configurations that gain and pass the aggregate capacity filter: a move needs k GPUs of its type
@@ -138,10 +146,8 @@ class _Ranking:
         """Its job now runs configuration ``c``."""
         cs = self.cs
         sl = cs.of_job(int(cs.job[c]))
-        self.lt_cur[sl], self.k_cur[sl] = self.lt_cfg[c], cs.n_gpus[c]
-        self.ratio[sl] = _log_ratio(self.pr, cs, self.lt_cur, self.lt_cfg, self.w_cfg, self.k_cur, sl)
-        self.need[sl] = cs.n_gpus[sl] - np.where(cs.gpu_type[sl] == cs.gpu_type[c], cs.n_gpus[c], 0)
-        self.alive[sl] = (self.lt_cfg[sl] - self.lt_cur[sl] > 1e-12) & ~self.dead[sl]
+        self.lt_cur[sl], self.k_cur[sl], self.type_cur[sl] = self.lt_cfg[c], cs.n_gpus[c], cs.gpu_type[c]
+        self._refresh(sl)
 
     def unplaceable(self, c: int) -> None:
         """Configuration ``c`` could not be placed: it is not tried again."""
