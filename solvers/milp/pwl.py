@@ -24,8 +24,9 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     """Run the piecewise-linear method. Returns result fields like :func:`solve_milp`.
 
     Never certifies: the decoded counts are placed and repaired heuristically.
-    Its bound is the model's bound loosened by the total interpolation error,
-    valid for the allocation problem at every p.
+    Its bound is the model's bound loosened by the total interpolation error
+    and by HiGHS's gaps and pruning tolerance (at p = -inf too: no floor
+    re-solve checks this model), valid for the allocation problem at every p.
     """
     run = MilpRun(problem, evaluator, opts, t_start)
     pr, cs, info = run.pr, run.cs, run.info
@@ -58,7 +59,7 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     if not out.has_solution:
         return _incumbent(run, out)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error
-        f = run.to_fitness(run.model_bound(out.bound) + slack)
+        f = run.to_fitness(run.model_bound(out.bound, floor_checked=False) + slack)
         if np.isfinite(f):
             run.fit_bound = f
     chosen = fp.decode(model, pr, cs, classes)

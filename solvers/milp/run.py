@@ -156,32 +156,42 @@ class MilpRun:
     def to_fitness(self, value: float) -> float:
         return objective_to_fitness(self.pr, value, None if self.objective is None else self.objective.reference)
 
-    def model_bound(self, bound: float) -> float:
+    def model_bound(self, bound: float, *, floor_checked: bool = True) -> float:
         """A solver's dual bound made valid: loosened by the gaps the solver was allowed to stop at.
 
         HiGHS closes nodes whose bound lies within ``mip_abs_gap`` or
         ``mip_rel_gap`` of the incumbent and then reports the incumbent's value
         as its bound, so the reported bound alone can lie below the optimum by
         up to those gaps (seen at p = -inf: 0.1 reported, 0.10000012 reachable).
+        ``floor_checked=False``: an epigraph model (p = +-inf) whose optimum no
+        floor re-solve checks (the piecewise-linear model's) is loosened by the
+        pruning tolerance too (:attr:`solver_feasibility`).
         """
-        return bound + self.gaps["mip_abs_gap"] + self.gaps["mip_rel_gap"] * abs(bound) + self.pruning_tolerance
+        prune = self.pruning_tolerance if floor_checked else self.solver_feasibility
+        return bound + self.gaps["mip_abs_gap"] + self.gaps["mip_rel_gap"] * abs(bound) + prune
 
     @property
-    def pruning_tolerance(self) -> float:
+    def solver_feasibility(self) -> float:
         """How far below the optimum HiGHS may close nodes besides the gaps: its MIP feasibility tolerance.
 
         HiGHS prunes a node whose bound comes within that (absolute) tolerance
         of the incumbent, so its final bound can lie below the optimum by it
         even with both gaps at 0 (p = -50, eps = 0.01: bound 0.05999959, an
-        allocation worth 0.06 - 1.4e-12 in the same units; 1e-6 by default).
-        Epigraph models (p = +-inf) are not loosened: their optimum is proven
-        by the floor re-solve of :func:`~goodopt.solvers.milp.certify.certify_epigraph`
-        (an infeasibility, not a pruned node), and their objective is the
-        fitness itself, which may be far below 1.
+        allocation worth 0.06 - 1.4e-12 in the same units; p = -inf, the
+        piecewise-linear model: optimum and bound 0.1, an allocation worth
+        0.10000012; 1e-6 by default). 0 for other solvers.
         """
-        if self.opts.solver != "highs" or not np.isfinite(self.pr.p):
+        if self.opts.solver != "highs":
             return 0.0
         return float(self.opts.highs_options.get("mip_feasibility_tolerance", HIGHS_MIP_FEASIBILITY))
+
+    @property
+    def pruning_tolerance(self) -> float:
+        """:attr:`solver_feasibility` for models with finite p; 0 for epigraph models (p = +-inf), whose optimum
+        is proven by the floor re-solve of :func:`~goodopt.solvers.milp.certify.certify_epigraph` (an
+        infeasibility, not a pruned node), and whose objective is the fitness itself, which may be far below 1.
+        """
+        return self.solver_feasibility if np.isfinite(self.pr.p) else 0.0
 
     def tighten(self, out: MilpOutcome | None) -> None:
         """Take a solved model's bound (valid for the placement problem) into the best bound.
