@@ -248,6 +248,34 @@ def test_a_dive_from_the_lp_adds_a_placed_candidate_and_never_a_bound():
     assert abs(plain.fitness - res.fitness) <= 1e-6 * res.fitness
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_a_matrix_from_triplets_sums_repeated_entries_and_orders_them_by_column_then_row(seed):
+    """Triplets in several blocks, each ordered by column (as the model builders give them), with repeated
+    (row, column) pairs: the compressed columns hold every pair once, rows ascending within a column, its value
+    the sum of its entries; checked against a dense matrix built entry by entry."""
+    from goodopt.formulations.matrix import CscArrays
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(1, 7)), int(rng.integers(1, 9))
+    blocks = []
+    for _ in range(int(rng.integers(0, 4))):
+        k = int(rng.integers(0, 12))
+        cols = np.sort(rng.integers(0, n, k))
+        blocks.append((rng.integers(0, m, k), cols, rng.normal(size=k) * 10.0 ** rng.integers(-6, 7, k)))
+    rows, cols, vals = (np.concatenate([b[i] for b in blocks]) if blocks else np.zeros(0) for i in range(3))
+    A = CscArrays.from_triplets(rows.astype(np.int64), cols.astype(np.int64), vals.astype(float), (m, n))
+    dense = np.zeros((m, n))
+    present = np.zeros((m, n), bool)
+    for r, c, v in zip(rows.astype(int), cols.astype(int), vals):
+        dense[r, c] += v
+        present[r, c] = True
+    assert A.indptr[0] == 0 and A.indptr[-1] == present.sum() and np.all(np.diff(A.indptr) == present.sum(axis=0))
+    for c in range(n):
+        idx = A.indices[A.indptr[c]:A.indptr[c + 1]]
+        assert list(idx) == list(np.flatnonzero(present[:, c]))
+        assert np.array_equal(A.data[A.indptr[c]:A.indptr[c + 1]], dense[idx, c])
+
+
 def test_a_restricted_matrix_model_is_the_model_with_its_fixed_columns_moved_to_the_row_bounds():
     from goodopt.formulations.matrix import CscArrays, MatrixModel
     rng = np.random.default_rng(3)
