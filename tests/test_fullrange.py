@@ -6,8 +6,9 @@ shapes that broke earlier versions: ties and flat speedups, many idle jobs
 running jobs with keep configurations, unequal weights, Sia's idle penalty and
 two GPU types. Each draw checks, against the brute-force optimum F*:
 
-* ``milp`` (auto, on HiGHS through arrays and through the pyomo model, and
-  placement): ``optimal`` means F = F* (1e-6 relative) and
+* ``milp`` (auto, on HiGHS through arrays and through the pyomo model, from
+  the LP under every type's pattern rows with and without a node for the
+  configuration MILP that follows it, and placement): ``optimal`` means F = F* (1e-6 relative) and
   bound >= F*; any other status is an honest one (the answer is feasible and
   below its valid bound);
 * ``milp`` configuration level and ``milp-pwl``: a stated bound is >= F*;
@@ -18,10 +19,12 @@ The default run draws a few dozen instances; the slow tier draws hundreds.
 """
 
 from dataclasses import replace
+from unittest import mock
 
 import numpy as np
 import pytest
 from goodopt.solvers import Termination
+from goodopt.solvers.milp import levels
 from goodopt.solvers.rounding import lp_rounding
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -128,11 +131,15 @@ def check_against_brute_force(pr):
     ev = pr.evaluator()
     empty = ev.fitness(np.zeros((pr.n_jobs, pr.n_nodes), np.int64))
 
-    # lp_rounding: true starts every instance with the LP certificate (by default only from 2,000 job-node pairs)
+    # lp_rounding: true starts every instance with the LP certificate (by default only from 2,000 job-node pairs);
+    # "budget 0" gives the configuration MILP after it no node, so the level goes on under every type's pattern rows
     for formulation, route, lp in (("auto", "arrays", "auto"), ("auto", "arrays", True), ("auto", "pyomo", "auto"),
-                                   ("placement", "auto", "auto"), ("config", "auto", "auto")):
-        res = goodopt.solve(pr, "milp", {"formulation": formulation, "model_route": route, "lp_rounding": lp})
-        where = (formulation, pr.p, pr.eps, res.status, res.fitness, f_star, res.bound, res.message)
+                                   ("placement", "auto", "auto"), ("config", "auto", "auto"),
+                                   ("auto", "arrays", "budget 0")):
+        with mock.patch.object(levels, "PLAIN_CONFIG_NODES", 0 if lp == "budget 0" else levels.PLAIN_CONFIG_NODES):
+            res = goodopt.solve(pr, "milp", {"formulation": formulation, "model_route": route,
+                                             "lp_rounding": True if lp == "budget 0" else lp})
+        where = (formulation, lp, pr.p, pr.eps, res.status, res.fitness, f_star, res.bound, res.message)
         assert res.has_solution and res.feasible, where
         assert res.fitness <= f_star + tol, where
         if np.isfinite(res.bound):

@@ -21,7 +21,8 @@ from .placement import place_choice
 from .run import MilpRun
 
 
-def placement_rows_loop(run: MilpRun, model: ConfigModel, out: MilpOutcome) -> tuple[MilpOutcome, Array | None]:
+def placement_rows_loop(run: MilpRun, model: ConfigModel, out: MilpOutcome, *,
+                        every_type: bool = False) -> tuple[MilpOutcome, Array | None]:
     """Add node-pattern rows for every GPU type whose optimum did not place, and re-solve.
 
     The configuration level is first solved with aggregate capacity rows only
@@ -29,22 +30,33 @@ def placement_rows_loop(run: MilpRun, model: ConfigModel, out: MilpOutcome) -> t
     placement rows of :func:`goodopt.formulations.pattern_block.pattern_block`,
     after which no choice on it is unplaceable: at most one re-solve per type,
     where no-good cuts found neighbouring unplaceable optima one at a time.
+    ``every_type``: ``out`` stopped at its node budget without an optimum
+    (:func:`~.levels.plain_budget_spent`), so every type gets its rows at once
+    (its bound is kept: that model is a relaxation of the problem).
     Returns ``(outcome, allocation)``, ``(outcome, None)`` when undecided, or None.
     """
     pr, info = run.pr, run.info
     with_rows: set[int] = set(model.pattern_types)
+    chosen: Array | None = None
+    if every_type:
+        run.tighten(out)
     for _ in range(pr.n_gpu_types + 1):
-        if out.termination != Termination.OPTIMAL or not out.has_solution or run.expired():
-            return out, None
-        chosen = model.chosen()
-        placed, unplaceable, undecided = place_choice(run, chosen)
-        if placed is not None:
-            info["proof"] = (f"configuration optimum placed exactly (node-pattern rows on "
-                             f"{sorted(pr.type_names[g] for g in with_rows) or 'no type'})")
-            return out, placed
-        bad = {int(run.cs.gpu_type[sub[0]]) for sub in unplaceable if len(sub)}
-        if undecided or not bad or bad <= with_rows:
-            return out, None
+        if every_type:
+            bad, every_type = set(range(pr.n_gpu_types)) - with_rows, False
+            if not bad:
+                return out, None
+        else:
+            if out.termination != Termination.OPTIMAL or not out.has_solution or run.expired():
+                return out, None
+            chosen = model.chosen()
+            placed, unplaceable, undecided = place_choice(run, chosen)
+            if placed is not None:
+                info["proof"] = (f"configuration optimum placed exactly (node-pattern rows on "
+                                 f"{sorted(pr.type_names[g] for g in with_rows) or 'no type'})")
+                return out, placed
+            bad = {int(run.cs.gpu_type[sub[0]]) for sub in unplaceable if len(sub)}
+            if undecided or not bad or bad <= with_rows:
+                return out, None
         with_rows |= bad
         start = run.best()[0]
         model = cast(ArrayModel, config_model(run, placement=sorted(with_rows)))  # the arrays route
@@ -52,8 +64,9 @@ def placement_rows_loop(run: MilpRun, model: ConfigModel, out: MilpOutcome) -> t
         if missing:  # too many patterns for a type: fall back to no-good cuts there
             info["pattern_rows_skipped"] = sorted(pr.type_names[g] for g in missing)
             return placement_cut_loop(run, model, model.solve(warm_start=start, **run.solve_kwargs()))
-        others = (chosen >= 0) & ~np.isin(run.cs.gpu_type[np.maximum(chosen, 0)], sorted(bad))
-        if run.objective is not None and others.any():  # finite p, and some job stays fixed on another type
+        others = np.zeros(0, bool) if chosen is None else \
+            (chosen >= 0) & ~np.isin(run.cs.gpu_type[np.maximum(chosen, 0)], sorted(bad))
+        if run.objective is not None and chosen is not None and others.any():  # finite p, a job stays fixed elsewhere
             repaired = repair_on_types(run, model, out, chosen, bad)
             if repaired is not None:
                 return repaired
