@@ -33,11 +33,15 @@ from goodopt.problem import AllocationProblem
 
 
 def place_configs(problem: AllocationProblem, configs: ConfigSet, chosen: Array, *,
-                  base: Array | None = None) -> tuple[Array, list[int]]:
+                  base: Array | None = None, singles_first: bool = False) -> tuple[Array, list[int]]:
     """Allocation realising ``chosen[j]`` (index into ``configs`` or -1) for every job.
 
     ``base`` (J, N), if given, is an allocation of jobs whose ``chosen`` is -2:
     those rows are copied unchanged and their GPUs are unavailable.
+    ``singles_first``: the single-node moves are packed before the multi-node
+    ones, which then take what is left (a second try where the usual order
+    fails: a multi-node job on the freest nodes can leave no node for a large
+    single-node one).
 
     Returns ``(alloc, failed)`` where ``failed`` lists the jobs that could not
     be placed (their rows are 0). Shapes: chosen (J,) -> (J, N), list.
@@ -65,12 +69,15 @@ def place_configs(problem: AllocationProblem, configs: ConfigSet, chosen: Array,
         free -= row
         if (row > 0).sum() > 1 and pr.interference_avoidance:
             blocked |= row > 0
-    # 2. multi-node, then 3. single-node moves, largest first
+    # 2. multi-node, then 3. single-node moves, largest first (or the single-node ones first)
     moves = active[~keep]
     cm = chosen[moves]
     order = np.lexsort((-configs.n_gpus[cm], ~configs.multi[cm]))
     moves, cm = moves[order], cm[order]
     n_multi = int(configs.multi[cm].sum())
+    if singles_first:
+        failed += _place_singles(pr, configs, alloc, free, blocked, moves[n_multi:], cm[n_multi:])
+        free = pr.node_capacity - alloc.sum(axis=0)
     for j, ci in zip(moves[:n_multi], cm[:n_multi]):
         row = place_one(pr.node_type, free, blocked, int(configs.gpu_type[ci]), int(configs.n_gpus[ci]), True)
         if row is None:
@@ -80,15 +87,24 @@ def place_configs(problem: AllocationProblem, configs: ConfigSet, chosen: Array,
         free -= row
         if pr.interference_avoidance:
             blocked |= row > 0
+    if not singles_first:
+        failed += _place_singles(pr, configs, alloc, free, blocked, moves[n_multi:], cm[n_multi:])
+    return alloc, failed
+
+
+def _place_singles(pr: AllocationProblem, configs: ConfigSet, alloc: Array, free: Array, blocked: Array,
+                   jobs: Array, chosen: Array) -> list[int]:
+    """Pack single-node moves (largest first) best fit into ``free``, writing ``alloc`` in place; returns the
+    jobs that did not fit. ``free`` is not changed."""
+    failed = []
     fit = _BestFit(pr.node_type, free, blocked)
-    for j, g, k in zip(moves[n_multi:].tolist(), configs.gpu_type[cm[n_multi:]].tolist(),
-                       configs.n_gpus[cm[n_multi:]].tolist()):
+    for j, g, k in zip(jobs.tolist(), configs.gpu_type[chosen].tolist(), configs.n_gpus[chosen].tolist()):
         n = fit.take(g, k)
         if n is None:
             failed.append(j)
         else:
             alloc[j, n] = k
-    return alloc, failed
+    return failed
 
 
 class _BestFit:

@@ -448,10 +448,12 @@ def test_most_free_placement_takes_the_freest_node_first():
     assert free.tolist() == [4, 2, 3]  # nothing modified
 
 
+@pytest.mark.parametrize("singles_first", [False, True])
 @pytest.mark.parametrize("family", ["hetero-16", "sia-64", "mixed-64", "cluster-256"])
-def test_chosen_configurations_are_placed_by_the_documented_rule(family):
-    # Keep configurations take their rows, multi-node moves then single-node moves, largest first, each by
-    # place_one on what is left; place_configs gives the same rows and the same failures, job for job.
+def test_chosen_configurations_are_placed_by_the_documented_rule(family, singles_first):
+    # Keep configurations take their rows, multi-node moves then single-node moves (single-node moves first with
+    # singles_first), largest first, each by place_one on what is left; place_configs gives the same rows and
+    # the same failures, job for job.
     from goodopt.formulations.configs import enumerate_configs
 
     from goodopt.families import FAMILIES
@@ -464,11 +466,12 @@ def test_chosen_configurations_are_placed_by_the_documented_rule(family):
         for _ in range(4):
             chosen = np.array([s.start + rng.integers(s.stop - s.start) if s.stop > s.start and rng.random() < 0.9
                                else -1 for s in map(cs.of_job, range(pr.n_jobs))])
-            alloc, failed = place_configs(pr, cs, chosen)
+            alloc, failed = place_configs(pr, cs, chosen, singles_first=singles_first)
             ref, ref_failed = np.zeros_like(alloc), []
             free, blocked = pr.node_capacity.copy(), np.zeros(pr.n_nodes, bool)
             jobs = [j for j in range(pr.n_jobs) if chosen[j] >= 0]
-            jobs.sort(key=lambda j: (not cs.keep[chosen[j]], not cs.multi[chosen[j]], -cs.n_gpus[chosen[j]]))
+            jobs.sort(key=lambda j: (not cs.keep[chosen[j]], bool(cs.multi[chosen[j]]) == singles_first,
+                                     -cs.n_gpus[chosen[j]]))
             for j in jobs:
                 c = chosen[j]
                 row = pr.current[j].copy() if cs.keep[c] else place_one(
@@ -481,6 +484,32 @@ def test_chosen_configurations_are_placed_by_the_documented_rule(family):
                 blocked |= (row > 0) if spread else False
             assert np.array_equal(alloc, ref) and sorted(failed) == sorted(ref_failed)
             assert (alloc.sum(axis=0) <= pr.node_capacity).all()
+
+
+def test_packing_the_single_node_jobs_first_places_what_the_usual_order_cannot():
+    # Four 4-GPU nodes, a 6-GPU job over several nodes and three 3-GPU jobs on one node each. The usual order
+    # puts the 6 GPUs on the two freest nodes (4 + 2), which leaves room for two of the 3s; the single-node
+    # jobs first take three nodes, and the 6 GPUs go on the fourth and one GPU on each of two others.
+    from goodopt.formulations.configs import enumerate_configs
+
+    from goodopt.placement import place_configs
+
+    from .synthetic import make_problem
+
+    pr = make_problem([[1.0, 1.9, 2.7, 3.4, 4.0, 4.5]] + [[1.0, 1.8, 2.5]] * 3, capacity=[4, 4, 4, 4],
+                      multi=[[0.0, 1.9, 2.7, 3.4, 4.0, 4.5]] + [[1.0, 1.8, 2.5]] * 3)
+    cs = enumerate_configs(pr)
+    pick = {(0, 6, True)} | {(j, 3, False) for j in (1, 2, 3)}
+    chosen = np.full(pr.n_jobs, -1)
+    for c in range(cs.n_configs):
+        if (int(cs.job[c]), int(cs.n_gpus[c]), bool(cs.multi[c])) in pick and not cs.keep[c]:
+            chosen[cs.job[c]] = c
+    assert (chosen >= 0).all()
+    alloc, failed = place_configs(pr, cs, chosen)
+    assert len(failed) == 1 and alloc[0].tolist() == [4, 2, 0, 0]
+    alloc, failed = place_configs(pr, cs, chosen, singles_first=True)
+    assert failed == [] and pr.evaluator().violation(alloc) == 0
+    assert alloc[0].sum() == 6 and (alloc[0] > 0).sum() == 3 and sorted(alloc[1:].sum(axis=1)) == [3, 3, 3]
 
 
 def test_single_node_jobs_one_after_another_land_where_place_one_puts_them():
