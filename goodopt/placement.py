@@ -16,7 +16,8 @@ Configurations onto nodes: given one configuration per job (or none),
 configurations, or reports failure. Keep configurations take their current
 rows; multi-node jobs then take whole-node-first sets of nodes no other
 multi-node job uses (when interference avoidance is on), largest first;
-single-node jobs are packed best-fit decreasing. It is a heuristic: a failure
+single-node jobs are packed best-fit decreasing (``singles_first``: those
+before the multi-node ones, which then take what is left). It is a heuristic: a failure
 does not prove that no placement exists (the placement-level MILP decides
 that). :func:`move_job` moves one job to another configuration in place of its row.
 """
