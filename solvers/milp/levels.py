@@ -25,10 +25,10 @@ from .verdict import finish
 LP_FIRST_FROM_PAIRS = 2_000
 #: Branch-and-bound nodes of the configuration MILP without pattern rows after that LP (:func:`lp_first`): past
 #: them the configuration level goes on under every type's pattern rows (:func:`placement_rows_loop`'s
-#: ``every_type``). Where that MILP ran on the shipped families it took 1-202 nodes (five-types-512, mixed-2048,
-#: seeds 0-9 and 0-6, both objectives), and on five-types-2048 seed 5 under its own objective 7,320 nodes in
-#: 74 s for an optimum that placed on two of five types; under every type's rows the same level took 5 s (the
-#: whole solve 82 -> 18.6 s with a budget of 500 nodes, which took 10.7 s there).
+#: ``every_type``). Where that MILP ran on the shipped families it took 1-202 nodes (five-types-512 seeds 0-19,
+#: mixed-2048 and five-types-2048 seeds 0-9, both objectives), but on five-types-2048 seed 5 under its own
+#: objective 7,320 nodes in 74 s for an optimum that placed on two of five types; under every type's rows the
+#: same level took 5 s (the whole solve 80 -> 15.5 s with this budget, whose nodes took 8 s there).
 PLAIN_CONFIG_NODES = 300
 
 
@@ -69,16 +69,16 @@ def config_level(run: MilpRun) -> MethodOutcome | None:
     model, out = solve_config_model(run)
     if out.termination == Termination.INFEASIBLE:
         return finish(run, None, out)
-    if opts.formulation == "auto" and (pattern_rows_apply(run) or opts.placement_cuts > 0):
-        if pattern_rows_apply(run):
-            result = placement_rows_loop(run, model, out, every_type=plain_budget_spent(run, out))
-        else:
-            result = placement_cut_loop(run, model, out)
-        if result is not None:
-            out, placed = result
-            if placed is not None:
-                run.tighten(out)
-                return finish(run, placed, out)
+    result = None
+    if opts.formulation == "auto" and pattern_rows_apply(run):
+        result = placement_rows_loop(run, model, out, every_type=plain_budget_spent(run, out))
+    elif opts.formulation == "auto" and opts.placement_cuts > 0:
+        result = placement_cut_loop(run, model, out)
+    if result is not None:
+        out, placed = result
+        if placed is not None:
+            run.tighten(out)
+            return finish(run, placed, out)
     run.tighten(out)
     if out.has_solution:
         chosen = model.chosen()
