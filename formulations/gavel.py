@@ -109,16 +109,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pyo
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
 from goodopt.gavel.matrix import ThroughputMatrix
+from goodopt.lazy_import import LazyModule
 
 from .matrix import CscArrays, MatrixModel
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+else:  # imported at the first model built (goodopt.lazy_import): the array route never needs it
+    pyo = LazyModule("pyomo.environ")
 
 OBJECTIVES = ("max_min", "max_sum", "min_cost", "feasibility")
 #: A pair column: (pair, type, (member a, member b), (T^pair_a / T_a, T^pair_b / T_b)).

@@ -102,19 +102,24 @@ the whole range of p (``tests/test_fullrange.py``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pyo
-from pyomo.common.collections import ComponentMap
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
+from goodopt.lazy_import import LazyModule
 from goodopt.problem import AllocationProblem
 
 from .config_matrix import dual_feasible_functions, multi_node_need
 from .configs import ConfigSet, choice_from_values, match_configs, rounded_from_values, type_layout
 from .objective import ScaledObjective, reference_fitness, scaled_objective
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+    from pyomo.common.collections import ComponentMap
+else:  # imported at the first model built (goodopt.lazy_import): the array route never needs it
+    pyo = LazyModule("pyomo.environ")
 
 LEVELS = ("placement", "config")
 SYMMETRY = ("order", "none")
@@ -330,6 +335,8 @@ def warm_start_values(model: pyo.ConcreteModel, problem: AllocationProblem, conf
     pr, cs = problem, configs
     alloc = np.asarray(alloc)
     chosen = match_configs(pr, cs, alloc)
+    from pyomo.common.collections import ComponentMap
+
     values = ComponentMap((model.z[c], 0) for c in range(cs.n_configs))
     for c in chosen[chosen >= 0]:
         values[model.z[int(c)]] = 1

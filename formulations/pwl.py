@@ -51,18 +51,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pyo
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
+from goodopt.lazy_import import LazyModule
 from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet, type_layout
 from .milp import constraint
 from .objective import ScaledObjective, box_cox, reference_fitness, scaled_objective
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+else:  # imported at the first model built (goodopt.lazy_import): the array route never needs it
+    pyo = LazyModule("pyomo.environ")
 
 SPACINGS = ("adaptive", "uniform")
 

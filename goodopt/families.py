@@ -122,6 +122,8 @@ def parse_family(spec: str) -> tuple[str, int]:
 
 
 #: Columns of the index an export writes beside the instance files.
+#: Most seeds per family an export writes.
+MAX_EXPORT_SEEDS = 1000
 EXPORT_COLUMNS = ("file", "family", "seed", "n_gpus", "n_nodes", "n_jobs", "gpu_types", "p", "description")
 
 
@@ -136,8 +138,8 @@ def export_families(out_dir, seeds: int = 3, names=None) -> Path:
     import csv
 
 
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 1000:
-        raise ValidationError("seeds", f"must be a whole number in [1, 1000], got {seeds!r}")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_EXPORT_SEEDS:
+        raise ValidationError("seeds", f"must be a whole number in [1, {MAX_EXPORT_SEEDS}], got {seeds!r}")
     chosen = [family(n) for n in (names or FAMILIES)]
     out_dir = Path(out_dir)
     with atomic_dir(out_dir, {"what": "goodopt families --export", "seeds": seeds,

@@ -61,8 +61,8 @@ from .errors import ScenarioError
 from .objective import Objective, objective_from_dict  # Objective: also importable from here, as documented
 from .outputs import write_text
 from .problem import AllocationProblem
-from .profiles import AppProfile, ThroughputProfile, load_profile, shipped_profile
-from .validation import Reader, read_yaml
+from .profiles import AppProfile, ThroughputProfile, load_profile, shipped_profile, shipped_profile_names
+from .validation import Reader, read_yaml, suggest
 
 #: Largest allocation matrix (jobs x nodes): about 58 times the largest family's, so that populations fit in memory.
 MAX_ALLOCATION_CELLS = 2 ** 24
@@ -166,6 +166,26 @@ def _check_jobs(s: Scenario) -> None:
         if s.objective.base_gpu_type is not None and s.objective.base_gpu_type not in s.cluster.gpu_type_names:
             raise ScenarioError("objective.base_gpu_type", f"{s.objective.base_gpu_type!r} is not in the cluster",
                                 f"choose one of {list(s.cluster.gpu_type_names)}")
+    _check_every_type_is_usable(s)
+    known = set(shipped_profile_names()) | set(s.profiles)
+    for app in s.objective.restart_delays_s:
+        if app not in known:
+            raise ScenarioError(f"objective.restart_delays_s.{app}", f"no profile of {app!r} is known, so the "
+                                "delay would apply to no job", f"{suggest(app, known)}applications: "
+                                f"{', '.join(sorted(known))}")
+
+
+def _check_every_type_is_usable(s: Scenario) -> None:
+    """A GPU type of the cluster that no job's profile covers would be listed and never used: an error naming
+    the node group, the type and the profiles that lack it."""
+    apps = sorted({job.application for job in s.jobs})
+    for k, group in enumerate(s.cluster.groups):
+        if not any(group.gpu_type in s.profiles[a].gpu_types for a in apps):
+            lacking = ", ".join(f"{a} ({', '.join(sorted(s.profiles[a].gpu_types))})" for a in apps)
+            raise ScenarioError(f"cluster.node_groups[{k}].gpu_type",
+                                f"no job can run on {group.gpu_type!r}: the profiles of its jobs cover only "
+                                f"other types: {lacking}",
+                                f"add {group.gpu_type} measurements to a profile (goodopt fit), or remove the group")
 
 
 # --------------------------------------------------------------------- loading
@@ -217,7 +237,7 @@ def scenario_from_dict(data, base_dir: Path | str = ".") -> Scenario:
     if problems:
         more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise ScenarioError("jobs", f"{len(problems)} bad jobs:\n  " + "\n  ".join(map(str, problems[:10])) + more)
-    name = str(r.optional("name", "scenario"))
+    name = r.name("name", "scenario")
     description = str(r.optional("description", ""))
     r.done()
     sc = Scenario(cluster=cluster, jobs=tuple(jobs), profiles=profiles, objective=objective,
@@ -263,7 +283,7 @@ def _job_from_dict(jr: Reader, profiles: dict) -> Job:
         raise ScenarioError(jr.path("phi"), "give either phi or epoch, not both")
     try:
         job = Job(
-            name=str(jr.raw("name")),
+            name=jr.name("name"),
             application=app,
             age_s=jr.number("age_s", 0.0, minimum=0),
             n_reallocs=jr.integer("n_reallocs", 0, minimum=0),

@@ -82,6 +82,26 @@ def read_yaml(path, what: str, error=ValidationError):
         raise error(where, f"not valid YAML: {problem}", f"fix the {what} file's syntax there") from None
 
 
+#: The longest label (a sweep's, a method's or a policy's name: each may name files and folders).
+MAX_LABEL = 128
+
+
+def check_label(where: str, name, fix: str, error=ValidationError) -> str:
+    """A name that is a label, not a path: printable, non-empty, at most :data:`MAX_LABEL` characters, no path
+    separator, no leading dot (a hidden file or a parent folder) and no leading or trailing spaces. Sweep names,
+    method and policy names (built-in or plug-in) follow it, as each may name an output file or folder."""
+    if not isinstance(name, str) or not name.strip():
+        raise error(where, f"must be a non-empty label, got {name!r}", fix)
+    if "\0" in name or any(not c.isprintable() for c in name):
+        raise error(where, f"must be printable text, got {name!r}", fix)
+    if "/" in name or "\\" in name or name.startswith(".") or name.strip() != name or len(name) > MAX_LABEL:
+        problem = ("holds a path separator" if "/" in name or "\\" in name else
+                   "starts with a dot (a hidden file or a parent folder)" if name.startswith(".") else
+                   "has leading or trailing spaces" if name.strip() != name else f"is longer than {MAX_LABEL}")
+        raise error(where, f"{problem}: {name!r}", fix)
+    return name
+
+
 def suggest(name, known) -> str:
     """``"did you mean 'x'? "`` for a near miss among ``known`` names, else ``""``."""
     near = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
@@ -137,6 +157,18 @@ class Reader:
         if choices is not None and value not in choices:
             raise self.error(self.path(key), f"unknown value {value!r}",
                              f"{suggest(value, choices)}choose one of {sorted(choices)}")
+        return value
+
+    def name(self, key: str, default=_MISSING) -> str:
+        """A name as written: text, non-empty and printable. A number or boolean (``1e3``, ``no`` in YAML 1.1)
+        is refused rather than turned into other text (``'1000.0'``, ``'False'``)."""
+        value = self.raw(key, default)
+        if isinstance(value, (bool, int, float)) and not isinstance(value, str):
+            raise self.error(self.path(key), f"must be text, got the {type(value).__name__} {value!r}",
+                             "quote it, e.g. name: '1e3'")
+        if not isinstance(value, str) or not value.strip() or not value.isprintable():
+            raise self.error(self.path(key), f"must be a non-empty name of printable text, got {value!r}",
+                             "e.g. name: resnet-0")
         return value
 
     def boolean(self, key: str, default=_MISSING) -> bool:

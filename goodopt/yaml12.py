@@ -1,8 +1,10 @@
-"""YAML as users write it: numbers as YAML 1.2 reads them, and no key given twice.
+"""YAML as users write it: YAML 1.2's core schema, and no key given twice.
 
 PyYAML follows YAML 1.1, where ``1e-6`` and ``1.5e3`` are strings (a float
-there needs a dot and a signed exponent). YAML 1.2, and every user, reads them
-as numbers; :func:`load_yaml` does too. A mapping that gives a key twice is
+there needs a dot and a signed exponent), ``010`` is octal 8, ``08`` a string,
+and ``no``/``on``/``yes`` are booleans. YAML 1.2, and every user, reads the
+first as numbers, ``010`` as 10, ``0o10`` as 8 and ``no`` as text;
+:func:`load_yaml` does too. A mapping that gives a key twice is
 refused with both line numbers, where PyYAML would keep the second silently
 (a second ``jobs:`` block would drop the first).
 
@@ -16,18 +18,47 @@ import re
 
 import yaml
 
-#: YAML 1.2 core-schema floats that YAML 1.1 reads as strings: an exponent without a dot (``1e-6``, ``2E9``) or
-#: with an unsigned exponent (``1.5e3``), and a leading-dot mantissa with an exponent (``.5e-3``).
-_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
-
 
 class _Loader(yaml.SafeLoader):
-    """The safe loader with YAML 1.2 numbers and duplicate keys refused."""
+    """The safe loader with YAML 1.2's core schema and duplicate keys refused."""
 
 
-# a copy of the inherited resolvers, so that yaml.SafeLoader itself is left as it is
-_Loader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+#: YAML 1.2 core-schema scalars (https://yaml.org/spec/1.2.2/#1032-tag-resolution), by tag and first character.
+#: Everything else plain is a string: ``no``, ``on``, ``1_000``, ``1:30`` and ``2024-01-01`` (YAML 1.1's bool,
+#: numbers and timestamp), as in every YAML 1.2 reader.
+_CORE = (
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", ["<"]),  # not the core schema's, but every reader's: ``<<: *base``
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", list("-+0123456789.")),
+)
+_Loader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in _CORE:
+    _Loader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    """YAML 1.2 integers: decimal (leading zeros too: ``010`` is 10), ``0o`` octal, ``0x`` hexadecimal."""
+    text = loader.construct_scalar(node)
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text, 10)
+
+
+def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> float:
+    text = loader.construct_scalar(node).lower()
+    sign = -1.0 if text.startswith("-") else 1.0
+    if text.lstrip("+-") == ".inf":
+        return sign * float("inf")
+    return float("nan") if text == ".nan" else float(text)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 _MERGE = "tag:yaml.org,2002:merge"
 

@@ -20,16 +20,18 @@ import numpy as np
 from goodopt.formulations.configs import ConfigSet, enumerate_configs
 
 from goodopt.arrays import Array
-from goodopt.errors import ValidationError
+from goodopt.errors import GoodoptError, SolverError, ValidationError
 from goodopt.evaluator import Evaluator
 from goodopt.plugins import METHOD_GROUP, PluginRegistry
 from goodopt.problem import AllocationProblem
 from goodopt.progress import tracing
 from goodopt.scenario import Scenario
+from goodopt.validation import check_label
 
 from .exhaustive import brute_force
 from .gavel_method import solve_gavel_round
 from .heuristics import equal_share, greedy
+from .judging import verdict
 from .milp import solve_milp, solve_pwl
 from .options import OPTIONS, GavelOptions, MethodOptions, MilpOptions, PwlOptions, ga_engine
 from .result import MethodOutcome, SolveResult, SolverStats, Termination
@@ -105,8 +107,28 @@ def solve(problem: AllocationProblem | Scenario, method: str = "milp",
     t_start = time.perf_counter()
     ev = problem.evaluator()
     with tracing() as points:
-        outcome = entry.run(problem, ev, _with_solver_log(opts), t_start)
+        outcome = _run(method, entry, problem, ev, _with_solver_log(opts), t_start)
     return _result(problem, ev, method, opts, outcome, t_start, tuple(points))
+
+
+def _run(method: str, entry: Method, problem: AllocationProblem, ev: Evaluator, opts: MethodOptions,
+         t_start: float) -> MethodOutcome:
+    """Run a method; a plug-in that raises, or returns something other than a :class:`MethodOutcome`, fails
+    with a :class:`~goodopt.errors.SolverError` naming it (its own traceback chained), so that one task fails,
+    not the run."""
+    if method in BUILT_IN:
+        return entry.run(problem, ev, opts, t_start)
+    try:
+        outcome = entry.run(problem, ev, opts, t_start)
+    except GoodoptError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- someone else's code: its failure is its task's, not goodopt's
+        log.debug("plug-in method %r raised", method, exc_info=True)
+        raise SolverError(f"plug-in method {method!r} raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(outcome, MethodOutcome):
+        raise SolverError(f"plug-in method {method!r} returned {type(outcome).__name__}, not a MethodOutcome "
+                          "(see docs/extending.md)")
+    return outcome
 
 
 def _check_allocations(problem: AllocationProblem, opts: MethodOptions) -> None:
@@ -205,9 +227,8 @@ def _solve_simple(problem: AllocationProblem, ev: Evaluator, method: str, opts: 
 
 def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: MethodOptions, f: MethodOutcome,
             t_start: float, trace: tuple[tuple[float, float, float], ...] = ()) -> SolveResult:
-    alloc = f.alloc
-    has = alloc is not None
-    x = np.asarray(alloc, dtype=np.int64) if has else np.zeros((problem.n_jobs, problem.n_nodes), np.int64)
+    v = verdict(problem, ev, opts, f)
+    x, has = v.x, v.has_solution
     n_before = ev.n_evaluations
     fitness = ev.fitness(x) if has else float("nan")
     speedups = ev.speedups(x) if has else None
@@ -218,18 +239,11 @@ def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: Method
         raw_status=f.raw_status, n_variables=f.n_variables, n_constraints=f.n_constraints,
         n_configs=f.n_configs, trace=trace,
     )
-    bound = f.bound
-    if has and np.isfinite(bound) and fitness > bound * (1 + 1e-6) + 1e-9:
-        log.warning("%s: re-scored fitness %.9g exceeds the reported bound %.9g", method, fitness, bound)
-    status = f.status
-    message = f.message or str(status)
-    if not has:
-        message = f"no allocation returned ({status}); {message}"
-    if violations:
-        message = f"returned allocation is infeasible: {violations[0]}"
+    if v.why:
+        log.warning("%s: %s", method, v.why)
     res = SolveResult(
-        method=method, x=x, fitness=fitness, status=status, has_solution=has, message=message, bound=bound,
-        objective=f.objective, objective_bound=f.objective_bound, feasible=not violations,
+        method=method, x=x, fitness=fitness, status=v.status, has_solution=has, message=v.message,
+        bound=v.bound, objective=f.objective, objective_bound=f.objective_bound, feasible=not violations,
         violations=violations, speedups=speedups, stats=stats,
         options={k: v for k, v in opts.as_dict().items() if not isinstance(v, np.ndarray)}, seed=getattr(opts, "seed", None),
         extra=f.extra,
@@ -257,6 +271,10 @@ REGISTRY: dict[str, Method] = PluginRegistry(METHOD_GROUP, lambda name, method: 
     "brute-force": Method(OPTIONS["brute-force"], _run_simple("brute-force")),
     "gavel": Method(OPTIONS["gavel"], _run_gavel),
 })
+
+
+#: goodopt's own methods (the others are plug-ins, whose failures are their tasks' own: see :func:`_run`).
+BUILT_IN = frozenset(dict.keys(REGISTRY))
 
 
 class _LiveNames(Sequence[str]):
@@ -319,8 +337,10 @@ def register_method(name: str, method: Method | Callable[[], Method]) -> None:
                                               and issubclass(method.options, MethodOptions)):
         raise ValidationError(f"method {name!r}", "a plug-in must be a Method(options class, runner)",
                               "see docs/extending.md")
-    if not isinstance(name, str) or not name or name in REGISTRY:
-        raise ValidationError(f"method {name!r}", "the name is empty or taken", "choose another name")
+    check_label(f"method {name!r}", name, "name a method by a plain label such as my-heuristic (it names "
+                "output columns and run folders)")
+    if name in REGISTRY:
+        raise ValidationError(f"method {name!r}", "the name is taken", "choose another name")
     REGISTRY[name] = method
 
 

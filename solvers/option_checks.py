@@ -4,6 +4,7 @@ numbers and HiGHS's own options, each failing with an error that names the optio
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,6 +26,13 @@ MAX_POPULATION = 100_000
 #: Most solver threads an option may ask for (HiGHS allocates its pool up front: 1e8 threads ended in
 #: ``std::bad_alloc``).
 MAX_THREADS = 1024
+
+
+#: The MILP solvers an exact method may name: ``highs`` (goodopt's own route into highspy) and the pyomo solver
+#: interfaces goodopt documents. Anything else -- ``asl:/path/prog`` above all, which would run that program --
+#: is refused, from the command line and from a sweep spec alike.
+SOLVERS = ("highs", "appsi_highs", "cbc", "glpk", "scip", "gurobi", "gurobi_direct", "cplex", "cplex_direct",
+           "xpress", "xpress_direct")
 
 
 def whole(name: str, v: Any, lo: int, fix: str | None = None, none_ok: bool = False, hi: int = MAX_WHOLE) -> None:
@@ -75,8 +83,12 @@ def seconds(name: str, v: Any, fix: str | None = None) -> None:
 
 
 def choice(name: str, v: Any, choices: Iterable[Any]) -> None:
-    if v not in tuple(choices):
-        raise ValidationError(f"options.{name}", f"must be one of {tuple(choices)}, got {v!r}")
+    choices = tuple(choices)
+    if v not in choices:
+        close = difflib.get_close_matches(v, [c for c in choices if isinstance(c, str)], n=1) \
+            if isinstance(v, str) else []
+        raise ValidationError(f"options.{name}", f"must be one of {choices}, got {v!r}",
+                              f"did you mean {close[0]!r}?" if close else None)
 
 
 def job_numbers(name: str, value: Any, strict: bool) -> None:

@@ -25,6 +25,7 @@ from .option_checks import (  # noqa: F401
     MAX_POPULATION,
     MAX_SECONDS,
     MAX_THREADS,
+    SOLVERS,
     check_declared_type,
     check_highs_options,
     choice,
@@ -118,6 +119,7 @@ class _MilpBase(MethodOptions):
         g = self.mip_rel_gap
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g < 1:
             raise ValidationError("options.mip_rel_gap", f"must be in [0, 1), got {g!r}")
+        choice("solver", self.solver, SOLVERS)
         check_highs_options(self.highs_options)
 
 
@@ -313,6 +315,21 @@ class GavelOptions(MethodOptions):
                                               or not 1 <= n <= MAX_WHOLE):
             raise ValidationError("options.n_gpus", f"must be 'min_gpus', 'base' or a whole number in "
                                   f"[1, {MAX_WHOLE}], got {n!r}")
+
+
+#: Options that write a file of their own: taken only by ``goodopt solve`` (``--write-model``, whose output is
+#: checked like every other), never from a sweep spec, ``compare`` or a policy, where every task or round would
+#: write the same unchecked file.
+FILE_OPTIONS = ("write_model",)
+
+
+def refuse_file_options(where: str, options: Mapping[str, Any] | None) -> None:
+    """Refuse :data:`FILE_OPTIONS` among ``options`` (of many tasks or rounds), naming ``where`` and the fix."""
+    for name in FILE_OPTIONS:
+        if options and name in options:
+            raise ValidationError(f"{where}.{name}", "writes a file, once per task or round, outside goodopt's "
+                                  "output checks", "write one model with goodopt solve SCENARIO --method milp "
+                                  "--write-model model.mps")
 
 
 #: The options class of every method, in the order methods are listed.

@@ -108,3 +108,63 @@ def test_verbose_is_accepted_after_the_sub_command_and_help_shows_defaults(capsy
     with pytest.raises(SystemExit):
         ap.parse_args(["compare", "--help"])
     assert "(default: compare.csv)" in " ".join(capsys.readouterr().out.split())
+
+
+# ------------------------------------------------------------------ start-up: light, and interruptible at once
+def _python(code):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_import_goodopt_loads_nothing_heavy_and_a_solve_needs_no_pyomo():
+    light = _python("import sys, goodopt; print(sorted(m for m in ('numpy', 'pyomo', 'scipy') if m in sys.modules))")
+    assert light.stdout.strip() == "[]", light.stderr
+    solved = _python("import sys\nfrom goodopt.cli import main\nrc = main(['solve', 'family:tiny:0', '--json'])\n"
+                     "print(rc, sorted(m for m in ('pyomo.environ', 'pymoo', 'dask', 'matplotlib') "
+                     "if m in sys.modules), file=sys.stderr)")
+    assert solved.stderr.strip().splitlines()[-1] == "0 []", solved.stderr  # milp's default route feeds HiGHS arrays
+
+
+_INTERRUPTED_IMPORT = """
+import builtins, os, signal, sys
+real, done = builtins.__import__, []
+def interrupting(name, *args, **kwargs):
+    if name == sys.argv[1] and not done:
+        done.append(name)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the command line is still being imported
+    return real(name, *args, **kwargs)
+builtins.__import__ = interrupting
+from goodopt.cli import main
+sys.exit(main(["solve", "family:tiny:0"]))
+"""
+
+
+@pytest.mark.parametrize("module", ["argparse", "numpy", "highspy", "rich.table"])
+def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(module):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT, module], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == "goodopt: interrupted; nothing was written"
+
+
+def test_a_name_given_twice_is_refused(capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main(["families", "--export", str(tmp_path / "x"), "--names", "tiny,tiny"])
+    assert "'tiny' is given twice" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_the_export_seeds_range_is_the_same_everywhere(capsys, tmp_path):
+    from goodopt.errors import ValidationError
+    from goodopt.families import MAX_EXPORT_SEEDS, export_families
+
+    with pytest.raises(SystemExit):
+        main(["families", "--export", str(tmp_path / "x"), "--seeds", str(MAX_EXPORT_SEEDS + 1)])
+    cli_says = capsys.readouterr().err
+    with pytest.raises(ValidationError) as err:
+        export_families(tmp_path / "x", seeds=MAX_EXPORT_SEEDS + 1)
+    assert f"[1, {MAX_EXPORT_SEEDS}]" in str(err.value) and f"{MAX_EXPORT_SEEDS}" in cli_says

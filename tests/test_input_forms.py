@@ -20,9 +20,42 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------ YAML 1.2 numbers, keys given once
 @pytest.mark.parametrize("text, value", [("1e-6", 1e-6), ("1.5e3", 1500.0), ("-2E9", -2e9), (".5e-3", 5e-4),
-                                         ("1e9", 1e9), ("12", 12), ("0.25", 0.25), ("1e", "1e"), ("e5", "e5")])
+                                         ("1e9", 1e9), ("12", 12), ("0.25", 0.25), ("1e", "1e"), ("e5", "e5"),
+                                         # YAML 1.2's core schema where 1.1 differs: decimal with leading zeros,
+                                         # 0o octal, 0x hex; no, yes, on, 1_000, 1:30 and dates are text
+                                         ("010", 10), ("08", 8), ("0o10", 8), ("0x1F", 31), ("-0", 0),
+                                         ("no", "no"), ("yes", "yes"), ("on", "on"), ("Off", "Off"),
+                                         ("1_000", "1_000"), ("1:30", "1:30"), ("2024-01-01", "2024-01-01"),
+                                         ("true", True), ("FALSE", False), ("~", None), ("null", None),
+                                         ("1.", 1.0), ("+3.5", 3.5), (".inf", float("inf")),
+                                         ("-.Inf", float("-inf")), ("0o8", "0o8"), ("0x", "0x")])
 def test_numbers_are_read_as_yaml_1_2_reads_them(text, value):
     assert load_yaml(text) == value and type(load_yaml(text)) is type(value)
+
+
+def test_yaml_nan_is_a_float():
+    import math
+
+    assert math.isnan(load_yaml(".NaN"))
+
+
+def test_a_scenario_reads_yaml_1_2_integers_and_names(tmp_path):
+    text = (ROOT / "scenarios" / "small-2node.yaml").read_text().replace("n_nodes: 2", "n_nodes: 010")
+    text = text.replace("name: ncf-1,", "name: no,")
+    (tmp_path / "s.yaml").write_text(text)
+    sc = goodopt.load_scenario(str(tmp_path / "s.yaml"))
+    assert sc.cluster.n_nodes == 10 and "no" in [j.name for j in sc.jobs]
+
+
+@pytest.mark.parametrize("name, why", [("1e3", "must be text"), ("true", "must be text"), ("7", "must be text"),
+                                       ("[a, b]", "printable text"), ('"a\\0b"', "printable text"),
+                                       ('"  "', "printable text")])
+def test_a_job_name_that_is_not_text_is_refused_not_rewritten(tmp_path, name, why):
+    text = (ROOT / "scenarios" / "small-2node.yaml").read_text().replace("name: ncf-1,", f"name: {name},")
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(goodopt.ScenarioError, match=why) as err:
+        goodopt.load_scenario(str(tmp_path / "s.yaml"))
+    assert err.value.field.endswith(".name")
 
 
 def test_scientific_notation_is_accepted_by_every_reader(tmp_path, capsys):
@@ -80,6 +113,49 @@ def test_auto_scaler_options_are_checked(option, capsys):
     assert main(["simulate", "generated:0.1:0", "--autoscale", "pollux", "--autoscale-option", option,
                  "--dry-run"]) == 2
     assert "autoscale_options." in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", [[1, 2], "[[1, 2]]", 7, "text", {1: 2}])
+def test_auto_scaler_options_of_the_wrong_shape_are_refused(value):
+    from goodopt.sim.config import SimConfig
+
+    with pytest.raises(goodopt.ValidationError, match="autoscale_options"):
+        SimConfig(autoscale="pollux", autoscale_options=load_yaml(value) if isinstance(value, str) else value)
+
+
+def test_an_option_given_twice_is_refused(capsys):
+    assert main(["simulate", "generated:0.1:0", "--autoscale", "pollux", "--autoscale-option", "every_s=600",
+                 "--autoscale-option", "every_s=300", "--dry-run"]) == 2
+    assert "given twice" in capsys.readouterr().err
+    assert main(["solve", "small-2node", "--method", "ga", "--option", "n_gen=2", "--option", "n_gen=3"]) == 2
+
+
+@pytest.mark.parametrize("field", ["restart_delays_s", "slowdowns"])
+def test_a_misspelt_application_in_a_per_application_setting_is_refused(field, tmp_path, capsys):
+    import yaml
+
+    spec = {"name": "apps", "kind": "simulate", "generated": {"loads": [0.5], "seeds": [0], "hours": 1},
+            "policies": ["fifo"], "cluster": "small-2node", "config": {field: {"cifra10": 2.0}}}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["sweep", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o.csv"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{field}.cifra10" in err and "did you mean 'cifar10'" in err and not (tmp_path / "o.csv").exists()
+
+
+def test_a_misspelt_application_in_a_scenarios_restart_delays_is_refused(tmp_path):
+    text = (ROOT / "scenarios" / "small-2node.yaml").read_text().replace(
+        "restart_delay_s: 30.0,", "restart_delay_s: 30.0, restart_delays_s: {imagnet: 250},")
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(goodopt.ScenarioError, match="did you mean 'imagenet'"):
+        goodopt.load_scenario(str(tmp_path / "s.yaml"))
+
+
+def test_a_misspelt_gavel_policy_gets_a_suggestion(capsys):
+    assert main(["simulate", "generated:0.1:0", "--policy", "gavel", "--option", "policy=max_min_fairnes",
+                 "--dry-run"]) == 2
+    assert "did you mean 'max_min_fairness'" in capsys.readouterr().err
+    with pytest.raises(goodopt.ValidationError, match="did you mean 'max_min_fairness'"):
+        goodopt.solve(goodopt.load_scenario("small-2node"), "gavel", {"policy": "max_min_fairnes"})
 
 
 # ------------------------------------------------------------------ published files, checked before any task

@@ -10,6 +10,7 @@ import goodopt
 from goodopt.cli import main
 from goodopt.errors import ValidationError
 from goodopt.families import export_families
+from goodopt.runs import compare
 
 
 def _highs_optimum(path) -> float:
@@ -66,3 +67,99 @@ def test_families_export_refuses_a_foreign_folder(tmp_path, capsys):
     (tmp_path / "mine" / "notes.txt").write_text("keep")
     assert main(["families", "--export", str(tmp_path / "mine"), "--names", "tiny"]) == 2
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+# ------------------------------------------------------------------ the model file: never debris, never silent
+_KILLED_WRITE = """
+import os, sys
+import highspy
+from goodopt.solvers import solve
+import goodopt
+real = highspy.Highs.writeModel
+def dying(self, name):
+    real(self, name)
+    os._exit(9)  # killed while the model is written, before it is put in place
+highspy.Highs.writeModel = dying
+solve(goodopt.load_scenario("family:tiny:3"), "milp", {"write_model": sys.argv[1]})
+"""
+
+
+def test_a_kill_while_the_model_is_written_leaves_nothing_outside_the_folder(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out, tmpdir = tmp_path / "out", tmp_path / "tmpdir"
+    out.mkdir(), tmpdir.mkdir()
+    rc = subprocess.run([sys.executable, "-c", _KILLED_WRITE, str(out / "m.mps")],
+                        env={**os.environ, "TMPDIR": str(tmpdir)}).returncode
+    assert rc == 9 and list(tmpdir.iterdir()) == [] and not (out / "m.mps").exists()
+    res = solve(goodopt.load_scenario("family:tiny:3"), "milp", {"write_model": str(out / "m.mps")})
+    assert res.extra["written_model"] and [p.name for p in out.iterdir()] == ["m.mps"]  # the debris is gone
+
+
+def test_a_model_name_with_any_byte_is_written(tmp_path):
+    import os
+
+    name = os.fsdecode(b"mod\xe9l.mps")  # not UTF-8: the name a Latin-1 shell passes
+    assert main(["solve", "family:tiny:3", "--write-model", str(tmp_path / name), "--quiet"]) == 0
+    os.rename(tmp_path / name, tmp_path / "plain.mps")  # highspy itself reads only text names
+    assert _highs_optimum(tmp_path / "plain.mps") == pytest.approx(-0.9990141474410161, rel=1e-6)
+    assert [p.name for p in tmp_path.iterdir()] == ["plain.mps"]
+
+
+def test_write_model_when_no_model_is_solved_says_so(tmp_path, capsys):
+    import pathlib
+
+    import yaml
+
+    data = yaml.safe_load((pathlib.Path(__file__).parents[1] / "scenarios" / "small-2node.yaml").read_text())
+    for job in data["jobs"]:
+        job["age_s"] = 0.0  # every job pinned to what it holds, nothing: no choice, so no model to solve
+        job.pop("allocation", None)
+    (tmp_path / "pinned.yaml").write_text(yaml.safe_dump(data))
+    assert main(["solve", str(tmp_path / "pinned.yaml"), "--write-model", str(tmp_path / "m.mps"), "--json"]) == 0
+    assert "nothing was written to" in capsys.readouterr().err and not (tmp_path / "m.mps").exists()
+    assert main(["solve", "family:tiny:3", "--write-model", str(tmp_path / "m.mps"), "--json"]) == 0
+    assert "wrote the" in capsys.readouterr().err and (tmp_path / "m.mps").is_file()
+
+
+@pytest.mark.parametrize("where", ["spec", "compare", "policy", "solve-option"])
+def test_write_model_as_a_method_option_of_many_tasks_is_refused(where, tmp_path, capsys, monkeypatch):
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    if where == "spec":
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+            "name": "s", "kind": "solve", "scenarios": ["small-2node"],
+            "methods": [{"method": "milp", "options": {"write_model": "../m.mps"}}]}))
+        argv = ["sweep", "s.yaml", "--quiet"]
+    elif where == "compare":
+        with pytest.raises(ValidationError, match="write_model"):
+            compare(["small-2node"], ["milp"], options={"milp": {"write_model": "m.mps"}}, progress=False)
+        argv = ["solve", "small-2node", "--option", "write_model=m.mps"]
+    elif where == "policy":
+        argv = ["simulate", "generated:0.1:0:0.3", "--policy", "milp", "--option", "write_model=m.mps",
+                "--truth", "model", "--nodes", "2", "--out", "sim", "--quiet"]
+    else:
+        argv = ["solve", "small-2node", "--option", "write_model=m.mps"]
+    assert main(argv) == 2
+    assert "write_model" in capsys.readouterr().err and list(tmp_path.glob("*.mps")) == []
+    assert not (tmp_path.parent / "m.mps").exists()
+
+
+@pytest.mark.parametrize("link", ["dangling", "live"])
+@pytest.mark.parametrize("command", ["families", "simulate"])
+def test_an_output_folder_that_is_a_symlink_is_refused_cleanly(link, command, tmp_path, capsys):
+    target = tmp_path / "target"
+    if link == "live":
+        target.mkdir()
+        (target / "keep.txt").write_text("keep")
+    (tmp_path / "out").symlink_to(target)
+    argv = (["families", "--export", str(tmp_path / "out"), "--names", "tiny"] if command == "families" else
+            ["simulate", "generated:0.1:0:0.3", "--policy", "fifo", "--truth", "model", "--nodes", "2", "--out",
+             str(tmp_path / "out"), "--quiet"])
+    assert main(argv) == 2 and "symbolic link" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["out", "target"] if link == "live" else ["out"])
+    if link == "live":
+        assert [p.name for p in target.iterdir()] == ["keep.txt"]

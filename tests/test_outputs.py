@@ -88,6 +88,70 @@ def test_a_kill_between_renames_is_finished_by_the_next_run(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv", "c.csv"]  # no journal, no temporaries
 
 
+def _plant_journal(folder: Path, pairs) -> Path:
+    journal = folder / f".outputs.goodopt-commit-{HOST}-{_dead_pid()}-0123abcd"
+    journal.write_text(json.dumps(pairs))
+    return journal
+
+
+def test_a_planted_journal_renames_nothing_outside_its_folder(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(tmp_path)
+    home, results = tmp_path / "home", tmp_path / "results"
+    home.mkdir(), results.mkdir()
+    (home / "thesis.tex").write_text("my thesis")
+    (home / "junk.txt").write_text("junk")
+    journal = _plant_journal(results, [[str(home / "junk.txt"), str(home / "thesis.tex")]])
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(GREEDY))
+    assert main(["sweep", str(spec), "--out", "results/out.csv", "--quiet"]) == 0
+    assert (home / "thesis.tex").read_text() == "my thesis" and (home / "junk.txt").read_text() == "junk"
+    assert journal.exists() and "not a journal goodopt wrote" in caplog.text  # foreign: left, and said
+    assert (results / "out.csv").is_file()
+
+
+@pytest.mark.parametrize("pairs", [
+    [["a"]], {"a": "b"}, "text", [[1, 2]], [["a", "b", "c"]],
+    "RELATIVE",  # relative paths
+    "OTHER-NAME",  # a temporary that is not goodopt's name for the output
+    "SUBDIR-ESCAPE",  # '..' out of the folder
+])
+def test_a_journal_of_another_shape_is_foreign_not_fatal(tmp_path, pairs, caplog):
+    victim = tmp_path.parent / f"{tmp_path.name}-victim.txt"
+    victim.write_text("keep")
+    dead_tmp = f".victim.txt.goodopt-tmp-{HOST}-1-0123abcd"
+    (tmp_path / dead_tmp).write_text("planted")
+    named = {"RELATIVE": [[dead_tmp, "victim.txt"]],
+             "OTHER-NAME": [[str(tmp_path / "junk.txt"), str(tmp_path / "t.csv")]],
+             "SUBDIR-ESCAPE": [[str(tmp_path / dead_tmp), str(tmp_path / ".." / victim.name)]]}
+    pairs = named.get(pairs, pairs) if isinstance(pairs, str) else pairs
+    (tmp_path / "junk.txt").write_text("junk")
+    journal = _plant_journal(tmp_path, pairs)
+    for _ in range(2):  # every later write there works too
+        with output_set() as out:
+            out.path(tmp_path / "t.csv").write_text("new")
+        assert (tmp_path / "t.csv").read_text() == "new"
+    assert victim.read_text() == "keep" and (tmp_path / "junk.txt").read_text() == "junk"
+    assert journal.exists() and "not a journal goodopt wrote" in caplog.text
+    victim.unlink()
+
+
+def test_a_journal_through_a_symlinked_folder_is_foreign(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data.csv").write_text("keep")
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "link").symlink_to(outside)
+    dead = _dead_pid()
+    tmp = results / "link" / f".data.csv.goodopt-tmp-{HOST}-{dead}-0123abcd"
+    tmp.write_text("planted")
+    journal = results / f".outputs.goodopt-commit-{HOST}-{dead}-0123abcd"
+    journal.write_text(json.dumps([[str(tmp), str(results / "link" / "data.csv")]]))
+    with output_set() as out:
+        out.path(results / "t.csv").write_text("new")
+    assert (outside / "data.csv").read_text() == "keep" and journal.exists()
+
+
 def test_a_failed_run_changes_none_of_its_outputs(tmp_path):
     (tmp_path / "a.csv").write_text("old")
     with pytest.raises(RuntimeError), output_set() as out:

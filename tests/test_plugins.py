@@ -40,11 +40,25 @@ PLUGIN = textwrap.dedent('''
     METHOD = Method(OneEachOptions, one_each)
 
 
+    def raiser(problem, ev, opts, t_start):
+        raise ZeroDivisionError("a bug of the plug-in's")
+
+
+    RAISER = Method(OneEachOptions, raiser)
+
+
     class Idle(Policy):
         name = "idle"
 
         def allocate(self, state):
             return np.zeros((state.n_jobs, state.cluster.n_nodes), dtype=np.int64)
+
+
+    class Crash(Policy):
+        name = "crash"
+
+        def allocate(self, state):
+            raise KeyError("a bug of the plug-in's")
 ''')
 
 
@@ -54,7 +68,8 @@ def _install(tmp_path, broken=False):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: oneplug\nVersion: 0.1\n")
     bad = "bad = oneplug:NOTHING\n" if broken else ""  # names an object the module does not have
-    eps = f"[goodopt.methods]\none-each = oneplug:METHOD\n{bad}\n[goodopt.policies]\nidle = oneplug:Idle\n"
+    eps = (f"[goodopt.methods]\none-each = oneplug:METHOD\nraiser = oneplug:RAISER\n{bad}\n"
+           "[goodopt.policies]\nidle = oneplug:Idle\ncrash = oneplug:Crash\n")
     (info / "entry_points.txt").write_text(eps)
     return {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
@@ -90,3 +105,23 @@ def test_a_broken_plug_in_is_named_and_goodopt_keeps_working(tmp_path):
     env = _install(tmp_path, broken=True)
     res = _goodopt(env, "solve", "small-2node", "--method", "greedy", "--json")
     assert res.returncode == 0 and "plug-in 'bad'" in res.stderr
+
+
+def test_a_plug_in_that_raises_fails_its_task_with_exit_2_in_every_command(tmp_path):
+    env = _install(tmp_path)
+    solved = _goodopt(env, "solve", "small-2node", "--method", "raiser")
+    assert solved.returncode == 2 and "plug-in method 'raiser' raised ZeroDivisionError" in solved.stderr
+    cmp = _goodopt(env, "compare", "small-2node", "--methods", "greedy,raiser", "--out", str(tmp_path / "c.csv"),
+                   "--quiet")
+    assert cmp.returncode == 2 and "raiser" in cmp.stderr
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"name": "p", "kind": "solve", "scenarios": ["small-2node"],
+                                    "methods": ["greedy", "raiser"]}))
+    swept = _goodopt(env, "sweep", str(spec), "--workers", "2", "--quiet")
+    assert swept.returncode == 2 and "raiser" in swept.stderr
+    sim = _goodopt(env, "simulate", "generated:0.1:0:0.3", "--policy", "crash", "--truth", "model", "--nodes", "2",
+                   "--out", str(tmp_path / "sim"), "--quiet")
+    assert sim.returncode == 2 and "plug-in policy 'crash' raised KeyError" in sim.stderr
+    for run in (solved, cmp, swept, sim):
+        assert "Traceback" not in run.stderr
+    assert not (tmp_path / "sim").exists()

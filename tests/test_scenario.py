@@ -161,3 +161,19 @@ def test_throughput_job_based_on_a_count_valid_on_its_own_spread(tmp_path, singl
     # speedup 1 at the base, and the 3-GPU two-node rate relative to it
     g = pr.type_names.index("t4")
     assert pr.speedup_table[0, g, 3, 1] == pytest.approx(2.4 / base_rate)
+
+
+def test_a_gpu_type_no_job_can_run_on_is_an_error_naming_it_and_the_profiles():
+    d = _with("cluster.node_groups", [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": 2},
+                                      {"gpu_type": "h100", "gpus_per_node": 8, "n_nodes": 1}])
+    with pytest.raises(ScenarioError, match=r"no job can run on 'h100'.*bert \(.*t4.*\).*cifar10") as err:
+        scenario_from_dict(d)
+    assert err.value.field == "cluster.node_groups[1].gpu_type"
+    assert "add h100 measurements" in str(err.value)
+
+
+def test_a_gpu_type_some_job_can_run_on_is_accepted():
+    d = _with("cluster.node_groups", [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": 2},
+                                      {"gpu_type": "a100", "gpus_per_node": 8, "n_nodes": 1}])
+    pr = scenario_from_dict(d).problem()
+    assert pr.n_gpu_types == 2 and goodopt.solve(pr, "milp").status == "optimal"

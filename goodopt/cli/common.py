@@ -48,7 +48,9 @@ def parse_names(value: str, option: str, known) -> list[str]:
     names = [v.strip() for v in str(value).split(",") if v.strip()]
     if not names:
         raise ValidationError(option, f"no names in {value!r}", f"e.g. {option} {','.join(list(known)[:2])}")
-    for n in names:
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise ValidationError(option, f"{n!r} is given twice", "name each once")
         if n not in known:
             near = difflib.get_close_matches(n, list(known), n=1)
             hint = f"did you mean {near[0]!r}? " if near else ""
@@ -61,12 +63,15 @@ def key_values(items, flag: str = "--option", example: str = "n_gen=50") -> dict
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep:
+        key = key.strip()
+        if not sep or not key:
             raise ValidationError(flag, f"expected KEY=VALUE, got {item!r}", f"e.g. {flag} {example}")
+        if key in out:
+            raise ValidationError(f"{flag} {key}", "is given twice", "give each option once")
         try:
-            out[key.strip()] = load_yaml(value)
+            out[key] = load_yaml(value)
         except yaml.YAMLError:
-            out[key.strip()] = value
+            out[key] = value
     return out
 
 
@@ -173,6 +178,9 @@ SEED = whole_in(0, 2 ** 32 - 1)
 
 
 SEEDS = whole_in(1, 10_000)
+#: Seeds per family ``families --export`` writes (:data:`goodopt.families.MAX_EXPORT_SEEDS`, not imported here: the
+#: parser of every command is built at start-up).
+EXPORT_SEEDS = whole_in(1, 1000)
 
 
 WORKERS = whole_in(1, 1024)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .common import SEEDS, LazyHelp, NamesAction, console, family_names
+from .common import EXPORT_SEEDS, LazyHelp, NamesAction, console, family_names
 
 
 def add_parser(add) -> None:
@@ -12,7 +12,7 @@ def add_parser(add) -> None:
     p = add("families", help="the shipped scenario families; --export writes their instances as files")
     p.add_argument("--export", default=None, metavar="DIR",
                    help="write each family's scenarios (seeds 0..N-1), their profiles and index.csv into DIR")
-    p.add_argument("--seeds", type=SEEDS, default=3, help="seeds per family to export (default 3)")
+    p.add_argument("--seeds", type=EXPORT_SEEDS, default=3, help="seeds per family to export (default 3)")
     p.add_argument("--names", default=None, action=NamesAction, known=family_names,
                    help=LazyHelp(lambda: "comma-separated families (default all): " + ", ".join(family_names())))
     p.set_defaults(func=run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from rich.table import Table
 
@@ -56,6 +57,9 @@ def run(args) -> int:
         opts["seed"] = 0
     if args.solver_log:
         opts["solver_log"] = True
+    if "write_model" in opts:
+        raise ValidationError("--option write_model", "writes a file, so it is given as --write-model PATH",
+                              "use --write-model PATH (its output is checked before the solve)")
     if args.write_model is not None:
         if args.method != "milp":
             raise ValidationError("--write-model", f"writes the exact method's model; {args.method} has none",
@@ -66,6 +70,8 @@ def run(args) -> int:
         opts["write_model"] = args.write_model
     with status_line(f"{args.method} on {sc.name}", enabled=not (args.quiet or args.json or args.solver_log)):
         res = solve(pr, args.method, opts)
+    if args.write_model is not None:
+        _say_model_written(res, args.write_model)
     out = res.to_dict(pr)
     out["scenario"] = sc.name
     if args.json:
@@ -86,3 +92,14 @@ def run(args) -> int:
                       fmt(res.speedups[j]))
         con.print(t)
     return 0 if res.has_solution else 1
+
+
+def _say_model_written(res, path) -> None:
+    """Where the model went, or why none was written (on stderr: ``--json`` keeps stdout for the JSON)."""
+
+    written = res.extra.get("written_model") if isinstance(res.extra, dict) else None
+    if written:
+        print(f"wrote the {written.get('stage') or ''} model to {written['path']}", file=sys.stderr)
+    else:
+        print(f"goodopt: warning: no model was solved ({res.message}), so nothing was written to {path}",
+              file=sys.stderr)

@@ -61,6 +61,7 @@ from goodopt.sim.policies import POLICIES, make_policy
 from goodopt.sim.rigid import RigidConfig
 from goodopt.sim.workload import check_workloads, expand_workloads
 from goodopt.solvers.api import METHOD_OPTIONS, METHODS, RANDOMISED, options_for
+from goodopt.solvers.options import refuse_file_options
 from goodopt.sources import check_source, load_scenario
 from goodopt.traces import traces_dir
 from goodopt.validation import Reader, check_number, read_yaml, suggest
@@ -319,6 +320,7 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
 
 
 def _check_method_options(v: Variant, time_limit, node_limit) -> None:
+    refuse_file_options(f"spec.methods.{v.label}.options", v.options)
     opts = {**({"seed": 0} if v.name in RANDOMISED else {}), **dict(v.options)}
     if time_limit is not None:
         opts.setdefault("time_limit_s", time_limit)

@@ -8,29 +8,19 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from goodopt.errors import ValidationError
-from goodopt.validation import Reader, usable_path
+from goodopt.validation import MAX_LABEL, Reader, check_label, usable_path
 
 #: Most seeds per grid point.
 MAX_SEEDS = 10_000
 
 
 #: The longest sweep name (it names the default output files).
-MAX_NAME = 128
+MAX_NAME = MAX_LABEL
 
 
 def check_name(where: str, name) -> str:
     """A sweep's name: a label, not a path (the default output ``NAME.csv`` is written beside the spec)."""
-    fix = "give a plain label such as grid-2024, and choose where the results go with --out"
-    if not isinstance(name, str) or not name.strip():
-        raise ValidationError(where, f"must be a non-empty label, got {name!r}", fix)
-    if "\0" in name or any(not c.isprintable() for c in name):
-        raise ValidationError(where, f"must be printable text, got {name!r}", fix)
-    if "/" in name or "\\" in name or name.startswith(".") or name.strip() != name or len(name) > MAX_NAME:
-        problem = ("holds a path separator" if "/" in name or "\\" in name else
-                   "starts with a dot (a hidden file or a parent folder)" if name.startswith(".") else
-                   "has leading or trailing spaces" if name.strip() != name else f"is longer than {MAX_NAME}")
-        raise ValidationError(where, f"{problem}: {name!r}", fix)
-    return name
+    return check_label(where, name, "give a plain label such as grid-2024, and choose where the results go with --out")
 
 
 #: Engine settings of elastic clusters only.

@@ -60,14 +60,25 @@ def add_reference_columns(df: pd.DataFrame, by) -> pd.DataFrame:
     df = df.copy()
     if df.empty:
         return df.assign(best_bound=[], gap_to_bound=[], relative_fitness=[])
-    g = df.groupby(by, dropna=False)
+    # an answer that breaks the problem's constraints is never ranked, nor is its fitness anyone's reference
+    ranked = df["fitness"].where(_feasible(df))
+    g = df.assign(_ranked=ranked).groupby(by, dropna=False)
     best_bound = g["bound"].transform(lambda b: b[np.isfinite(b.astype(float))].min())
-    best_fit = g["fitness"].transform("max")
+    best_fit = g["_ranked"].transform("max")
     df["best_bound"] = best_bound
-    gap = (best_bound - df["fitness"]) / best_bound.abs()
+    gap = (best_bound - ranked) / best_bound.abs()
     df["gap_to_bound"] = gap.mask(gap.abs() <= 1e-9, 0.0)  # numerical noise of proven optima; NaN stays NaN
-    df["relative_fitness"] = df["fitness"] / best_fit
+    df["relative_fitness"] = ranked / best_fit
     return df
+
+
+def _feasible(df: pd.DataFrame) -> pd.Series:
+    """Rows whose answer is a feasible allocation (tables without the columns: every row)."""
+    ok = pd.Series(True, index=df.index)
+    for col in ("feasible", "has_solution"):
+        if col in df:
+            ok &= df[col].fillna(False).astype(bool)
+    return ok
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

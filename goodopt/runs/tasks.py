@@ -36,6 +36,7 @@ from goodopt.sim.truth import model_truth, trace_truth
 from goodopt.sim.workload import GENERATED_PREFIX, parse_generated, resolve_workload
 from goodopt.solvers import solve
 from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, options_for
+from goodopt.solvers.options import refuse_file_options
 from goodopt.sources import load_scenario
 
 from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec
@@ -92,6 +93,7 @@ def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None,
                label: str = "") -> SolveTask:
     """A solve task with the method's options validated and completed with their defaults."""
     opts = dict(options or {})
+    refuse_file_options("options", opts)
     if seed is not None:
         opts["seed"] = seed
     full = options_for(method, opts).as_dict()

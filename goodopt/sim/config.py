@@ -10,7 +10,8 @@ from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
 from goodopt.fitting import OPTIMISM
 from goodopt.prices import price_per_gpu_h
-from goodopt.validation import check_number, check_whole
+from goodopt.profiles import shipped_profile_names
+from goodopt.validation import check_number, check_whole, suggest
 
 from .agent import AGENT_FITS
 from .autoscale import check_elastic, check_one_group, make_autoscaler
@@ -42,6 +43,19 @@ def _per_app(name: str, value, minimum: float) -> tuple:
         raise ValidationError(name, f"must map application -> number, got {value!r}", "e.g. {cifar10: 50}") \
             from None
     return tuple(sorted((app, check_number(f"{name}.{app}", v, minimum=minimum)) for app, v in pairs))
+
+
+def _autoscale_options(value) -> dict:
+    """``autoscale_options`` (a mapping, or option-value pairs) as a dict; anything else is refused."""
+    try:
+        options = dict(value.items() if isinstance(value, Mapping) else value)
+    except (TypeError, ValueError):
+        raise ValidationError("autoscale_options", f"must map option -> value, got {value!r}",
+                              "e.g. {every_s: 600}") from None
+    bad = [k for k in options if not isinstance(k, str)]
+    if bad:
+        raise ValidationError("autoscale_options", f"option names are text, got {bad[0]!r}", "e.g. {every_s: 600}")
+    return options
 
 
 @dataclass(frozen=True)
@@ -107,8 +121,7 @@ class SimConfig:
             raise ValidationError("agent_fit", f"unknown fit {self.agent_fit!r}", f"choose {' or '.join(AGENT_FITS)}")
         check_number("provision_delay_s", self.provision_delay_s, minimum=0)
         object.__setattr__(self, "min_nodes", check_whole("min_nodes", self.min_nodes, 0))
-        options = dict(self.autoscale_options.items() if isinstance(self.autoscale_options, Mapping)
-                       else self.autoscale_options)
+        options = _autoscale_options(self.autoscale_options)
         object.__setattr__(self, "autoscale_options", tuple(sorted(options.items())))
         if self.autoscale != "none":
             make_autoscaler(self.autoscale, **options)  # names and options checked here, once
@@ -131,7 +144,21 @@ def fixed_gpus(config: SimConfig) -> dict:
 def check_setup(workload, cluster: Cluster, policy, config: SimConfig) -> None:
     """Every check a run makes before its first round, without running it (dry runs call this too)."""
     check_elastic_setup(policy, config, cluster)
+    check_per_app_settings(workload, config)
     policy.check_workload(workload, cluster, fixed_gpus(config))
+
+
+def check_per_app_settings(workload, config: SimConfig) -> None:
+    """Every application named by ``restart_delays_s`` or ``slowdowns`` is one goodopt ships a profile of or
+    one of the workload's: a misspelt name would silently set nothing."""
+    jobs = getattr(workload, "jobs", workload)
+    known = set(shipped_profile_names()) | {wj.application for wj in jobs}
+    for name in ("restart_delays_s", "slowdowns"):
+        for app, _ in getattr(config, name):
+            if app not in known:
+                raise ValidationError(f"{name}.{app}", f"no job of the workload runs {app!r}, and goodopt ships "
+                                      "no profile of that name", f"{suggest(app, known)}applications: "
+                                      f"{', '.join(sorted(known))}")
 
 
 def check_elastic_setup(policy, config: SimConfig, cluster: Cluster) -> None:

@@ -51,11 +51,11 @@ from typing import cast
 import numpy as np
 
 from goodopt.cluster import Cluster
-from goodopt.errors import SimulationError, ValidationError
+from goodopt.errors import GoodoptError, SimulationError, ValidationError
 
 from .agent import HeteroAgent, JobAgent
 from .autoscale import ScaleState, make_autoscaler
-from .config import SimConfig, check_elastic_setup, fixed_gpus
+from .config import SimConfig, check_elastic_setup, check_per_app_settings, fixed_gpus
 from .elastic import NodePool, PoolView
 from .state import RoundState, SimJob
 
@@ -98,6 +98,7 @@ class Engine:
         #: USD per GPU-second of each node.
         self.node_price_s = np.array([config.price_of(t) for t in cluster.node_gpu_types]) / 3600.0
         self.scaler = self._autoscaler(policy, config, cluster)
+        check_per_app_settings(workload, config)
         policy.check_workload(workload, cluster, fixed_gpus(config))
         self.pool = NodePool(cluster, self.node_price_s, elastic=self.scaler is not None,
                              min_nodes=config.min_nodes, provision_delay_s=config.provision_delay_s)
@@ -240,16 +241,34 @@ class Engine:
             return np.zeros_like(current)
         state = RoundState(t, r, view.cluster, tuple(active), current[:, view.index], self.config,
                            self.truth if self.policy.needs_oracle else None)
-        alloc = self._check(self.policy.allocate(state), state, self.node_type[view.index])
+        alloc = self._check(self._ask_policy(state), state, self.node_type[view.index])
         return view.to_full(alloc, self.cluster.n_nodes) if view.cluster is not self.cluster else alloc
+
+    def _ask_policy(self, state: RoundState):
+        """The policy's answer; a plug-in's exception (a policy not of goodopt's own) ends the run as a
+        :class:`SimulationError` naming the policy and the round, its traceback chained."""
+        if type(self.policy).__module__.split(".")[0] == "goodopt":
+            return self.policy.allocate(state)
+        try:
+            return self.policy.allocate(state)
+        except GoodoptError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- someone else's code: its failure is its run's
+            raise SimulationError(f"round {state.round_index} (t={state.time_s:g}s): plug-in policy "
+                                  f"{self.policy.name!r} raised {type(exc).__name__}: {exc}") from exc
 
     # ------------------------------------------------------------ checking
     def _check(self, alloc, state: RoundState, node_type: np.ndarray) -> np.ndarray:
-        a = np.asarray(alloc)
         J, N = state.n_jobs, state.cluster.n_nodes
         where = f"round {state.round_index} (t={state.time_s:g}s), policy {self.policy.name!r}"
+        try:
+            a = np.asarray(alloc)
+        except (TypeError, ValueError):
+            raise SimulationError(f"{where}: the allocation is not an array of GPU counts") from None
         if a.shape != (J, N):
             raise SimulationError(f"{where}: allocation has shape {a.shape}, expected {(J, N)}")
+        if a.dtype.kind not in "iufb" or (a.dtype.kind == "f" and not np.all(np.isfinite(a))):
+            raise SimulationError(f"{where}: the allocation holds {a.dtype} values, not whole GPU counts")
         if a.dtype.kind not in "iu":
             if not np.all(a == np.round(a)):
                 raise SimulationError(f"{where}: allocation holds fractional GPUs")

@@ -30,8 +30,9 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     """
     run = MilpRun(problem, evaluator, opts, t_start)
     pr, cs, info = run.pr, run.cs, run.info
-    # scales the objective; the answer only when the PWL model gives none (a time limit, say)
-    run.add_candidate(greedy(pr, cs, deadline=run.deadline)[0], "greedy")
+    # scales the objective; the answer only when the PWL model gives none (a time limit, say), so run to its end
+    # whatever the limit: the floor of the answer
+    run.add_candidate(greedy(pr, cs)[0], "greedy")
     run.scale_objective()
     t0 = time.perf_counter()
     classes = fp.pwl_classes(pr, cs, opts.breakpoints, opts.spacing, objective=run.objective)

@@ -4,15 +4,13 @@ result fields (:func:`finish`), and the model written out for other solvers."""
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from goodopt.arrays import Array
-from goodopt.outputs import atomic_path
+from goodopt.outputs import staged_file
 
 from ..backend import MilpOutcome
 from ..result import CERTIFIED_GAP, MethodOutcome, Termination
@@ -63,8 +61,11 @@ def finish(run: MilpRun, alloc: Array | None, out: MilpOutcome, proven: bool = T
     if status == Termination.NUMERICAL and fitness > fit_bound:
         fit_bound = float("nan")  # provably wrong: report no bound
     stages = info["stages"]
-    if getattr(run.opts, "write_model", None) and run.last_model is not None:
-        info["written_model"] = write_model(run.last_model, run.opts.write_model, stages)
+    if getattr(run.opts, "write_model", None):
+        if run.last_model is not None:
+            info["written_model"] = write_model(run.last_model, run.opts.write_model, stages)
+        else:
+            log.warning("milp: no model was solved, so nothing was written to %s", run.opts.write_model)
     message = f"{stages[-1]['model']} model: {out.raw_status}" if stages else out.raw_status
     if why:
         message = f"{message}; {why}"
@@ -83,16 +84,14 @@ def write_model(model: Any, path: str | Path, stages: list[dict[str, Any]]) -> d
     """Write the model solved last to ``path`` (.mps or .lp, for any MILP solver), whole or not at all; returns
     what was written: the file, the stage that solved it and the objective value that stage found."""
     path = Path(path)
-    # the solver names the format by the suffix: written under the real name in a private folder, then put in
-    # place by goodopt's atomic write (no partial file beside the output, no temporary of another naming)
-    with tempfile.TemporaryDirectory(prefix="goodopt-model-") as folder, atomic_path(path) as tmp:
-        staged = Path(folder) / path.name
+    # the solver names the format by the suffix: written under a plain name of that suffix in a staging folder
+    # beside the output (a kill leaves debris the next write removes; any byte in the user's name is fine)
+    with staged_file(path, "model" + path.suffix.lower()) as staged:
         if hasattr(model, "session"):
             model.session.integral()
             model.session.h.writeModel(str(staged))
         else:
             model.model.write(str(staged), io_options={"symbolic_solver_labels": True})
-        shutil.copyfile(staged, tmp)
     last: dict[str, Any] = next((st for st in reversed(stages) if not st["model"].startswith("placement-check")), {})
     log.info("milp: wrote the %s model to %s", last.get("model", ""), path)
     return {"path": str(path), "stage": last.get("model"), "objective": last.get("objective"),

@@ -10,6 +10,7 @@ from goodopt.gavel import PACKED, POLICY_NAMES, ThroughputMatrix, check_entities
 from goodopt.placement import packed_placement
 from goodopt.solvers.gavel import check_policy_options, solve_gavel
 from goodopt.solvers.rounds import RoundMechanism, current_types, place_round
+from goodopt.validation import suggest
 
 from .base import Policy
 
@@ -36,7 +37,8 @@ class GavelPolicy(Policy):
         self.entities = check_entities(entities or {})
 
         if policy not in POLICY_NAMES:
-            raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {list(POLICY_NAMES)}")
+            raise ValidationError("policy", f"unknown Gavel policy {policy!r}",
+                                  f"{suggest(policy, POLICY_NAMES)}choose one of {list(POLICY_NAMES)}")
         if policy in PACKED:
             raise ValidationError("policy", f"{policy!r} shares GPUs between job pairs, whose throughputs together "
                                   "only Gavel's job types have", f"simulate Gavel's jobs with a rigid sweep (kind: "

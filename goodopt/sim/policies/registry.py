@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from goodopt.errors import ValidationError
 from goodopt.plugins import POLICY_GROUP, PluginRegistry
-from goodopt.solvers.options import OPTIONS
+from goodopt.solvers.options import OPTIONS, refuse_file_options
+from goodopt.validation import check_label
 
 from .base import Policy
 from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
@@ -31,8 +32,10 @@ def register_policy(name: str, cls) -> None:
     take it."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise ValidationError(f"policy {name!r}", "a plug-in policy must be a Policy subclass", "see docs/extending.md")
-    if not isinstance(name, str) or not name or name in POLICIES:
-        raise ValidationError(f"policy {name!r}", "the name is empty or taken", "choose another name")
+    check_label(f"policy {name!r}", name, "name a policy by a plain label such as lottery (it names the "
+                "run's folder)")
+    if name in POLICIES:
+        raise ValidationError(f"policy {name!r}", "the name is taken", "choose another name")
     POLICIES[name] = cls
 
 
@@ -64,6 +67,7 @@ def make_policy(name: str, **options) -> Policy:
         raise ValidationError("policy options", f"{name}: {exc}", "see the policy's docstring") from None
     method = getattr(policy, "method", None)
     if method is not None:  # a goodput policy: its solver options, checked as the solve will check them
+        refuse_file_options(f"{name}.options", policy.options)
 
         cls = OPTIONS[method]
         try:

@@ -38,18 +38,19 @@ import logging
 import os
 import re
 import shutil
-import socket
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .errors import ValidationError
+from ..errors import ValidationError
+from .journal import folder_lock, remove_stale, write_durably
+from .names import HOST, MARKER, STAGING_MARKER, remove_debris, temp_name
+
+__all__ = ["HOST", "MARKER", "STAGING_MARKER", "OutputSet", "atomic_dir", "atomic_path", "check_output",
+           "json_default", "meta_path", "output_set", "remove_debris", "sha256_file", "staged_file", "table_matches_meta",
+           "write_json", "write_text"]
 
 log = logging.getLogger(__name__)
-
-#: The file that marks a folder as goodopt's output (an existing folder without it is never replaced).
-MARKER = "goodopt-output.json"
-
 
 def meta_path(table_path) -> Path:
     """Where a table's metadata goes: ``res.csv`` -> ``res.meta.json`` (never the table's own name)."""
@@ -64,7 +65,7 @@ def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Ite
 
     ``kind`` is ``"file"`` or ``"dir"``. Refused: a path that is one of
     ``inputs``; a file output that is an existing folder (or a folder output
-    that is an existing file); a folder output that exists, is not empty and
+    that is an existing file, or a symbolic link); a folder output that exists, is not empty and
     was not written by goodopt (unless ``replaced`` is False: a folder that is
     added to, such as a cache); a location whose folder is not writable.
     Returns the path.
@@ -77,6 +78,9 @@ def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Ite
                                   "write the results to another name")
     if kind == "file" and p.is_dir():
         raise ValidationError(option, f"{str(p)!r} is a folder, a file name is needed", "e.g. results.csv")
+    if kind == "dir" and p.is_symlink():  # replacing it would replace the link; writing through it, elsewhere
+        raise ValidationError(option, f"{str(p)!r} is a symbolic link (to {os.readlink(p)!r}), not a folder",
+                              "name the folder itself, or a new name")
     if kind == "dir" and p.exists() and not p.is_dir():
         raise ValidationError(option, f"{str(p)!r} is a file, a folder name is needed",
                               "give a new folder name or remove the file")
@@ -102,86 +106,39 @@ def _existing_ancestor(p: Path) -> Path:
     return p
 
 
-# ------------------------------------------------------------------ goodopt's own temporaries
-#: This machine's name as it stands in goodopt's temporary names (letters, digits and ``_`` only).
-HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
-#: The file inside every staging folder goodopt makes (a folder without it is never removed as debris).
-STAGING_MARKER = ".goodopt-staging"
-#: The one pattern of goodopt's temporaries beside an output ``NAME``: ``.NAME.goodopt-TAG-HOST-PID-ID``.
-_TEMP = re.compile(r"^\.(?P<name>.+)\.goodopt-(?P<tag>tmp|partial|old|commit)-(?P<host>[A-Za-z0-9_]+)"
-                   r"-(?P<pid>[0-9]{1,10})-(?P<id>[0-9a-f]{8})$")
-
-
-def _temp_name(path: Path, tag: str) -> Path:
-    return path.with_name(f".{path.name}.goodopt-{tag}-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-
-
-def _debris(folder: Path, name: str | None = None, tags=("tmp", "partial", "old")) -> Iterator[Path]:
-    """goodopt's temporaries in ``folder`` (of output ``name``, or of any) left by a dead process of this host.
-
-    A name goodopt did not make, another host's temporaries (its process may live) and a folder without
-    goodopt's marker inside are never yielded.
-    """
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return
-    for p in entries:
-        m = _TEMP.match(p.name)
-        if m is None or m["tag"] not in tags or (name is not None and m["name"] != name) or m["host"] != HOST:
-            continue
-        pid = int(m["pid"])
-        if pid == os.getpid() or _alive(pid):
-            continue
-        if p.is_dir() and not p.is_symlink() and not ((p / STAGING_MARKER).is_file() or (p / MARKER).is_file()):
-            continue
-        yield p
-
-
-def _remove_stale(path: Path) -> None:
-    """Remove goodopt's own temporaries of output ``path`` left by interrupted runs on this host (logged)."""
-    path = Path(path)
-    _recover(path.parent)
-    _remove(_debris(path.parent, path.name))
-
-
-def remove_debris(folder) -> None:
-    """Remove goodopt's own temporaries of any output in ``folder`` (a folder only goodopt writes, such as a
-    cache) left by interrupted runs on this host (logged)."""
-    _remove(_debris(Path(folder)))
-
-
-def _remove(paths) -> None:
-    for p in paths:
-        log.warning("removing %s, left by an interrupted goodopt run", p)
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
-
-
 # ------------------------------------------------------------------ atomic files
 @contextlib.contextmanager
 def atomic_path(path) -> Iterator[Path]:
     """A temporary path beside ``path``; renamed over ``path`` when the block ends without error."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_name(path, "tmp")
+    tmp = temp_name(path, "tmp")
     try:
         yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def staged_file(path, name: str) -> Iterator[Path]:
+    """A path ``name`` in a hidden staging folder beside ``path``, moved onto ``path`` when the block ends
+    without error: for writers that choose the format by the file's own name (a solver writing a model). A
+    kill leaves only the staging folder, which the next write of ``path`` removes as debris."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # the staging folder's name in plain letters: a writer that takes only text paths (highspy) may be handed
+    # any byte the user's name holds
+    plain = path.with_name(re.sub(r"[^A-Za-z0-9._-]", "_", path.name))
+    remove_stale(plain)
+    staging = temp_name(plain, "partial")
+    staging.mkdir()
+    (staging / STAGING_MARKER).touch()
+    try:
+        yield staging / name
+        os.replace(staging / name, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 class OutputSet:
@@ -207,8 +164,8 @@ class OutputSet:
         if any(f == final for _, f in self._pairs):
             raise ValueError(f"output {final} is written twice in one run")
         final.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale(final)
-        tmp = _temp_name(final, "tmp")
+        remove_stale(final)
+        tmp = temp_name(final, "tmp")
         self._pairs.append((tmp, final))
         return tmp
 
@@ -221,9 +178,9 @@ class OutputSet:
         if not pairs:
             return
         folder = Path(os.path.commonpath([str(f.parent) for _, f in pairs]))
-        with _folder_lock(folder):
-            journal = _temp_name(folder / "outputs", "commit")
-            _write_durably(journal, json.dumps([[str(t), str(f)] for t, f in pairs]))
+        with folder_lock(folder):
+            journal = temp_name(folder / "outputs", "commit")
+            write_durably(journal, json.dumps([[str(t), str(f)] for t, f in pairs]))
             for tmp, final in pairs:
                 os.replace(tmp, final)
             journal.unlink()
@@ -244,53 +201,6 @@ def output_set() -> Iterator[OutputSet]:
         out.commit()
     finally:
         out.discard()
-
-
-def _write_durably(path: Path, text: str) -> None:
-    """Write and flush to disk (a journal cut short is unreadable, and then nothing was renamed yet)."""
-    with open(path, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-@contextlib.contextmanager
-def _folder_lock(folder: Path) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: commits are not serialised
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _recover(folder: Path) -> None:
-    """Finish the renames of output sets whose run was killed while committing them (their journals)."""
-    journals = list(_debris(folder, tags=("commit",)))
-    if not journals:
-        return
-    with _folder_lock(folder):
-        for journal in journals:
-            try:
-                pairs = json.loads(journal.read_text())
-            except (OSError, ValueError):  # cut short while written: nothing was renamed yet
-                journal.unlink(missing_ok=True)
-                continue
-            done = [final for tmp, final in pairs if _roll_forward(Path(tmp), Path(final))]
-            log.warning("finished writing %s, interrupted while it was put in place", ", ".join(done) or "outputs")
-            journal.unlink(missing_ok=True)
-
-
-def _roll_forward(tmp: Path, final: Path) -> bool:
-    if not tmp.exists():
-        return False
-    os.replace(tmp, final)
-    return True
 
 
 def write_text(path, text: str) -> Path:
@@ -344,15 +254,15 @@ def atomic_dir(path, marker: dict | None = None) -> Iterator[Path]:
     The staging folder gets the :data:`MARKER` file (with ``marker`` as its
     content). On error or interrupt it is removed and ``path`` is untouched.
     goodopt's own staging folders of ``path`` left by dead processes on this
-    host are removed first, with a warning (see :func:`_debris`). An
+    host are removed first, with a warning (see :func:`~goodopt.outputs.names.debris`). An
     existing folder that is not empty and was not written by goodopt is never
     replaced (:func:`check_output` raises before anything is written).
     """
     path = Path(path)
     check_output(path, kind="dir", option="out_dir")
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(path)
-    staging = _temp_name(path, "partial")
+    remove_stale(path)
+    staging = temp_name(path, "partial")
     staging.mkdir()
     (staging / STAGING_MARKER).touch()
     try:
@@ -372,7 +282,7 @@ def _swap_in(staging: Path, path: Path) -> None:
     if _exchange(staging, path):  # staging now holds the old folder
         shutil.rmtree(staging, ignore_errors=True)
         return
-    old = _temp_name(path, "old")
+    old = temp_name(path, "old")
     os.rename(path, old)
     os.rename(staging, path)
     shutil.rmtree(old, ignore_errors=True)
