@@ -142,3 +142,65 @@ def test_node_limit_is_a_deterministic_budget_of_exact_methods():
     assert "node_limit" not in opts["greedy"] and opts["ga"]["n_gen"] > 0 and "node_limit" not in opts["ga"]
     with pytest.raises(ValidationError, match="spec.node_limit"):
         spec_from_dict({"kind": "solve", "scenarios": ["family:tiny:0"], "methods": ["milp"], "node_limit": 0})
+
+
+# ------------------------------------------------------------------ Dask: an address that never answers, no workers
+@pytest.mark.slow  # waits out the connection deadline
+def test_a_dask_address_that_accepts_and_never_answers_is_refused_in_time():
+    import socket
+    import threading
+    import time
+
+    from goodopt.errors import ValidationError
+    from goodopt.runs.execute import DASK_CONNECT_S, open_executor
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    held = []
+    threading.Thread(target=lambda: held.append(server.accept()), daemon=True).start()  # accepts, says nothing
+    t0 = time.monotonic()
+    with pytest.raises(ValidationError, match="never answered as a Dask scheduler does"):
+        with open_executor(dask=f"tcp://127.0.0.1:{server.getsockname()[1]}"):
+            pass
+    assert time.monotonic() - t0 < DASK_CONNECT_S + 10
+    server.close()
+
+
+def test_a_dask_cluster_without_workers_is_said_to_be_so(caplog, monkeypatch):
+    from goodopt.runs import execute
+
+    class Cluster:
+        workers: dict = {}
+
+        def nthreads(self):
+            return self.workers
+
+    monkeypatch.setattr(execute, "NO_WORKER_WARN_S", 0.0)
+    idle, client = execute._NoWorkers(), Cluster()
+    idle.check(client, 3)
+    assert "no Dask worker for 0 s; 3 task(s) wait for one" in caplog.text
+    client.workers = {"tcp://w": 1}
+    idle.check(client, 3)
+    assert idle.since is None and idle.said == 0  # a worker is back: the clock starts again
+
+
+@pytest.mark.slow  # a real cluster, started with no worker and given one after the warning
+def test_a_sweep_on_a_dask_cluster_whose_workers_are_gone_waits_and_says_so(caplog, monkeypatch):
+    import threading
+    import time
+
+    distributed = pytest.importorskip("distributed")
+    from goodopt.runs import execute
+
+    monkeypatch.setattr(execute, "NO_WORKER_WARN_S", 2.0)
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        def rescue():
+            deadline = time.monotonic() + 60
+            while "no Dask worker" not in caplog.text and time.monotonic() < deadline:
+                time.sleep(0.2)
+            lc.scale(1)
+
+        threading.Thread(target=rescue, daemon=True).start()
+        res = run_sweep(SOLVE, dask=lc.scheduler_address, progress=False)
+    assert "no Dask worker for" in caplog.text and len(res.table) > 0

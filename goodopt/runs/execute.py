@@ -77,6 +77,32 @@ def check_dask_address(address: str) -> str:
     return str(address)
 
 
+def _connect(client_class, address: str):
+    """A Dask client of the scheduler at ``address``, or a :class:`ValidationError` within about
+    :data:`DASK_CONNECT_S` seconds, whatever answers there: Dask's own timeout covers the connection, not a peer
+    that accepts it and never completes the handshake (an HTTP server, the dashboard's port), where it waited
+    without end; so the connection is made in a thread of its own and given up on at the deadline."""
+    box: dict = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = client_class(address, timeout=DASK_CONNECT_S)
+        except Exception as exc:  # noqa: BLE001 -- whatever answered there, it is not a usable scheduler
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="goodopt-dask-connect", daemon=True)
+    thread.start()
+    thread.join(DASK_CONNECT_S + 2)
+    if "client" in box:
+        return box["client"]
+    exc = box.get("error")
+    why = f"{type(exc).__name__}: {str(exc)[:120]}" if exc is not None else "it accepted the connection but " \
+        "never answered as a Dask scheduler does"
+    raise ValidationError("--dask", f"no Dask scheduler answered at {address} within {DASK_CONNECT_S} s ({why})",
+                          "start one with `dask scheduler` (only on a machine you trust: Dask unpickles what the "
+                          "scheduler sends) or check the address (the scheduler's port, not its dashboard's)")
+
+
 @contextlib.contextmanager
 def open_executor(workers: int = 1, dask: str | None = None, progress_queue=None):
     """A ``concurrent.futures`` executor: a Dask cluster's (``dask`` address), a process pool, or None (inline)."""
@@ -89,13 +115,7 @@ def open_executor(workers: int = 1, dask: str | None = None, progress_queue=None
             raise ValidationError("dask", "dask.distributed is not installed", "pip install 'dask[distributed]'") \
                 from None
         check_dask_address(dask)
-        try:
-            client = Client(dask, timeout=DASK_CONNECT_S)
-        except Exception as exc:  # noqa: BLE001 -- whatever answered there, it is not a usable scheduler
-            raise ValidationError("--dask", f"no Dask scheduler answered at {dask} within {DASK_CONNECT_S} s "
-                                  f"({type(exc).__name__}: {str(exc)[:120]})",
-                                  "start one with `dask scheduler` (only on a machine you trust: Dask unpickles "
-                                  "what the scheduler sends) or check the address") from None
+        client = _connect(Client, dask)
         with client:
             yield client.get_executor()
     elif workers > 1:
@@ -211,12 +231,55 @@ def _run_all(fn, items, workers, dask, watch, describe, arrived, queue) -> None:
         try:
             for i, item in enumerate(items):
                 futures[ex.submit(fn, item)] = i
-            for fut in cf.as_completed(futures):
+            for fut in _completed(futures, getattr(ex, "_client", None) if dask else None):
                 arrived(futures[fut], fut, True)
         except BaseException:
             with _ignoring_sigint():
                 stop_pool(ex, futures)
             raise
+
+
+#: Seconds without any Dask worker before a run says so (and again each time as long again passes).
+NO_WORKER_WARN_S = 30.0
+
+
+def _completed(futures, client=None):
+    """The futures as they finish (:func:`concurrent.futures.as_completed`). With a Dask ``client``, a cluster
+    that has had no worker for :data:`NO_WORKER_WARN_S` is said to, with a warning each time that passes again:
+    the run keeps waiting (a worker that joins picks the tasks up; Ctrl-C stops it, finished tasks kept)."""
+    if client is None:
+        yield from cf.as_completed(futures)
+        return
+    pending, idle = set(futures), _NoWorkers()
+    while pending:
+        done, pending = cf.wait(pending, timeout=5.0, return_when=cf.FIRST_COMPLETED)
+        yield from done
+        if pending and not done:
+            idle.check(client, len(pending))
+
+
+class _NoWorkers:
+    """How long a Dask cluster has had no worker, said every :data:`NO_WORKER_WARN_S`."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.said = 0
+
+    def check(self, client, n_pending: int) -> None:
+        try:
+            n_workers = len(client.nthreads())
+        except Exception:  # noqa: BLE001 -- the scheduler itself is gone: its own error ends the tasks
+            return
+        now = time.monotonic()
+        if n_workers:
+            self.since, self.said = None, 0
+            return
+        self.since = now if self.since is None else self.since
+        idle_s = now - self.since
+        if idle_s >= NO_WORKER_WARN_S * (self.said + 1):
+            self.said += 1
+            log.warning("no Dask worker for %.0f s; %d task(s) wait for one (start `dask worker SCHEDULER`, or "
+                        "Ctrl-C to stop: finished tasks are kept)", idle_s, n_pending)
 
 
 @contextlib.contextmanager
