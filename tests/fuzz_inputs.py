@@ -290,30 +290,180 @@ def case_published(rng, tmp: Path):
     return ["reproduce", which, "--quick", "--traces", str(tmp / "traces"), "--out", str(tmp / "out"), "--quiet"]
 
 
+# ------------------------------------------------------------------ plug-ins that misbehave
+#: What a fuzzed plug-in method hands back: allocations of every kind (whole, fractional, negative, over a
+#: node's capacity, of the wrong shape, not numbers), any status, any bound; or it raises, or returns no outcome.
+PLUGIN_ALLOCS = ["whole", "half", "negative", "over", "wide", "flat", "none", "text", "nan", "ragged"]
+PLUGIN_STATUSES = ["optimal", "gap_limit", "completed", "time_limit", "infeasible", "unbounded", "numerical",
+                   "error", "splendid", None, 3]
+PLUGIN_BOUNDS = [float("nan"), float("inf"), -float("inf"), -1.0, 0.0, 1e-9, 0.5, 0.754, 1.0, 1e9, "x", None]
+_PLUGIN: dict = {}
+
+
+def _plugin_alloc(pr, kind):
+    x = np.zeros((pr.n_jobs, pr.n_nodes), np.int64)
+    x[np.arange(min(4, pr.n_jobs)), 0] = 1
+    return {"whole": x, "half": x * 0.5, "negative": -x, "over": x * 20, "wide": np.zeros((pr.n_jobs, 7)),
+            "flat": x.ravel(), "none": None, "text": "all", "nan": x * np.nan, "ragged": [[1], [1, 2]]}[kind]
+
+
+def _plugin_run(pr, ev, opts, t0):
+    from goodopt.solvers.result import MethodOutcome, Termination
+
+    b = _PLUGIN
+    if b["raises"]:
+        raise b["raises"]("the plug-in's bug")
+    if b["no_outcome"]:
+        return {"alloc": None}
+    status = Termination(b["status"]) if b["status"] in {t.value for t in Termination} else b["status"]
+    return MethodOutcome(alloc=_plugin_alloc(pr, b["alloc"]), status=status, bound=b["bound"])
+
+
+def _plugin_policy_allocate(self, state):
+    b = _PLUGIN
+    if b["raises"]:
+        raise b["raises"]("the plug-in's bug")
+    x = np.zeros((state.n_jobs, state.cluster.n_nodes), np.int64)
+    return {"whole": x, "half": x + 0.5, "negative": x - 1, "over": x + 99, "wide": np.zeros((state.n_jobs, 99)),
+            "flat": x.ravel(), "none": None, "text": "all", "nan": x * np.nan, "ragged": [[1], [1, 2]]}[b["alloc"]]
+
+
+def _register_plugins() -> None:
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from goodopt.solvers.api import REGISTRY, Method, register_method
+    from goodopt.solvers.options import MethodOptions
+
+    from goodopt.sim.policies import Policy
+    from goodopt.sim.policies.registry import POLICIES, register_policy
+
+    if "fz-plugin" in REGISTRY:
+        return
+
+    @dataclass(frozen=True, kw_only=True)
+    class FuzzOptions(MethodOptions):
+        method: ClassVar[str] = "fz-plugin"
+
+    register_method("fz-plugin", Method(FuzzOptions, _plugin_run))
+    if "fz-policy" not in POLICIES:
+        register_policy("fz-policy", type("FuzzPolicy", (Policy,), {"name": "fz-policy",
+                                                                   "allocate": _plugin_policy_allocate}))
+
+
+def case_plugin(rng, tmp: Path):
+    """A plug-in method or policy that returns a drawn answer or raises; the answer goodopt shows must be
+    judged (see :func:`check_plugin_answer`)."""
+    _register_plugins()
+    raises = [None, None, None, ZeroDivisionError, KeyError, MemoryError, RuntimeError][rng.integers(7)]
+    _PLUGIN.update(raises=raises, no_outcome=rng.random() < 0.1,
+                   alloc=PLUGIN_ALLOCS[rng.integers(len(PLUGIN_ALLOCS))],
+                   status=PLUGIN_STATUSES[rng.integers(len(PLUGIN_STATUSES))],
+                   bound=PLUGIN_BOUNDS[rng.integers(len(PLUGIN_BOUNDS))])
+    which = rng.integers(3)
+    if which == 0:
+        return ["solve", "small-2node", "--method", "fz-plugin", "--json"], check_plugin_answer
+    if which == 1:
+        return ["compare", "small-2node", "--methods", "fz-plugin,greedy", "--out", str(tmp / "c.csv"), "--quiet"]
+    return ["simulate", "generated:0.1:0:0.3", "--policy", "fz-policy", "--truth", "model", "--nodes", "2",
+            "--out", str(tmp / "sim"), "--quiet"]
+
+
+def check_plugin_answer(stdout: str) -> str:
+    """What is wrong with a solve's JSON answer ("" when nothing): an unjudged status or bound."""
+    if not stdout.strip():
+        return ""
+    out = json.loads(stdout)
+    status, fit, bound, gap = out["status"], out["fitness"], out["bound"], out["gap"]
+    if status in ("optimal", "gap_limit") and (bound is None or gap is None or gap > 1e-6 or not out["feasible"]):
+        return f"{status} with bound {bound}, gap {gap}, feasible {out['feasible']}"
+    if bound is not None and fit is not None and fit > bound * (1 + 1e-6) + 1e-9:
+        return f"bound {bound} below the fitness {fit}"
+    if out["has_solution"] and not out["feasible"] and status != "infeasible":
+        return f"an infeasible allocation reported as {status}"
+    return ""
+
+
+# ------------------------------------------------------------------ journals planted in an output folder
+def case_journal(rng, tmp: Path):
+    """A sweep writing into a folder holding a planted, damaged or foreign commit journal; no file outside the
+    folder may change (see the returned check)."""
+    from goodopt.outputs import HOST
+
+    home, out = tmp / "home", tmp / "results"
+    home.mkdir(), out.mkdir()
+    (home / "thesis.tex").write_text("mine")
+    (home / "junk.txt").write_text("junk")
+    dead = 2 ** 22 + int(rng.integers(1000))  # above any pid this machine hands out by default
+    tmp_name = f".out.csv.goodopt-tmp-{HOST}-{dead}-0123abcd"
+    (out / tmp_name).write_text("planted")
+    pools = [[[str(home / "junk.txt"), str(home / "thesis.tex")]], [["a"]], {"a": 1}, "[[", "", [[1, 2]],
+             [[str(out / tmp_name), str(out / "out.csv")]], [[str(out / tmp_name), str(home / "thesis.tex")]],
+             [[str(out / tmp_name), str(out / ".." / "home" / "thesis.tex")]], [[tmp_name, "out.csv"]]]
+    pairs = pools[rng.integers(len(pools))]
+    text = pairs if isinstance(pairs, str) else json.dumps(pairs)
+    (out / f".outputs.goodopt-commit-{HOST}-{dead}-0123abcd").write_text(text)
+    spec = tmp / "s.yaml"
+    spec.write_bytes(_dump({"name": "fz", "kind": "solve", "scenarios": ["small-2node"], "methods": ["greedy"]}))
+
+    def untouched(_stdout: str) -> str:
+        now = {p.name: p.read_text() for p in home.iterdir()}
+        return "" if now == {"thesis.tex": "mine", "junk.txt": "junk"} else f"a file outside changed: {now}"
+
+    return ["sweep", str(spec), "--out", str(out / "out.csv"), "--no-cache", "--quiet"], untouched
+
+
+# ------------------------------------------------------------------ method options in a spec
+SPEC_OPTIONS = [("solver", "asl:/bin/true"), ("solver", "cbc "), ("solver", "gurobi"), ("solver", 7),
+                ("write_model", "../m.mps"), ("write_model", "/tmp/goodopt-fuzz.mps"), ("write_model", "x.txt"),
+                ("highs_options", {"presolve": "sometimes"}), ("time_limit_s", 1e-9), ("warm_start", "ga"),
+                ("mip_rel_gap", 0.5), ("node_limit", 1)]
+
+
+def case_spec_options(rng, tmp: Path):
+    """A sweep spec whose exact method carries a drawn option (the solver, a model file among them)."""
+    key, value = SPEC_OPTIONS[rng.integers(len(SPEC_OPTIONS))]
+    method = ["milp", "milp-pwl"][rng.integers(2)]
+    spec = tmp / "s.yaml"
+    spec.write_bytes(_dump({"name": "fz", "kind": "solve", "scenarios": ["small-2node"],
+                            "methods": [{"method": method, "options": {key: value}}]}))
+
+    def nothing_written_outside(_stdout: str) -> str:
+        stray = [p for p in (tmp.parent / "m.mps", Path("/tmp/goodopt-fuzz.mps")) if p.exists()]
+        return f"wrote {stray}" if stray else ""
+
+    return ["sweep", str(spec), "--out", str(tmp / "o.csv"), "--no-cache", "--quiet"], nothing_written_outside
+
+
 CASES = {"scenario": case_scenario, "profile": case_profile, "workload": case_workload,
          "allocation": case_allocation, "spec": case_spec, "argv": case_argv, "options": case_options,
-         "spec_name": case_spec_name, "published": case_published}
+         "spec_name": case_spec_name, "published": case_published, "plugin": case_plugin,
+         "journal": case_journal, "spec_options": case_spec_options}
 
 
 # ------------------------------------------------------------------ running
-def run_case(argv, timeout_s: float) -> str:
-    """The outcome of ``goodopt ARGV``: ``exit N``, ``hang`` or ``traceback: TYPE``."""
+def run_case(argv, timeout_s: float, check=None) -> str:
+    """The outcome of ``goodopt ARGV``: ``exit N``, ``hang``, ``traceback: TYPE`` or ``finding: WHAT`` (what
+    ``check(stdout)`` found wrong with a clean exit's output)."""
     from goodopt.cli import main
 
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    stdout = io.StringIO()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
             code = main(argv)
-        return f"exit {code}"
+        outcome = f"exit {code}"
     except SystemExit as exc:
-        return f"exit {exc.code}"
+        outcome = f"exit {exc.code}"
     except _Timeout:
         return "hang"
     except Exception as exc:  # noqa: BLE001 -- the point: anything escaping is a finding
         return f"traceback: {type(exc).__name__}: {exc}"[:300] + "\n" + traceback.format_exc(limit=-3)[-800:]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+    found = check(stdout.getvalue()) if check is not None else ""
+    return f"traceback: finding: {found}" if found else outcome
 
 
 def fuzz(n_cases: int, seed: int, timeout_s: float = 60.0, kinds=None) -> Report:
@@ -326,8 +476,9 @@ def fuzz(n_cases: int, seed: int, timeout_s: float = 60.0, kinds=None) -> Report
         for i in range(n_cases):
             kind = kinds[i % len(kinds)]
             with tempfile.TemporaryDirectory() as tmp:
-                argv = CASES[kind](rng, Path(tmp))
-                outcome = run_case(argv, timeout_s)
+                drawn = CASES[kind](rng, Path(tmp))
+                argv, check = drawn if isinstance(drawn, tuple) else (drawn, None)
+                outcome = run_case(argv, timeout_s, check)
             report.cases += 1
             report.kinds[kind] += 1
             head = outcome.split("\n")[0]
@@ -338,7 +489,18 @@ def fuzz(n_cases: int, seed: int, timeout_s: float = 60.0, kinds=None) -> Report
                 report.tracebacks.append({"case": i, "kind": kind, "argv": argv, "error": outcome})
     finally:
         logging.disable(logging.NOTSET)
+        _unregister_plugins()
     return report
+
+
+def _unregister_plugins() -> None:
+    """The fuzz's own plug-ins leave the registries with the fuzz (a test process goes on with goodopt's own)."""
+    from goodopt.solvers.api import REGISTRY
+
+    from goodopt.sim.policies.registry import POLICIES
+
+    REGISTRY.pop("fz-plugin", None)
+    POLICIES.pop("fz-policy", None)
 
 
 def main(argv=None) -> int:

@@ -13,7 +13,7 @@ import yaml
 
 from goodopt.cli import main
 
-from .fuzz_inputs import fuzz
+from .fuzz_inputs import CASES, fuzz
 
 SMALL = yaml.safe_load((Path(__file__).resolve().parents[1] / "scenarios" / "small-2node.yaml").read_text())
 HEADER = "name,time,application,num_replicas,batch_size\n"
@@ -231,9 +231,10 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys):
 # ------------------------------------------------------------------ the seeded fuzz
 def test_a_seeded_fuzz_of_every_input_kind_finds_no_traceback():
     """A short fuzz in the quick tier: 20 cases of each input kind (options of every method, policy and
-    auto-scaler, sweep names and damaged published files among them)."""
-    rep = fuzz(180, seed=1)
-    assert rep.cases == 180 and set(rep.kinds.values()) == {20}
+    auto-scaler, sweep names, damaged published files, misbehaving plug-ins, planted journals and spec-level
+    method options among them)."""
+    rep = fuzz(20 * len(CASES), seed=1)
+    assert rep.cases == 20 * len(CASES) and set(rep.kinds.values()) == {20}
     assert rep.tracebacks == [] and rep.hangs == []
     assert rep.outcomes["exit 2"] > 0 and rep.outcomes["exit 0"] > 0  # both bad and good inputs were drawn
 

@@ -258,3 +258,10 @@ def test_a_cache_entry_cut_short_by_a_kill_is_cleared_by_the_next_run(tmp_path):
     mine.write_text("keep")
     TaskCache(cache)
     assert not cut.exists() and mine.read_text() == "keep"
+
+
+def test_a_nul_byte_in_an_input_or_output_name_is_an_error_not_a_traceback(tmp_path, capsys):
+    assert main(["compare", "a\0b", "--methods", "greedy", "--out", str(tmp_path / "c.csv"), "--quiet"]) == 2
+    assert main(["compare", "small-2node", "--methods", "greedy", "--out", str(tmp_path / "c\0.csv"),
+                 "--quiet"]) == 2
+    assert "Traceback" not in capsys.readouterr().err and list(tmp_path.iterdir()) == []

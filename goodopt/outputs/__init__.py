@@ -71,9 +71,12 @@ def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Ite
     Returns the path.
     """
     p = Path(path)
-    resolved = p.resolve()
+    resolved = _resolved(p)
+    if resolved is None:
+        raise ValidationError(option, f"{str(p)!r} cannot name a file (a NUL byte, or a loop of links)",
+                              "choose another name")
     for inp in inputs:
-        if inp is not None and Path(inp).resolve() == resolved:
+        if inp is not None and _resolved(inp) == resolved:
             raise ValidationError(option, f"{str(p)!r} is an input of this run and would be overwritten",
                                   "write the results to another name")
     if kind == "file" and p.is_dir():
@@ -98,6 +101,14 @@ def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Ite
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValidationError(option, f"folder {str(parent)!r} is not writable", "choose a writable location")
     return p
+
+
+def _resolved(path) -> Path | None:
+    """``path`` resolved, or None where it cannot name a file (a NUL byte in it, a loop of links)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def _existing_ancestor(p: Path) -> Path:
