@@ -14,6 +14,9 @@ from .names import TEMP, debris, remove
 
 log = logging.getLogger("goodopt.outputs")
 
+#: Foreign journals already warned of in this process.
+_SAID: set[str] = set()
+
 
 def write_durably(path: Path, text: str) -> None:
     """Write and flush to disk (a journal cut short is unreadable, and then nothing was renamed yet)."""
@@ -58,7 +61,9 @@ def recover(folder: Path) -> None:
                 continue
             why = _foreign_journal(journal, pairs)
             if why:
-                log.warning("leaving %s alone: it is not a journal goodopt wrote (%s)", journal, why)
+                if str(journal) not in _SAID:  # once per process: a run reaches the folder once per output
+                    _SAID.add(str(journal))
+                    log.warning("leaving %s alone: it is not a journal goodopt wrote (%s)", journal, why)
                 continue
             done = [final for tmp, final in pairs if _roll_forward(Path(tmp), Path(final))]
             log.warning("finished writing %s, interrupted while it was put in place", ", ".join(done) or "outputs")
