@@ -13,7 +13,7 @@ from goodopt.evaluator import Evaluator
 from goodopt.problem import AllocationProblem
 from goodopt.validation import MAX_WHOLE
 
-from .milp.verdict import judge
+from .milp.verdict import SOLVER_CLAIMS, judge
 from .options import MethodOptions
 from .result import CERTIFIED_GAP, MethodOutcome, Termination
 
@@ -42,6 +42,8 @@ def verdict(problem: AllocationProblem, ev: Evaluator, opts: MethodOptions, f: M
     zeros = np.zeros((problem.n_jobs, problem.n_nodes), np.int64)
     status, why = _status(f.status)
     if f.alloc is None:
+        if status in SOLVER_CLAIMS:  # an optimum, or a gap, of what? Nothing came back to prove it
+            status, why = Termination.NUMERICAL, f"the method claimed {status} but returned no allocation"
         return Verdict(zeros, False, status, _finite(f.bound), _message(f, status, why, False), why)
     x, refused = _whole_allocation(f.alloc, zeros.shape)
     if refused:

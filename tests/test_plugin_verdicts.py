@@ -77,6 +77,12 @@ def test_an_optimal_claim_the_numbers_support_stands(plug_in):
     assert res.status == Termination.OPTIMAL and res.gap == 0
 
 
+@pytest.mark.parametrize("status", [Termination.OPTIMAL, Termination.GAP_LIMIT])
+def test_an_optimum_claimed_without_an_allocation_is_not_one(plug_in, status):
+    res = goodopt.solve(_problem(), plug_in("nothing", _claiming(None, status, 1.0)))  # found by the fuzz, seed 103
+    assert res.status == Termination.NUMERICAL and not res.has_solution and "no allocation" in res.message
+
+
 def test_an_unknown_status_is_an_error(plug_in):
     res = goodopt.solve(_problem(), plug_in("odd", _claiming(_one_gpu_each, "splendid")))
     assert res.status == Termination.ERROR and "unknown status 'splendid'" in res.message
