@@ -227,12 +227,10 @@ def _solve_simple(problem: AllocationProblem, ev: Evaluator, method: str, opts: 
 
 def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: MethodOptions, f: MethodOutcome,
             t_start: float, trace: tuple[tuple[float, float, float], ...] = ()) -> SolveResult:
+    n_before = ev.n_evaluations  # the method's own evaluations, not the re-score's
     v = verdict(problem, ev, opts, f)
-    x, has = v.x, v.has_solution
-    n_before = ev.n_evaluations
-    fitness = ev.fitness(x) if has else float("nan")
+    x, has, fitness, violations = v.x, v.has_solution, v.fitness, list(v.violations)
     speedups = ev.speedups(x) if has else None
-    violations = ev.violations(x) if has else []
     stats = SolverStats(
         build_s=f.build_s, solve_s=f.solve_s, total_s=time.perf_counter() - t_start,
         n_evaluations=n_before, nodes=f.nodes, solver=f.solver, solver_version=f.solver_version,

@@ -20,8 +20,9 @@ from .result import CERTIFIED_GAP, MethodOutcome, Termination
 
 @dataclass(frozen=True)
 class Verdict:
-    """goodopt's judgement of a method's outcome: the allocation as whole GPU counts (zeros without one), why
-    the method stopped and the bound, as the numbers support them (``why``: what was overruled, or "")."""
+    """goodopt's judgement of a method's outcome: the allocation as whole GPU counts (zeros without one), its
+    re-scored fitness (NaN without one) and violated constraints, why the method stopped and the bound, as the
+    numbers support them (``why``: what was overruled, or "")."""
 
     x: Array
     has_solution: bool
@@ -29,6 +30,8 @@ class Verdict:
     bound: float
     message: str
     why: str
+    fitness: float = float("nan")
+    violations: tuple[str, ...] = ()
 
 
 def verdict(problem: AllocationProblem, ev: Evaluator, opts: MethodOptions, f: MethodOutcome) -> Verdict:
@@ -49,17 +52,17 @@ def verdict(problem: AllocationProblem, ev: Evaluator, opts: MethodOptions, f: M
     if refused:
         why = f"returned allocation refused: {refused}"
         return Verdict(zeros, False, Termination.ERROR, float("nan"), why, why)
-    violations = ev.violations(x)
+    violations = tuple(ev.violations(x))
+    fitness = float(ev.fitness(x))
     if violations:
         why = f"returned allocation is infeasible: {violations[0]}"
-        return Verdict(x, True, Termination.INFEASIBLE, float("nan"), why, why)
+        return Verdict(x, True, Termination.INFEASIBLE, float("nan"), why, why, fitness, violations)
     bound = _finite(f.bound)
-    fitness = float(ev.fitness(x))
     judged, overruled = judge(fitness, bound, status, True, getattr(opts, "mip_rel_gap", CERTIFIED_GAP))
     if judged == Termination.NUMERICAL and np.isfinite(bound) and fitness > bound:
         bound = float("nan")  # provably wrong: no bound is reported
     why = "; ".join(w for w in (why, overruled) if w)
-    return Verdict(x, True, judged, bound, _message(f, judged, why, True), why)
+    return Verdict(x, True, judged, bound, _message(f, judged, why, True), why, fitness)
 
 
 def _status(claimed: Any) -> tuple[Termination, str]:
