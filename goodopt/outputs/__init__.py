@@ -34,7 +34,6 @@ import ctypes.util
 import errno
 import hashlib
 import json
-import logging
 import os
 import re
 import shutil
@@ -50,7 +49,6 @@ __all__ = ["HOST", "MARKER", "STAGING_MARKER", "OutputSet", "atomic_dir", "atomi
            "json_default", "meta_path", "output_set", "remove_debris", "sha256_file", "staged_file", "table_matches_meta",
            "write_json", "write_text"]
 
-log = logging.getLogger(__name__)
 
 def meta_path(table_path) -> Path:
     """Where a table's metadata goes: ``res.csv`` -> ``res.meta.json`` (never the table's own name)."""
@@ -140,16 +138,21 @@ def staged_file(path, name: str) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     # the staging folder's name in plain letters: a writer that takes only text paths (highspy) may be handed
     # any byte the user's name holds
-    plain = path.with_name(re.sub(r"[^A-Za-z0-9._-]", "_", path.name))
-    remove_stale(plain)
-    staging = temp_name(plain, "partial")
-    staging.mkdir()
-    (staging / STAGING_MARKER).touch()
+    staging = _new_staging(path.with_name(re.sub(r"[^A-Za-z0-9._-]", "_", path.name)))
     try:
         yield staging / name
         os.replace(staging / name, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _new_staging(path: Path) -> Path:
+    """A new staging folder of output ``path`` (with its marker), goodopt's leftovers of ``path`` removed first."""
+    remove_stale(path)
+    staging = temp_name(path, "partial")
+    staging.mkdir()
+    (staging / STAGING_MARKER).touch()
+    return staging
 
 
 class OutputSet:
@@ -272,10 +275,7 @@ def atomic_dir(path, marker: dict | None = None) -> Iterator[Path]:
     path = Path(path)
     check_output(path, kind="dir", option="out_dir")
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(path)
-    staging = temp_name(path, "partial")
-    staging.mkdir()
-    (staging / STAGING_MARKER).touch()
+    staging = _new_staging(path)
     try:
         yield staging
         write_json(staging / MARKER, marker or {})

@@ -76,7 +76,7 @@ def _foreign_journal(journal: Path, pairs: object) -> str:
             isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair) for pair in pairs):
         return "not a list of [temporary, output] pairs"
     m = TEMP.match(journal.name)
-    if m is None:  # pragma: no cover - _debris yields only goodopt's names
+    if m is None:  # pragma: no cover - debris() yields only goodopt's names
         return "not a journal's name"
     home = journal.parent.resolve()
     for tmp_s, final_s in pairs:
