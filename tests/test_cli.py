@@ -127,6 +127,14 @@ def test_import_goodopt_loads_nothing_heavy_and_a_solve_needs_no_pyomo():
     assert solved.stderr.strip().splitlines()[-1] == "0 []", solved.stderr  # milp's default route feeds HiGHS arrays
 
 
+def _at_a_terminal():
+    """Ctrl-C as at a terminal: a shell without job control starts background jobs with SIGINT ignored, and the
+    child would inherit that and never see the signal these tests send."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 _INTERRUPTED_IMPORT = """
 import builtins, os, signal, sys
 real, done = builtins.__import__, []
@@ -147,7 +155,7 @@ def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(module):
     import sys
 
     proc = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT, module], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, preexec_fn=_at_a_terminal)
     assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == "goodopt: interrupted; nothing was written"
 
@@ -163,7 +171,7 @@ def test_ctrl_c_in_the_first_second_of_a_command_exits_130(delay):
     import time
 
     proc = subprocess.Popen([sys.executable, "-m", "goodopt.cli", "solve", "family:five-types-2048:0", "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_at_a_terminal)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
