@@ -12,7 +12,7 @@ Variables::
     z_c  ∈ {0, 1}            configuration c is chosen
     x_jn ∈ {0, ..., cap_n}   GPUs of job j on node n ∈ N_j        (placement level)
     u_jn ∈ {0, 1}            job j uses node n                    (placement level)
-    v_jn ∈ [0, 1]            job j is multi-node and uses node n  (placement level,
+    v_jn ∈ {0, 1}            job j is multi-node and uses node n  (placement level,
                                                                    interference avoidance)
 
 Objective (linear in z)::
@@ -281,7 +281,7 @@ def _placement_constraints(m: pyo.ConcreteModel, pr: AllocationProblem, cs: Conf
                             >= int(pr.current[j, n]) * z[int(cs.keep_of_job[j])])  # (8)
     if pr.interference_avoidance and with_multi:
         vpairs = [(j, n) for j in with_multi for n in nodes_of_job[j]]
-        m.v = pyo.Var(vpairs, bounds=(0, 1))
+        m.v = pyo.Var(vpairs, domain=pyo.Binary)  # whole: (9) holds at v = max(0, u + z - 1) as well
         m.multi_use = pyo.Constraint(vpairs, rule=lambda m, j, n: m.v[j, n] >= u[j, n] + multi_sum(j) - 1)  # (9)
         multi_on_node: list[list[int]] = [[] for _ in range(pr.n_nodes)]
         for j, n in vpairs:

@@ -191,6 +191,11 @@ def runtime_tables(ctx: Context) -> list[Path]:
     return [sweep_table(ctx, specs.runtime_scaling(ctx.scale))]
 
 
+def solver_tables(ctx: Context) -> list[Path]:
+    """Figure 9: the open MILP solvers on the reference model of the shipped families."""
+    return [sweep_table(ctx, specs.solver_comparison(ctx.scale))]
+
+
 def _need_traces(ctx: Context, what: str) -> str:
     if ctx.traces is None:
         raise TraceError(f"the full-scale {what} runs on the published traces, which were not found: "

@@ -88,4 +88,14 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "auto-scaler bills as training proceeds (its batch grows with the gradient noise scale), and its "
              "cost and time against fixed cluster sizes"),
     )),
+    Figure("fig9", "MILP solvers on the same models", ex.solver_tables, (
+        Plot("solver_seconds", plot_solvers.plot_solver_seconds,
+             "The reference model of each shipped family (seeds 0-2; `formulation: reference`, the same arrays "
+             "for every solver) on HiGHS, SCIP, CBC and CP-SAT: seconds of the whole solve per instance (crosses: "
+             "not certified); every answer re-scored by the evaluator"),
+        Plot("solver_profiles", plot_solvers.plot_solver_profiles,
+             "Dolan-Moré performance profiles of the four solvers over the same instances: the fraction each "
+             "solves within a factor tau of the fastest, and within a factor tau of the best fitness; the legend "
+             "gives instances solved and shifted geometric mean seconds"),
+    )),
 )}

@@ -222,3 +222,39 @@ def plot_profiles(tables: Path, out: Path):
     runs = df.groupby("method")["scenario"].nunique()
     df = df[df["method"].isin(runs[runs == df["scenario"].nunique()].index)]
     return save(draw_profiles(df), out, "performance_profiles")
+
+
+def _solver_table(tables: Path) -> pd.DataFrame:
+    df = pd.read_csv(tables / "solver_comparison.csv")
+    return df.assign(method=df["label"]) if "label" in df else df
+
+
+def plot_solver_profiles(tables: Path, out: Path):
+    """Figure 9's performance profiles of the solvers (time and fitness) from ``solver_comparison.csv``."""
+    return save(draw_profiles(_solver_table(tables)), out, "solver_profiles")
+
+
+def plot_solver_seconds(tables: Path, out: Path):
+    """Figure 9: seconds of every instance per solver (log scale), instances in the order of HiGHS's time; a
+    cross marks a solve that is not ``optimal``."""
+    df = _solver_table(tables)
+    wide = df.pivot_table(index="scenario", columns="method", values="seconds", aggfunc="median")
+    order = wide[wide.columns[0]].sort_values().index
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    cols, marks = colours(list(wide.columns)), markers(list(wide.columns))
+    status = df.set_index(["scenario", "method"])["status"]
+    for m in wide.columns:
+        ys = wide.loc[order, m].to_numpy()
+        ok = np.array([status.get((sc, m), "") == "optimal" for sc in order])
+        x = np.arange(len(order))
+        ax.plot(x[ok], ys[ok], marks[m], color=cols[m], label=m, linestyle="none")
+        ax.plot(x[~ok], ys[~ok], "x", color=cols[m], linestyle="none")
+    ax.set_yscale("log")
+    plain_log(ax, "y")
+    ax.set_xticks(np.arange(len(order)), [sc.replace("family:", "") for sc in order], rotation=60, ha="right",
+                  fontsize=7)
+    ax.set_ylabel("seconds (whole solve)")
+    ax.set_title("The same reference model on each MILP solver (x: not certified)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return save(fig, out, "solver_seconds")

@@ -71,6 +71,21 @@ def runtime_scaling(scale: str) -> dict:
             "node_limit": NODE_LIMIT}
 
 
+#: The open MILP solvers Figure 9 compares (Gurobi is optional and size-limited under pip's licence).
+MILP_SOLVERS = ("highs", "scip", "cbc", "cpsat")
+
+
+def solver_comparison(scale: str) -> dict:
+    """Figure 9: the reference model of each shipped family on every open MILP solver (the same arrays)."""
+    fams = {"tiny": ["tiny", "hetero-tiny"], "default": ["tiny", "hetero-tiny", "hetero-16", "testbed-over", "sia-64"],
+            "full": ["tiny", "hetero-tiny", "hetero-16", "testbed-over", "sia-64", "five-types-512"]}[scale]
+    return {"name": "solver_comparison", "kind": "solve",
+            "families": {"names": fams, "seeds": [0] if scale == "tiny" else [0, 1, 2]},
+            "methods": [{"label": s, "method": f"milp@{s}", "options": {"formulation": "reference"}}
+                        for s in MILP_SOLVERS],
+            "node_limit": NODE_LIMIT, "time_limit_s": 120}
+
+
 def _pollux_workloads(scale: str, traces) -> dict:
     """Workload fields of the homogeneous simulations."""
     if scale == "full":

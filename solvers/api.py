@@ -10,6 +10,7 @@ Adding a method is one entry in :data:`REGISTRY`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -98,16 +99,15 @@ def solve(problem: AllocationProblem | Scenario, method: str = "milp",
             problem = problem.problem()
         else:
             raise ValidationError("problem", f"must be an AllocationProblem or a Scenario, got {type(problem).__name__}")
-    if method not in REGISTRY:
-        raise ValidationError("method", f"unknown method {method!r}", f"choose one of {', '.join(METHODS)}")
-    entry = REGISTRY[method]
+    base, options = _with_solver(method, options)
+    entry = REGISTRY[base]
     opts = entry.options.build(options)
     _check_allocations(problem, opts)
     log.debug("%s on %d jobs x %d nodes with options %s", method, problem.n_jobs, problem.n_nodes, opts.as_dict())
     t_start = time.perf_counter()
     ev = problem.evaluator()
     with tracing() as points:
-        outcome = _run(method, entry, problem, ev, _with_solver_log(opts), t_start)
+        outcome = _run(base, entry, problem, ev, _with_solver_log(opts), t_start)
     return _result(problem, ev, method, opts, outcome, t_start, tuple(points))
 
 
@@ -291,6 +291,15 @@ class _LiveNames(Sequence[str]):
         return len(self._names())
 
     def __contains__(self, name: object) -> bool:
+        """A registered name, or one with the MILP solver it runs on (``milp@scip``, see :func:`split_method`)."""
+        if isinstance(name, str) and "@" in name:
+            try:
+                base, solver = split_method(name)
+            except ValidationError:
+                return False
+            from .mip_solvers import SOLVERS
+
+            return solver in SOLVERS and self._keep(REGISTRY[base])
         return name in REGISTRY and self._keep(REGISTRY[name])
 
     def __repr__(self) -> str:
@@ -312,7 +321,13 @@ class _Defaults(Mapping[str, dict[str, Any]]):
     """Each registered method's options with their defaults, as the registry is now."""
 
     def __getitem__(self, name: str) -> dict[str, Any]:
-        return REGISTRY[name].options.defaults()
+        """The options of ``name`` (``milp@scip``: milp's, its solver that one)."""
+        base, solver = split_method(name) if isinstance(name, str) and "@" in name else (name, None)
+        defaults = REGISTRY[base].options.defaults()
+        return defaults if solver is None else {**defaults, "solver": solver}
+
+    def __contains__(self, name: object) -> bool:
+        return name in METHODS
 
     def __iter__(self) -> Iterator[str]:
         return iter(REGISTRY)
@@ -346,6 +361,30 @@ def options_for(method: str, options: Mapping[str, Any] | None = None) -> Method
     """The validated, typed options object of ``method`` with ``options`` (a mapping; defaults filled in), as
     :func:`solve` checks them: an error names the option and the fix. For callers that keep or compare a
     method's full options, or run its stages directly."""
-    if method not in REGISTRY:
-        raise ValidationError("method", f"unknown method {method!r}", f"choose one of {', '.join(METHODS)}")
-    return REGISTRY[method].options.build(options)
+    base, options = _with_solver(method, options)
+    return REGISTRY[base].options.build(options)
+
+
+def split_method(name: str) -> tuple[str, str | None]:
+    """A method's name and the MILP solver it names: ``"milp@scip"`` -> ``("milp", "scip")``, ``"ga"`` ->
+    ``("ga", None)``. Only a method with a ``solver`` option takes ``@SOLVER``; an unknown method is an error."""
+    base, at, solver = name.partition("@") if isinstance(name, str) else (name, "", "")
+    if base not in REGISTRY:
+        raise ValidationError("method", f"unknown method {name!r}", f"choose one of {', '.join(METHODS)}")
+    if at and "solver" not in {f.name for f in dataclasses.fields(REGISTRY[base].options)}:
+        raise ValidationError("method", f"{name!r}: method {base!r} has no MILP solver to choose",
+                              f"use {base!r} alone; '@SOLVER' goes with milp and milp-pwl")
+    return base, (solver if at else None)
+
+
+def _with_solver(method: str, options: Mapping[str, Any] | None) -> tuple[str, Mapping[str, Any] | None]:
+    """``method``'s base name and ``options`` with the solver its ``@SOLVER`` names (the same solver given
+    twice is fine; two different ones are an error)."""
+    base, solver = split_method(method)
+    if solver is None:
+        return base, options
+    given = (options or {}).get("solver", solver)
+    if given != solver:
+        raise ValidationError("options.solver", f"method {method!r} names solver {solver!r}, the options "
+                              f"{given!r}", f"give the solver once: {base}@{given} or solver={solver!r}")
+    return base, {**(options or {}), "solver": solver}

@@ -5,9 +5,8 @@ pyomo is imported on first use (about 0.15 s), so the array route of
 pays for it. ``solver="highs"`` (the default) compiles the pyomo model to matrix form with
 pyomo's standard-form compiler and hands it to HiGHS (highspy). That path
 supports warm starts, native HiGHS options, and reports the node count, the
-dual bound and the raw model status. Any other name is looked up with
-``pyomo.environ.SolverFactory`` (e.g. ``"appsi_highs"``, ``"cbc"``,
-``"gurobi"``) and must be installed.
+dual bound and the raw model status. Any other name is one of
+:mod:`goodopt.solvers.mip_solvers` (``scip``, ``cbc``, ``cpsat``, ``gurobi``), handed the same compiled arrays.
 """
 
 from __future__ import annotations
@@ -15,67 +14,40 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from goodopt.arrays import Array
-from goodopt.errors import SolverError, ValidationError
+from goodopt.errors import ValidationError
 
 from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, pass_arrays, read_highs, run_highs
-from .result import CERTIFIED_GAP, Termination
+from .outcome import MilpOutcome
+from .result import Termination
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class MilpOutcome:
-    """How one MILP solve ended (objective in the model's own sense and units); built by keyword."""
-
-    termination: Termination
-    has_solution: bool
-    objective: float
-    bound: float
-    mip_gap: float
-    nodes: int | None
-    solve_s: float
-    compile_s: float
-    raw_status: str
-    solver: str
-    solver_version: str
-    n_variables: int
-    n_constraints: int
-    #: Simplex, interior-point and crossover iterations of the run as the solver counts them (for HiGHS, the
-    #: LPs of a MIP's search too): a measure of its work that the machine's load does not move (the same
-    #: solver on the same model counts the same); None when the solver gives none.
-    lp_iterations: int | None = None
-
-    @classmethod
-    def without_solve(cls, termination: Termination, raw_status: str, *, solver: str = "none", solver_version: str = "",
-                      compile_s: float = 0.0, n_variables: int = 0, n_constraints: int = 0) -> MilpOutcome:
-        """An outcome where no model was solved (refused, skipped, or settled without a solver)."""
-        nan = float("nan")
-        return cls(termination=termination, has_solution=False, objective=nan, bound=nan, mip_gap=float("inf"),
-                   nodes=None, solve_s=0.0, compile_s=compile_s, raw_status=raw_status, solver=solver,
-                   solver_version=solver_version, n_variables=n_variables, n_constraints=n_constraints)
 
 
 def solve_model(model: Any, *, solver: str = "highs", time_limit_s: float | None = None,
                 mip_rel_gap: float | None = None, mip_abs_gap: float | None = None, threads: int | None = None,
                 highs_options: Mapping[str, Any] | None = None, warm_start: Any = None,
-                relax: bool = False) -> MilpOutcome:
+                relax: bool = False, engine_options: Mapping[str, Any] | None = None,
+                feasibility_tol: float | None = None) -> MilpOutcome:
     """Solve ``model`` and load the solution into its variables (when one exists).
 
     ``relax`` solves the LP relaxation (HiGHS only). ``mip_abs_gap`` is an
     absolute gap in the objective's units (HiGHS: ``mip_abs_gap``).
+    ``engine_options`` (another solver's run): ``node_limit`` and ``native`` (its own parameters);
+    ``feasibility_tol`` its feasibility tolerance (HiGHS's is in ``highs_options``).
     """
     gaps = {"mip_rel_gap": mip_rel_gap, "mip_abs_gap": mip_abs_gap}
     if solver == "highs":
         return _solve_highs(model, time_limit_s, gaps, threads, highs_options or {}, warm_start, relax)
     if relax:
         raise ValidationError("solver", "LP relaxations are solved with HiGHS only", "use solver='highs'")
-    return _solve_factory(model, solver, time_limit_s, gaps, threads, highs_options or {}, warm_start)
+    return _solve_engine(model, solver, time_limit_s, gaps, threads, engine_options or {}, warm_start,
+                         feasibility_tol)
 
 
 def _objective_sense(model: Any) -> int:
@@ -159,62 +131,57 @@ def _set_start(h: Any, cols: list[Any], lower: Array, upper: Array, warm_start: 
     h.setSolution(sol)
 
 
-def _solve_factory(model: Any, name: str, time_limit_s: float | None, gaps: dict[str, float | None],
-                   threads: int | None, options: Mapping[str, Any], warm_start: Any) -> MilpOutcome:
-    import pyomo.environ as pyo
-    from pyomo.opt import SolverStatus
-    from pyomo.opt import TerminationCondition as TC
+def compile_model(model: Any) -> tuple[Any, list[Any], int, float]:
+    """A pyomo model as a :class:`~goodopt.formulations.matrix.MatrixModel` to maximise: ``(matrix, columns,
+    sense, offset)``, the objective ``sense * (cost x) + offset`` in the model's own sense (pyomo's standard-form
+    compiler in its mixed form: each row keeps its sense; a ranged row comes as two)."""
+    from goodopt.formulations.matrix import CscArrays, MatrixModel
+    from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
-    try:
-        opt = pyo.SolverFactory(name)
-        available = opt is not None and opt.available(exception_flag=False)
-    except Exception as exc:  # pyomo raises various errors for unknown plugins
-        raise SolverError(f"solver {name!r} could not be created: {exc}") from exc
-    if not available:
-        raise ValidationError("solver", f"MILP solver {name!r} is not installed or not known to pyomo",
-                              "use solver='highs' (bundled) or install the solver")
+    sf = LinearStandardFormCompiler().write(model, mixed_form=True)  # min c x + offset
+    cols = sf.columns
+    kind = np.array([r.bound_type for r in sf.rows], dtype=int)
+    rhs = np.asarray(sf.rhs, float)
+    A = sf.A.tocsc()
+    n = len(cols)
+    cost = -np.asarray(sf.c[[0], :].todense()).ravel() if n else np.zeros(0)  # maximise -c x
+    matrix = MatrixModel(
+        cost=cost, lower=np.array([-np.inf if v.lb is None else v.lb for v in cols], float),
+        upper=np.array([np.inf if v.ub is None else v.ub for v in cols], float),
+        integer=np.array([v.is_integer() or v.is_binary() for v in cols], bool),
+        A=CscArrays(indptr=A.indptr.astype(np.int64), indices=A.indices.astype(np.int64), data=A.data.astype(float),
+                    shape=A.shape),
+        row_lower=np.where(kind >= 0, np.where(kind == 0, rhs, -np.inf), rhs) if len(kind) else np.zeros(0),
+        row_upper=np.where(kind <= 0, np.where(kind == 0, rhs, np.inf), rhs) if len(kind) else np.zeros(0),
+        names=("row",) * len(kind), n_configs=0, epigraph=False)
+    offset = float(sf.c_offset[0]) if len(sf.c_offset) else 0.0
+    return matrix, cols, _objective_sense(model), offset
+
+
+def _solve_engine(model: Any, name: str, time_limit_s: float | None, gaps: dict[str, float | None],
+                  threads: int | None, options: Mapping[str, Any], warm_start: Any,
+                  feasibility_tol: float | None) -> MilpOutcome:
+    """The model on one of :mod:`goodopt.solvers.mip_solvers` (not HiGHS), its solution loaded into its variables."""
+    from .mip_solvers import Limits, adapter
+
+    t0 = time.perf_counter()
+    matrix, cols, sense, offset = compile_model(model)
+    start = None
     if warm_start:
-        for var, val in warm_start.items():
-            var.set_value(val, skip_validation=True)
-    opts = dict(options)
-    if time_limit_s is not None:
-        opts.setdefault("time_limit", time_limit_s)
-    for key, value in gaps.items():
-        if value is not None:
-            opts.setdefault(key, value)
-    if threads is not None:
-        opts.setdefault("threads", threads)
-    t1 = time.perf_counter()
-    kwargs = {"options": opts, "load_solutions": False}
-    if warm_start and getattr(opt, "warm_start_capable", lambda: False)():
-        kwargs["warmstart"] = True
-    res = opt.solve(model, **kwargs)
-    solve_s = time.perf_counter() - t1
-    tc = res.solver.termination_condition
-    has_solution = len(res.solution) > 0 and tc not in (TC.infeasible, TC.infeasibleOrUnbounded)
-    if has_solution:
-        model.solutions.load_from(res)
-    sense = _objective_sense(model)
-    obj = next(model.component_data_objects(pyo.Objective, active=True))
-    objective = float(pyo.value(obj)) if has_solution else float("nan")
-    bnd = res.problem.lower_bound if sense == 1 else res.problem.upper_bound
-    bound = float(bnd) if bnd is not None and np.isfinite(float(bnd)) else float("nan")
-    gap = abs(objective - bound) / max(abs(objective), 1e-12) if has_solution and np.isfinite(bound) else float("inf")
-    if tc == TC.optimal:
-        term = Termination.OPTIMAL if not np.isfinite(gap) or gap <= CERTIFIED_GAP else Termination.GAP_LIMIT
-        if not np.isfinite(bound):
-            bound, gap = objective, 0.0
-    elif tc == TC.maxTimeLimit:
-        term = Termination.TIME_LIMIT
-    elif tc in (TC.infeasible, TC.infeasibleOrUnbounded):
-        term = Termination.INFEASIBLE
-    elif tc == TC.unbounded:
-        term = Termination.UNBOUNDED
-    elif res.solver.status == SolverStatus.ok:
-        term = Termination.ITERATION_LIMIT
-    else:
-        term = Termination.ERROR
-    return MilpOutcome(termination=term, has_solution=has_solution, objective=objective, bound=bound, mip_gap=gap,
-                       nodes=None, solve_s=solve_s, compile_s=0.0, raw_status=str(tc), solver=name,
-                       solver_version=str(getattr(opt, "version", lambda: "")() or ""),
-                       n_variables=model.nvariables(), n_constraints=model.nconstraints())
+        pos = {id(v): i for i, v in enumerate(cols)}
+        pairs = [(pos[id(v)], float(val)) for v, val in warm_start.items() if id(v) in pos]
+        start = (np.array([i for i, _ in pairs], np.int64), np.array([v for _, v in pairs], float))
+    limits = Limits(time_limit_s=time_limit_s, mip_rel_gap=gaps.get("mip_rel_gap"),
+                    mip_abs_gap=gaps.get("mip_abs_gap"), node_limit=options.get("node_limit"), threads=threads,
+                    feasibility_tol=feasibility_tol, native=options.get("native", {}))
+    compile_s = time.perf_counter() - t0
+    out, x = adapter(name).solve(matrix, limits, start)
+    if x is not None:
+        for v, val in zip(cols, x):
+            v.set_value(round(val) if (v.is_integer() or v.is_binary()) else val, skip_validation=True)
+    # the model's own sense: max(-c x) is -(min c x); HiGHS-style offsets are added back
+    def to_model(val: float) -> float:
+        return -val + offset if sense == 1 else val - offset
+
+    return replace(out, objective=to_model(out.objective) if out.has_solution else out.objective,
+                   bound=to_model(out.bound), compile_s=compile_s + out.compile_s)

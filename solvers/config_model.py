@@ -3,7 +3,7 @@
 :class:`ArrayModel` passes the configuration level as arrays straight to HiGHS
 (:mod:`goodopt.formulations.config_matrix`, :mod:`goodopt.solvers.highs_arrays`);
 :class:`PyomoModel` wraps the documented pyomo model (either level) and runs
-it on HiGHS or any pyomo solver. The exact method's stages talk only to this
+it on HiGHS or any of :mod:`goodopt.solvers.mip_solvers`. The exact method's stages talk only to this
 interface: solve (warm from an allocation), read the chosen configurations,
 round an LP solution, add a no-good cut (C1), and move the epigraph floor
 (p = ±inf certification).
@@ -24,8 +24,10 @@ from goodopt.formulations.objective import ScaledObjective
 from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
 
-from .backend import MilpOutcome, solve_model
-from .highs_arrays import HighsSession, Pricing
+from .backend import solve_model
+from .highs_arrays import Pricing
+from .mip_solvers.session import new_session
+from .outcome import MilpOutcome
 
 
 def epigraph_value(problem: AllocationProblem, configs: ConfigSet, chosen: Array) -> float:
@@ -64,12 +66,14 @@ class ArrayModel(_Base):
     """The configuration level as arrays in a live HiGHS instance."""
 
     def __init__(self, problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None, *,
-                 threads: int | None = None,
-                 highs_options: Mapping[str, Any] | None = None, placement: Iterable[int] = ()) -> None:
+                 threads: int | None = None, highs_options: Mapping[str, Any] | None = None,
+                 placement: Iterable[int] = (), solver: str = "highs",
+                 solver_options: Mapping[str, Any] | None = None, feasibility_tol: float | None = None) -> None:
         super().__init__(problem, configs, objective)
         t0 = time.perf_counter()
         self.mm = config_matrix(problem, configs, objective, placement=placement)
-        self.session = HighsSession(self.mm, threads=threads, highs_options=highs_options)
+        self.session = new_session(self.mm, solver=solver, threads=threads, highs_options=highs_options,
+                                   solver_options=solver_options, feasibility_tol=feasibility_tol)
         self.build_s = time.perf_counter() - t0
         self._x: Array | None = None
         self._lp_x: Array | None = None
@@ -159,17 +163,17 @@ class ArrayModel(_Base):
         self._set_bounds(np.arange(n), self.mm.lower[:n], self.mm.upper[:n])
 
     def _set_bounds(self, idx: Array, lo: ArrayIn, hi: ArrayIn) -> None:
-        self.session.h.changeColsBounds(len(idx), idx.astype(np.int32), np.asarray(lo, float), np.asarray(hi, float))
+        self.session.set_bounds(idx, lo, hi)
 
     def set_floor(self, value: float | None) -> None:
         """Epigraph models: ``t >= value`` (None restores the model's own bound)."""
         t = self.cs.n_configs
         lo = self.mm.lower[t] if value is None else float(value)
-        self.session.h.changeColBounds(t, lo, float(self.mm.upper[t]))
+        self.session.set_bounds([t], [lo], [float(self.mm.upper[t])])
 
 
 class PyomoModel(_Base):
-    """The pyomo model (:func:`goodopt.formulations.milp.build_model`) on HiGHS or any pyomo solver.
+    """The pyomo model (:func:`goodopt.formulations.milp.build_model`) on HiGHS or any of :mod:`goodopt.solvers.mip_solvers` (compiled to arrays).
 
     pyomo is imported here, on first use: the array route never needs it.
     """
@@ -177,7 +181,8 @@ class PyomoModel(_Base):
     def __init__(self, problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None, *,
                  level: str = "config",
                  symmetry: str = "order", fixed_choice: ArrayIn | None = None, solver: str = "highs",
-                 threads: int | None = None, highs_options: Mapping[str, Any] | None = None) -> None:
+                 threads: int | None = None, highs_options: Mapping[str, Any] | None = None,
+                 solver_options: Mapping[str, Any] | None = None, feasibility_tol: float | None = None) -> None:
         super().__init__(problem, configs, objective)
         self.fm = fm
         t0 = time.perf_counter()
@@ -185,6 +190,7 @@ class PyomoModel(_Base):
                                     objective=objective)
         self.build_s = time.perf_counter() - t0
         self.solver, self.threads, self.highs_options = solver, threads, highs_options
+        self.solver_options, self.feasibility_tol = dict(solver_options or {}), feasibility_tol
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
@@ -197,7 +203,8 @@ class PyomoModel(_Base):
             options.setdefault("mip_max_nodes", int(node_limit))
         out = solve_model(self.model, solver=self.solver, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap,
                           mip_abs_gap=mip_abs_gap, threads=self.threads, highs_options=options,
-                          warm_start=start, relax=relax)
+                          warm_start=start, relax=relax, feasibility_tol=self.feasibility_tol,
+                          engine_options={"node_limit": node_limit, "native": self.solver_options})
         if out.has_solution:
             n = self.pr.n_jobs
             self._chosen = (fm.rounded_choice(self.model, self.cs, n) if relax

@@ -19,8 +19,8 @@ from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array, ArrayIn
 
-from .backend import MilpOutcome
 from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, pass_arrays, read_highs, run_highs
+from .outcome import MilpOutcome
 from .result import Termination
 
 
@@ -73,6 +73,11 @@ class HighsSession:
         self.h.addRow(lower if np.isfinite(lower) else -inf, upper if np.isfinite(upper) else inf,
                       len(columns), np.asarray(columns, np.int32), np.asarray(values, float))
         self.n_rows += 1
+
+    def set_bounds(self, columns: ArrayIn, lower: ArrayIn, upper: ArrayIn) -> None:
+        """New bounds for ``columns`` (until set again)."""
+        idx = np.asarray(columns, np.int32)
+        self.h.changeColsBounds(len(idx), idx, np.asarray(lower, float), np.asarray(upper, float))
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,

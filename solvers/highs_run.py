@@ -7,9 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +15,7 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 
-from .highs_watch import Watch
+from .highs_watch import run_watched
 from .result import Termination
 
 log = logging.getLogger(__name__)
@@ -59,21 +57,14 @@ def run_highs(h: Any, time_limit_s: float | None = None) -> bool:
     heaps glibc unmapped and faulted in again between the root heuristics' copies of the domain
     (five-types-2048's reduced-cost dive took 5.4 s, 1.5 s of it system time, against 3.8 s on this thread).
     """
-    main = threading.current_thread() is threading.main_thread() \
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    if not main and time_limit_s is None:
-        _run(h)
-        return False
-    h.HandleUserInterrupt = True
-    guard = Watch(h, time_limit_s, catch_sigint=main)
-    try:
-        with guard:
+    def interruptible() -> None:
+        h.HandleUserInterrupt = True
+        try:
             _run(h)
-    finally:
-        h.HandleUserInterrupt = False
-    if guard.interrupted:
-        raise KeyboardInterrupt
-    return guard.stopped
+        finally:
+            h.HandleUserInterrupt = False
+
+    return run_watched(interruptible, h.cancelSolve, time_limit_s, unwatched=lambda: _run(h))[1]
 
 
 def _run(h: Any) -> None:

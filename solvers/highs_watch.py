@@ -1,5 +1,6 @@
-"""The watch over HiGHS runs on the calling thread: past its time limit, or on Ctrl-C, a run is asked to stop, also
-while HiGHS sits where it checks for neither.
+"""The watch over solver runs on the calling thread (HiGHS's, and the other MILP solvers' of
+:mod:`goodopt.solvers.mip_solvers`): past its time limit, or on Ctrl-C, a run is asked to stop, also while the solver
+sits where it checks for neither.
 
 One daemon thread per process (:class:`_Monitor`) watches every run under way. It looks at the clock (every
 :data:`WATCH_INTERVAL_S`) only while a run has a time limit or Ctrl-C has arrived; otherwise it sleeps until a
@@ -43,6 +44,24 @@ def on_stuck_interrupt(action: Callable[[], None] | None) -> None:
     _ON_STUCK = action
 
 
+def run_watched(run: Callable[[], Any], cancel: Callable[[], Any], time_limit_s: float | None,
+                solver: str = "HiGHS", unwatched: Callable[[], Any] | None = None) -> tuple[Any, bool]:
+    """``run()`` on the calling thread under a :class:`Watch`; returns ``(what run returned, whether the watch
+    stopped it past its time limit)``. Ctrl-C in the main thread (with Python's own SIGINT handler in place)
+    asks the solver to stop through ``cancel`` and raises :class:`KeyboardInterrupt` once it has stopped; outside
+    the main thread without a time limit, a plain ``run()`` (or ``unwatched()``, when given)."""
+    main = threading.current_thread() is threading.main_thread() \
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if not main and time_limit_s is None:
+        return (unwatched or run)(), False
+    guard = Watch(cancel, time_limit_s, catch_sigint=main, solver=solver)
+    with guard:
+        value = run()
+    if guard.interrupted:
+        raise KeyboardInterrupt
+    return value, guard.stopped
+
+
 def watchdog_grace_s(time_limit_s: float) -> float:
     """How long past its time limit HiGHS may run before the watch stops it: 1 s plus 5% of the limit."""
     return 1.0 + 0.05 * float(time_limit_s)
@@ -59,8 +78,11 @@ class Watch:
     for a long while is noticed too. Both are as before once the run is over.
     """
 
-    def __init__(self, h: Any, time_limit_s: float | None, *, catch_sigint: bool) -> None:
-        self.h, self.stopped, self.interrupted = h, False, False
+    def __init__(self, cancel: Callable[[], Any], time_limit_s: float | None, *, catch_sigint: bool,
+                 solver: str = "HiGHS") -> None:
+        #: Asks the solver to stop at its next check; called from the watching thread or a signal handler.
+        self.cancel, self.solver = cancel, solver
+        self.stopped, self.interrupted = False, False
         self.limit_s = None if time_limit_s is None else float(time_limit_s)
         self.catch_sigint = catch_sigint
         self._interrupted_at: float | None = None
@@ -96,19 +118,19 @@ class Watch:
             self._interrupted_at = time.perf_counter()
             _MONITOR.wake()  # from the handler, when another wake-up descriptor took the signal: start the grace
         self.interrupted = True
-        self.h.cancelSolve()
+        self.cancel()
 
     def check(self, now: float) -> None:
         """Past the time limit and its grace: ask HiGHS to stop; still running long after Ctrl-C: the stuck action."""
         if self.cutoff is not None and self.limit_s is not None and not self.stopped and now >= self.cutoff:
-            log.warning("HiGHS ran %.1f s past its %.3g s time limit; asking it to stop",
-                        now - self.t0 - self.limit_s, self.limit_s)
-            self.h.cancelSolve()
+            log.warning("%s ran %.1f s past its %.3g s time limit; asking it to stop",
+                        self.solver, now - self.t0 - self.limit_s, self.limit_s)
+            self.cancel()
             self.stopped = True
         if self._interrupted_at is not None and not self._stuck and now - self._interrupted_at >= INTERRUPT_GRACE_S:
             self._stuck = True
-            log.warning("HiGHS has not stopped %.0f s after Ctrl-C; it stops at its next interrupt check",
-                        INTERRUPT_GRACE_S)
+            log.warning("%s has not stopped %.0f s after Ctrl-C; it stops at its next interrupt check",
+                        self.solver, INTERRUPT_GRACE_S)
             if _ON_STUCK is not None:
                 _ON_STUCK()
 

@@ -28,13 +28,6 @@ MAX_POPULATION = 100_000
 MAX_THREADS = 1024
 
 
-#: The MILP solvers an exact method may name: ``highs`` (goodopt's own route into highspy) and the pyomo solver
-#: interfaces goodopt documents. Anything else -- ``asl:/path/prog`` above all, which would run that program --
-#: is refused, from the command line and from a sweep spec alike.
-SOLVERS = ("highs", "appsi_highs", "cbc", "glpk", "scip", "gurobi", "gurobi_direct", "cplex", "cplex_direct",
-           "xpress", "xpress_direct")
-
-
 def whole(name: str, v: Any, lo: int, fix: str | None = None, none_ok: bool = False, hi: int = MAX_WHOLE) -> None:
     if v is None and none_ok:
         return
@@ -99,6 +92,31 @@ def job_numbers(name: str, value: Any, strict: bool) -> None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0 or (strict and v == 0):
             raise ValidationError(f"options.{name}.{job}", f"must be a finite number {'>' if strict else '>='} 0, "
                                   f"got {v!r}")
+
+
+def check_solver(solver: Any, threads: int | None, solver_options: Any) -> None:
+    """A MILP solver goodopt knows (:data:`goodopt.solvers.mip_solvers.SOLVERS`), installed here, on threads it can
+    use, with its own parameters as a mapping. Anything else -- a pyomo plug-in or a program's path
+    (``asl:/path/prog``) above all -- is refused, from the command line and from a sweep spec alike."""
+    from .mip_solvers import SOLVERS, missing
+
+    choice("solver", solver, tuple(SOLVERS))
+    why = missing(solver)
+    if why is not None:
+        raise ValidationError("options.solver", why, SOLVERS[solver].install)
+    if threads is not None and threads > 1 and not SOLVERS[solver].multithreaded:
+        raise ValidationError("options.threads", f"{solver} solves on one thread, got threads={threads}",
+                              "omit threads (or give 1) with this solver")
+    if not isinstance(solver_options, Mapping) or not all(isinstance(k, str) for k in solver_options):
+        raise ValidationError("options.solver_options", f"must map parameter name -> value, got {solver_options!r}",
+                              "e.g. {'limits/maxorigsol': 5} for SCIP, {MIPFocus: 1} for Gurobi")
+    for key, value in solver_options.items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise ValidationError(f"options.solver_options.{key}", f"must be a number, true/false or text, got "
+                                  f"{value!r}")
+    if solver_options and solver == "highs":
+        raise ValidationError("options.solver_options", "HiGHS's own options are highs_options",
+                              "give them as highs_options={...}")
 
 
 def check_highs_options(options: Any) -> None:

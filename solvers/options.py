@@ -21,13 +21,14 @@ from goodopt.problem import AllocationProblem
 from goodopt.validation import MAX_WHOLE, suggest
 
 from .gavel import check_policy_options
+from .mip_solvers import SOLVERS
 from .option_checks import (  # noqa: F401
     MAX_POPULATION,
     MAX_SECONDS,
     MAX_THREADS,
-    SOLVERS,
     check_declared_type,
     check_highs_options,
+    check_solver,
     choice,
     job_numbers,
     seconds,
@@ -113,13 +114,15 @@ class _MilpBase(MethodOptions):
     mip_rel_gap: float = 1e-6
     solver: str = "highs"
     highs_options: Mapping[str, Any] = field(default_factory=dict)
+    #: The chosen solver's own parameters (not HiGHS's: those are ``highs_options``), passed after goodopt's.
+    solver_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         g = self.mip_rel_gap
         if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g < 1:
             raise ValidationError("options.mip_rel_gap", f"must be in [0, 1), got {g!r}")
-        choice("solver", self.solver, SOLVERS)
+        check_solver(self.solver, self.threads, self.solver_options)
         check_highs_options(self.highs_options)
 
 
@@ -144,7 +147,7 @@ class MilpOptions(_MilpBase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        choice("formulation", self.formulation, ("auto", "placement", "config"))
+        choice("formulation", self.formulation, ("auto", "placement", "config", "reference"))
         if self.write_model is not None and (not isinstance(self.write_model, str)
                                              or not self.write_model.lower().endswith((".mps", ".lp"))):
             raise ValidationError("options.write_model", f"must be a file name ending in .mps or .lp, got "
@@ -157,9 +160,6 @@ class MilpOptions(_MilpBase):
         whole("max_placement_pairs", self.max_placement_pairs, 1)
         whole("placement_cuts", self.placement_cuts, 1)
         whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
-        if self.model_route == "arrays" and self.solver != "highs":
-            raise ValidationError("options.model_route", "the array route feeds HiGHS only",
-                                  "use model_route='pyomo' (or 'auto') with another solver")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +172,10 @@ class PwlOptions(_MilpBase):
     def __post_init__(self) -> None:
         super().__post_init__()
         whole("node_limit", self.node_limit, 1, "omit it for no limit on branch-and-bound nodes", none_ok=True)
+        if SOLVERS[self.solver].integer_only:
+            raise ValidationError("options.solver", f"{self.solver} cannot solve the piecewise-linear model: its "
+                                  "interpolation weights are continuous columns that no integer relaxation keeps",
+                                  "use highs, scip, cbc or gurobi")
         b = self.breakpoints
         if isinstance(b, (list, tuple)):
             if not b or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in b):

@@ -394,7 +394,7 @@ def test_a_policys_options_are_a_typed_object_that_checks_itself():
     opts = check_policy_options("finish_time_fairness_packed", {"max_lps": 10})
     assert isinstance(opts, FinishTimeOptions) and opts.max_lps == 10 and opts.rel_tol == 1e-4
     assert opts.as_dict() == {"rel_tol": 1e-4, "max_lps": 10, "time_limit_s": None, "backend": "arrays",
-                              "lp_method": "simplex"}
+                              "lp_method": "simplex", "solver": "highs"}
     # made directly, the object checks its values just the same
     with pytest.raises(ValidationError, match="options.tolerance"):
         MaxMinOptions(tolerance=5.0)

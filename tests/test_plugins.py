@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import yaml
 
 PLUGIN = textwrap.dedent('''
@@ -79,6 +80,7 @@ def _goodopt(env, *args, cwd=None):
                           text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_an_installed_method_and_policy_are_taken_by_every_command(tmp_path):
     env = _install(tmp_path)
     solved = _goodopt(env, "solve", "small-2node", "--method", "one-each", "--json")
@@ -107,6 +109,7 @@ def test_a_broken_plug_in_is_named_and_goodopt_keeps_working(tmp_path):
     assert res.returncode == 0 and "plug-in 'bad'" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_plug_in_that_raises_fails_its_task_with_exit_2_in_every_command(tmp_path):
     env = _install(tmp_path)
     solved = _goodopt(env, "solve", "small-2node", "--method", "raiser")

@@ -140,6 +140,7 @@ def test_sia_table3_reports_helios_without_published_numbers(tmp_path):
     assert math.isnan(helios.published) and helios.band is None and helios.reproduced == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_the_full_reproduction_runs_every_task_once_the_longest_first(traces):
     from goodopt.reproduce import all_tasks
     from goodopt.runs.cache import task_key

@@ -496,7 +496,7 @@ def test_name_lists_are_checked_with_a_suggestion(argv, message, tmp_path, capsy
 
 
 # ------------------------------------------------------------------ progress while tasks run
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_running_simulations_report_their_progress(workers, caplog, monkeypatch):
     """Without a terminal, a plain line says how far each running simulation is (here one every report)."""
     import goodopt.runs.watch as watch

@@ -319,6 +319,7 @@ def test_sweep_pool_matches_serial(tmp_path):
     assert len(serial) == 4 and serial["avg_jct"].gt(0).all()
 
 
+@pytest.mark.slow
 def test_cli_simulate_folder_sweep(tmp_path, capsys):
     d = tmp_path / "wls"
     for s in (1, 2):

@@ -599,6 +599,7 @@ def test_a_thread_count_beyond_any_machine_is_refused_before_highs_allocates_it(
     assert goodopt.solve(pr, "milp", {"threads": 2}).status == Termination.OPTIMAL
 
 
+@pytest.mark.slow
 def test_milp_warm_start_from_ga_is_accepted(testbed):
     pr = testbed.problem()
     ga = goodopt.solve(pr, "ga", {"seed": 0, "n_gen": 10, "pop_size": 30})
@@ -992,15 +993,13 @@ def test_options_are_validated():
         goodopt.solve(big, "brute-force")
 
 
-def test_pyomo_solver_by_name_matches_default():
-    import pyomo.environ as pyo
-
-    if not pyo.SolverFactory("appsi_highs").available(exception_flag=False):
-        pytest.skip("pyomo's appsi_highs interface is not available")
+def test_the_pyomo_route_hands_another_solver_the_same_model():
+    # the documented pyomo model, compiled to arrays and handed to SCIP, finds HiGHS's optimum
     pr = make_problem([[1.0, 1.8, 2.4, 2.8], [1.0, 1.2, 1.3, 1.35]], capacity=[2, 2], p=-1.0)
     a = goodopt.solve(pr, "milp")
-    b = goodopt.solve(pr, "milp", {"solver": "appsi_highs"})
+    b = goodopt.solve(pr, "milp", {"solver": "scip", "model_route": "pyomo"})
     assert b.status == Termination.OPTIMAL and close(a.fitness, b.fitness)
+    assert b.stats.solver == "scip"
 
 
 def test_symmetry_breaking_keeps_the_optimum():
@@ -1384,7 +1383,8 @@ def test_keep_choice_rows_match_their_definition(family):
     assert checked  # some node keeps two or more configurations
 
 
-@pytest.mark.parametrize("family", ["mixed-64", "hetero-16", "cluster-256", "two spanning jobs"])
+@pytest.mark.parametrize("family", [pytest.param("mixed-64", marks=pytest.mark.slow), "hetero-16", "cluster-256",
+                                    "two spanning jobs"])
 def test_pattern_rows_as_inequalities_bound_and_solve_as_their_equality_form(family):
     """(P1), (B1) as <= and (B2), (P4) as >= only let GPUs go unused: the configuration model under every type's
     pattern rows has the LP bound and the optimum it has with those four families as equalities (the finite side

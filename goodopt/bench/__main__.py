@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from . import evaluator, simulation, solvers
+from . import evaluator, mip_solvers, simulation, solvers
 
 
 def _table(title, df, cols, digits=1):
@@ -144,6 +144,20 @@ def _part_ga_scale(con, bar, out, args) -> None:
                       "lp_rounding_cpu_s", "generations"], digits=4))
 
 
+def _part_solvers(con, bar, out, args) -> None:
+    names = mip_solvers.solvers_here()
+    task = bar.add_task("MILP solvers", total=len(mip_solvers.INSTANCES) * 2 * len(names))
+    rows = mip_solvers.solver_table(progress=lambda: bar.advance(task))
+    df = _save(out, "solvers", rows, args.seed, "HiGHS on the same reference model in this run")
+    machine = f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores), Python {platform.python_version()}"
+    (out / "solvers.md").write_text(mip_solvers.markdown(rows, machine))
+    con.print(_table(f"MILP solvers x families (formulation: reference, 1 thread, "
+                     f"{mip_solvers.TIME_LIMIT_S:g} s limit): CPU seconds (CBC's program included), ratio to HiGHS "
+                     "in this run, status, B&B nodes, gap, the same optimum as HiGHS", df,
+                     ["family", "seed", "objective", "solver", "cpu_s", "ratio_to_highs", "status", "nodes", "gap",
+                      "same_optimum"], digits=3))
+
+
 #: The benchmark's parts, in the order they run by default.
 PARTS = {
     "exact": _part_exact,
@@ -154,6 +168,7 @@ PARTS = {
     "choices": _part_choices,
     "quality": _part_quality,
     "ga-scale": _part_ga_scale,
+    "solvers": _part_solvers,
 }
 
 

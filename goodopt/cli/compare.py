@@ -7,7 +7,17 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from .common import SECONDS, SEEDS, LazyHelp, NamesAction, check_figure_path, console, fmt, method_names
+from .common import (
+    SECONDS,
+    SEEDS,
+    LazyHelp,
+    NamesAction,
+    check_figure_path,
+    console,
+    fmt,
+    key_values,
+    method_names,
+)
 
 
 def add_parser(add) -> None:
@@ -18,6 +28,9 @@ def add_parser(add) -> None:
                    help=LazyHelp(lambda: "comma-separated, from: " + ", ".join(method_names())))
     p.add_argument("--seeds", type=SEEDS, default=1, help="seeds per randomised method")
     p.add_argument("--time-limit", type=SECONDS, default=None, help="time limit per solve in seconds")
+    p.add_argument("--option", action="append",
+                   help="method option KEY=VALUE (every method that takes it) or METHOD.KEY=VALUE (repeatable), "
+                        "e.g. formulation=reference or milp@cbc.node_limit=1000")
     p.add_argument("--out", default="compare.csv", help="output CSV (NAME.meta.json with metadata is written beside it)")
     p.add_argument("--profile", default=None, metavar="PATH",
                    help="also draw Dolan-More performance profiles (time and fitness) to PATH (.png, .pdf, .svg)")
@@ -25,6 +38,31 @@ def add_parser(add) -> None:
                    help="also draw each solve's incumbent and bound over time to PATH (.png, .pdf, .svg)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+def method_options(items, methods) -> dict:
+    """``--option`` items per method: ``METHOD.KEY=VALUE`` for that method, ``KEY=VALUE`` for every method whose
+    options take ``KEY`` (at least one must)."""
+    from ..errors import ValidationError
+    from ..solvers.api import METHOD_OPTIONS
+
+    options = key_values(items)
+    per_method: dict = {m: {} for m in methods}
+    for key, value in options.items():
+        method, dot, name = key.rpartition(".")
+        if dot:
+            if method not in per_method:
+                raise ValidationError("--option", f"{key!r} names method {method!r}, which is not compared",
+                                      f"methods compared: {', '.join(methods)}")
+            per_method[method][name] = value
+            continue
+        takers = [m for m in methods if key in METHOD_OPTIONS[m]]
+        if not takers:
+            raise ValidationError("--option", f"no method compared takes {key!r}",
+                                  "see goodopt options METHOD for each method's options")
+        for m in takers:
+            per_method[m].setdefault(key, value)
+    return per_method
 
 
 def run(args) -> int:
@@ -42,11 +80,13 @@ def run(args) -> int:
         check_output(f, inputs=args.scenarios)
     for opt, f in figures.items():
         check_figure_path(f, opt, [*args.scenarios, path, *(g for o, g in figures.items() if o != opt)])
+    options = method_options(args.option, methods)
     table = compare(args.scenarios, methods, n_seeds=args.seeds, time_limit_s=args.time_limit,
-                    progress=not args.quiet, traces="--convergence" in figures)
+                    options=options, progress=not args.quiet,
+                    traces="--convergence" in figures)
     with output_set() as out:
         write_table_into(out, table.drop(columns="trace", errors="ignore"), path, scenarios=args.scenarios,
-                         methods=methods, n_seeds=args.seeds, time_limit_s=args.time_limit)
+                         methods=methods, n_seeds=args.seeds, time_limit_s=args.time_limit, options=options)
         if "--profile" in figures:
             plot_profiles(table, out.path(figures["--profile"]), fmt=figures["--profile"].suffix[1:])
         if "--convergence" in figures:

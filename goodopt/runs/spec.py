@@ -350,7 +350,10 @@ def _variants(r: Reader, field_name, key, known, options) -> tuple[Variant, ...]
         if name not in known:
             raise ValidationError(where, f"unknown {key} {name!r}",
                                   f"{suggest(name, known)}choose from {', '.join(known)}")
-        out.append(Variant(label, name, {**_options_of(options, name), **_options_of(options, label), **opts}))
+        base = name.partition("@")[0]  # milp@scip takes milp's options, then its own
+        shared = _options_of(options, base) if base != name else {}
+        out.append(Variant(label, name, {**shared, **_options_of(options, name), **_options_of(options, label),
+                                         **opts}))
     labels = [v.label for v in out]
     if len(set(labels)) != len(labels):
         raise ValidationError(r.path(field_name), "labels must be unique", "give each variant its own label")

@@ -11,8 +11,8 @@ from goodopt.formulations import gavel as fg
 from goodopt.arrays import Array
 from goodopt.gavel.matrix import ThroughputMatrix
 
-from ..backend import MilpOutcome
 from ..highs_arrays import HighsSession
+from ..outcome import MilpOutcome
 from ..result import Termination
 from .options import FinishTimeOptions, WaterFillingOptions
 from .runner import PolicyAnswer, Runner, Solved, need, require, solution
@@ -33,7 +33,9 @@ def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: Fin
     hi = _ftf_rho(mx, *best, a, R, D)  # the equal share is feasible
     lo = float(np.max(a / D))
     sel = np.flatnonzero(R > 0)
-    search = _FtfSearch(mx, sel, run, R[sel]) if run.backend == "arrays" and len(sel) else None
+    # one HiGHS instance re-solved warm; another solver gets each LP whole
+    search = _FtfSearch(mx, sel, run, R[sel]) if run.backend == "arrays" and run.solver == "highs" and len(sel) \
+        else None
     status, r = Termination.OPTIMAL, hi
     seen: list[tuple[float, float]] = []
     best_r: float | None = None

@@ -30,19 +30,40 @@ if tuple(POLICIES) != POLICY_NAMES:  # pragma: no cover - one list of names, kep
     raise ImportError("goodopt.gavel.POLICY_NAMES and goodopt.solvers.gavel.POLICIES disagree")
 
 
+def _check_lp_solver(solver: Any, lp_method: str) -> None:
+    """An installed solver that solves LPs; ``lp_method`` other than simplex is HiGHS's own."""
+    from ..mip_solvers import SOLVERS, missing
+
+    if solver not in SOLVERS:
+        raise ValidationError("options.solver", f"must be one of {tuple(SOLVERS)}, got {solver!r}",
+                              "highs (the default), scip, cbc or gurobi")
+    if not SOLVERS[solver].solves_lps:
+        raise ValidationError("options.solver", f"{solver} does not solve LPs (Gavel's policies are LPs)",
+                              "use highs, scip, cbc or gurobi")
+    why = missing(solver)
+    if why is not None:
+        raise ValidationError("options.solver", why, SOLVERS[solver].install)
+    if solver != "highs" and lp_method != "simplex":
+        raise ValidationError("options.lp_method", f"{lp_method!r} is HiGHS's interior point without crossover",
+                              "use solver highs for it, or lp_method simplex")
+
+
 @dataclass(frozen=True, kw_only=True)
 class PolicyOptions:
-    """Options every Gavel policy takes: ``time_limit_s`` (None: none), ``backend`` (:data:`BACKENDS`) and
-    ``lp_method`` (:data:`LP_METHODS`). Each policy's own options are the fields of its subclass, each checked
+    """Options every Gavel policy takes: ``time_limit_s`` (None: none), ``backend`` (:data:`BACKENDS`),
+    ``lp_method`` (:data:`LP_METHODS`) and ``solver`` (the LP solver). Each policy's own options are the fields of its subclass, each checked
     by its kind when the object is made (:func:`check_policy_options` makes it from a user's mapping)."""
 
     time_limit_s: float | None = None
     backend: str = "arrays"
     lp_method: str = "simplex"
+    #: The LP solver (:data:`goodopt.solvers.mip_solvers.SOLVERS`, those that solve LPs).
+    solver: str = "highs"
 
     def __post_init__(self) -> None:
         for key in self.own():  # the policy's own options first, each by its kind
             _check_kind(key, getattr(self, key))
+        _check_lp_solver(self.solver, self.lp_method)
         if self.backend not in BACKENDS:
             raise ValidationError("options.backend", f"must be one of {BACKENDS}, got {self.backend!r}",
                                   "arrays (HiGHS directly, the default) or pyomo (the reference model)")
@@ -57,12 +78,12 @@ class PolicyOptions:
 
     @classmethod
     def own(cls) -> dict[str, Any]:
-        """The policy's own options (not the common three) with their defaults."""
+        """The policy's own options (not the common four) with their defaults."""
         common = {f.name for f in fields(PolicyOptions)}
         return {f.name: f.default for f in fields(cls) if f.name not in common}
 
     def as_dict(self) -> dict[str, Any]:
-        """Every option by name: the policy's own first, then the common three."""
+        """Every option by name: the policy's own first, then the common four."""
         common = [f.name for f in fields(PolicyOptions)]
         return {**{k: getattr(self, k) for k in self.own()}, **{k: getattr(self, k) for k in common}}
 
@@ -113,7 +134,7 @@ POLICY_OPTION_CLASSES: dict[str, type[PolicyOptions]] = {
     "max_min_fairness_water_filling": WaterFillingOptions,
 }
 POLICY_OPTION_CLASSES.update({packed: POLICY_OPTION_CLASSES[base] for packed, base in PACKED.items()})
-#: Options per policy with their defaults (the common three not listed).
+#: Options per policy with their defaults (the common four not listed).
 POLICY_OPTIONS: dict[str, dict[str, Any]] = {name: cls.own() for name, cls in POLICY_OPTION_CLASSES.items()}
 
 

@@ -77,7 +77,7 @@ def solve_gavel(matrix: ThroughputMatrix, policy: str = "max_min_fairness",
     opts = check_policy_options(policy, options)
     t0 = time.perf_counter()
     mx = for_policy(matrix, policy)
-    run = Runner(mx, opts.time_limit_s, opts.backend, opts.lp_method)
+    run = Runner(mx, opts.time_limit_s, opts.backend, opts.lp_method, opts.solver)
     eq = mx.equal_share_throughput()
     x, y, fun, status = POLICY_SOLVERS[PACKED.get(policy, policy)](mx, run, eq, opts)
     if y is None:

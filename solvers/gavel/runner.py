@@ -16,8 +16,10 @@ from goodopt.errors import SolverError, ValidationError
 from goodopt.gavel import PACKED
 from goodopt.gavel.matrix import ThroughputMatrix
 
-from ..backend import MilpOutcome, solve_model
+from ..backend import solve_model
 from ..highs_arrays import HighsSession
+from ..mip_solvers import Limits, adapter
+from ..outcome import MilpOutcome
 from ..result import Termination
 from .options import LP_METHODS
 
@@ -39,8 +41,9 @@ class Runner:
     """Solves LPs in sequence, keeping their log and the time budget."""
 
     def __init__(self, matrix: ThroughputMatrix, time_limit_s: float | None, backend: str = "arrays",
-                 lp_method: str = "simplex") -> None:
+                 lp_method: str = "simplex", solver: str = "highs") -> None:
         self.mx = matrix
+        self.solver = solver
         self.lp_method = lp_method
         self.highs_options = LP_METHODS[lp_method]
         self.deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
@@ -71,9 +74,12 @@ class Runner:
         remaining = self.remaining()
         if self.backend == "pyomo":
             model = fg.build_model(self.mx, **build)
-            return model, solve_model(model, time_limit_s=remaining, highs_options=highs_options)
+            return model, solve_model(model, time_limit_s=remaining, highs_options=highs_options, solver=self.solver)
         arrays = fg.build_arrays(self.mx, **build)
-        out, values = HighsSession(arrays.model, highs_options=highs_options).solve(time_limit_s=remaining)
+        if self.solver == "highs":
+            out, values = HighsSession(arrays.model, highs_options=highs_options).solve(time_limit_s=remaining)
+        else:
+            out, values = adapter(self.solver).solve(arrays.model, Limits(time_limit_s=remaining))
         out = dataclasses.replace(out, objective=arrays.sense * out.objective, bound=arrays.sense * out.bound)
         return Solved(arrays, values), out
 

@@ -23,6 +23,9 @@
 5. *judge*: the status comes from the evaluator's re-score and the loosened
    bound (:func:`judge`), never from the solver alone.
 
+``formulation="reference"`` solves the documented exact model once, as built, on the chosen solver
+(:mod:`.reference`): the configuration level under every type's node-pattern rows, or the placement level;
+nothing runs before it, so every solver is handed the same arrays (the fair ground for comparing solvers).
 ``formulation="placement"`` solves the placement-level model directly;
 ``formulation="config"`` stops after the relaxation and its (repaired)
 placement, reporting the gap to its bound.

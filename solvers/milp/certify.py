@@ -10,8 +10,8 @@ import numpy as np
 
 from goodopt.arrays import Array
 
-from ..backend import MilpOutcome
 from ..config_model import ArrayModel, ConfigModel
+from ..outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, Termination
 from ..rounding import round_choice
 from .dive import lp_dive, reduced_cost_dive

@@ -30,11 +30,12 @@ from goodopt.formulations.objective import ScaledObjective, reference_fitness, s
 
 from goodopt.arrays import Array
 
-from ..backend import MilpOutcome
 from ..config_model import ArrayModel
-from ..highs_arrays import HighsSession
 from ..highs_run import accepts_option
+from ..mip_solvers.session import new_session
+from ..outcome import MilpOutcome
 from ..result import Termination
+from .models import solver_kwargs
 from .placement import place_choice
 from .reduce import ConfigBounds, configs_from
 from .run import MilpRun, config_highs_options, without_restart
@@ -119,7 +120,8 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     if open_all and FEASIBILITY_JUMP not in run.opts.highs_options and accepts_option(FEASIBILITY_JUMP, False):
         native[FEASIBILITY_JUMP] = False  # see FEASIBILITY_JUMP
     sub = ArrayModel(run.pr, sub_cs, objective, threads=run.opts.threads,
-                     highs_options=without_restart(run.opts, native), placement=model.mm.pattern_types)
+                     highs_options=without_restart(run.opts, native), placement=model.mm.pattern_types,
+                     **solver_kwargs(run))
     out = sub.solve(warm_start=best, **{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
     run.last_model = sub  # the model solved last (write_model) when the dive ends the solve
     run.stage(f"reduced-cost dive ({index.size} of {cs.n_configs} configurations open)",
@@ -150,7 +152,8 @@ def _dive(run: MilpRun, model: ArrayModel, lower: Array, upper: Array, name: str
     mm, cs, n_jobs = model.mm, run.cs, run.pr.n_jobs
     sub, free, x_fixed = mm.restricted(lower, upper)
     # no start and no bound taken from it: HiGHS's restart may stay on (see without_restart)
-    session = HighsSession(sub, threads=run.opts.threads, highs_options={**run.opts.highs_options, "presolve": "on"})
+    session = new_session(sub, threads=run.opts.threads, highs_options={**run.opts.highs_options, "presolve": "on"},
+                          **solver_kwargs(run))
     out, y = session.solve(**{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
     offset = float(mm.cost @ x_fixed)
     # the dive's value in the model's units; it bounds only the restricted model, so no bound is recorded

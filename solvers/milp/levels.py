@@ -8,9 +8,9 @@ import numpy as np
 from goodopt.errors import SolverError
 from goodopt.placement import place_configs
 
-from ..backend import MilpOutcome
 from ..config_model import ConfigModel
 from ..heuristics import greedy
+from ..outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, MethodOutcome, Termination
 from ..rounding import round_choice
 from .certify import certify_epigraph

@@ -20,16 +20,11 @@ from .certify import lp_certificate
 from .levels import config_level, lp_route, placement_level
 from .models import config_model
 from .reduce import drop_configs, lp_config_bounds
-from .run import MilpRun, expired
+from .reference import solve_reference
+from .run import EPIGRAPH_MIP_FEASIBILITY, SCALED_MIP_FEASIBILITY, MilpRun, expired
 from .verdict import finish, nothing_left, nothing_to_choose
 
 log = logging.getLogger(__name__)
-
-
-#: HiGHS's MIP feasibility tolerance for epigraph (p = +-inf) models, unless the user sets one.
-EPIGRAPH_MIP_FEASIBILITY = 1e-9
-#: HiGHS's MIP feasibility tolerance for the scaled finite-p models, unless the user sets one.
-SCALED_MIP_FEASIBILITY = 1e-7
 
 
 def _mip_tolerance(problem: AllocationProblem, opts: MilpOptions) -> MilpOptions:
@@ -82,6 +77,8 @@ def _expired_from(opts: MilpOptions, t_start: float) -> bool:
 def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptions,
                 t_start: float) -> MethodOutcome:
     run = MilpRun(problem, evaluator, opts, t_start)
+    if opts.formulation == "reference":
+        return solve_reference(run)
     if getattr(opts, "warm_start", None) is not None:
         run.add_candidate(canonicalize(problem, run.cs, opts.warm_start)[0], "user")
     route = lp_route(run)

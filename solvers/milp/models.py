@@ -4,11 +4,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from goodopt.arrays import Array
 
 from ..config_model import ArrayModel, ConfigModel, PyomoModel
 from .run import MilpRun, config_highs_options, model_route
+
+
+def solver_kwargs(run: MilpRun) -> dict[str, Any]:
+    """The chosen solver, its own parameters and its feasibility tolerance (HiGHS's is in its options)."""
+    o = run.opts
+    return {"solver": o.solver, "solver_options": o.solver_options,
+            "feasibility_tol": None if o.solver == "highs" else run.solver_feasibility}
 
 
 def config_model(run: MilpRun, placement: Iterable[int] = ()) -> ConfigModel:
@@ -20,11 +28,11 @@ def config_model(run: MilpRun, placement: Iterable[int] = ()) -> ConfigModel:
     model: ConfigModel
     if model_route(o) == "arrays":
         model = ArrayModel(run.pr, run.cs, run.objective, threads=o.threads, highs_options=config_highs_options(o),
-                           placement=placement)
+                           placement=placement, **solver_kwargs(run))
         run.info["pattern_types"] = [run.pr.type_names[g] for g in model.mm.pattern_types]
     else:
-        model = PyomoModel(run.pr, run.cs, run.objective, level="config", solver=o.solver, threads=o.threads,
-                           highs_options=config_highs_options(o))
+        model = PyomoModel(run.pr, run.cs, run.objective, level="config", threads=o.threads,
+                           highs_options=config_highs_options(o), **solver_kwargs(run))
     run.build_s += model.build_s
     run.last_model = model
     return model
@@ -33,8 +41,8 @@ def config_model(run: MilpRun, placement: Iterable[int] = ()) -> ConfigModel:
 def placement_model(run: MilpRun, fixed_choice: Array | None = None) -> PyomoModel:
     o = run.opts
     model = PyomoModel(run.pr, run.cs, run.objective, level="placement", symmetry=o.symmetry,
-                       fixed_choice=fixed_choice, solver=o.solver, threads=o.threads,
-                       highs_options=o.highs_options)
+                       fixed_choice=fixed_choice, threads=o.threads, highs_options=o.highs_options,
+                       **solver_kwargs(run))
     run.build_s += model.build_s
     run.last_model = model
     return model

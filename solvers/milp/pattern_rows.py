@@ -12,8 +12,8 @@ import numpy as np
 from goodopt.arrays import Array
 from goodopt.placement import place_configs
 
-from ..backend import MilpOutcome
 from ..config_model import ArrayModel, ConfigModel
+from ..outcome import MilpOutcome
 from ..result import Termination
 from .certify import certify_epigraph, lp_certificate
 from .models import config_model

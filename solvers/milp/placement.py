@@ -13,9 +13,9 @@ from goodopt.arrays import Array
 from goodopt.placement import place_configs
 from goodopt.problem import AllocationProblem
 
-from ..highs_arrays import HighsSession
+from ..mip_solvers.session import new_session
 from ..result import Termination
-from .models import placement_model
+from .models import placement_model, solver_kwargs
 from .run import MilpRun
 
 
@@ -63,7 +63,7 @@ def place_type(run: MilpRun, sub: Array, g: int) -> tuple[Array | None, str]:
     if isinstance(pm, str):  # "infeasible": the kept rows alone do not fit
         return None, "infeasible"
     if pm is not None:
-        session = HighsSession(pm.matrix, threads=run.opts.threads)
+        session = new_session(pm.matrix, threads=run.opts.threads, **solver_kwargs(run))
         kw = run.solve_kwargs(check=True)
         out, x = session.solve(time_limit_s=kw["time_limit_s"], node_limit=kw["node_limit"])
         run.stage(f"{name} (node patterns)", replace(out, compile_s=out.compile_s + session.setup_s))

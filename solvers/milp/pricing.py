@@ -35,8 +35,8 @@ from goodopt.formulations.matrix import MatrixModel
 from goodopt.arrays import Array
 from goodopt.problem import AllocationProblem
 
-from ..backend import MilpOutcome
 from ..config_model import ArrayModel
+from ..outcome import MilpOutcome
 from ..result import Termination
 from .reduce import tighter_bounds
 from .run import MilpRun

@@ -12,9 +12,10 @@ from goodopt.evaluator import Evaluator
 from goodopt.placement import place_configs
 from goodopt.problem import AllocationProblem
 
-from ..backend import MilpOutcome, solve_model
+from ..backend import solve_model
 from ..heuristics import greedy
 from ..options import PwlOptions
+from ..outcome import MilpOutcome
 from ..result import MethodOutcome
 from .run import MilpRun, as_time_limit
 from .verdict import finish, nothing_left, nothing_to_choose
@@ -55,8 +56,11 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
     node_limit = kw.pop("node_limit")
     if node_limit is not None and opts.solver == "highs":
         native.setdefault("mip_max_nodes", int(node_limit))
+    feasibility = None if opts.solver == "highs" else run.solver_feasibility
     out = run.stage("pwl", lambda: solve_model(model, solver=opts.solver, threads=opts.threads,
-                                               highs_options=native, **kw))
+                                               highs_options=native, feasibility_tol=feasibility,
+                                               engine_options={"node_limit": node_limit,
+                                                               "native": opts.solver_options}, **kw))
     if not out.has_solution:
         return _incumbent(run, out)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error

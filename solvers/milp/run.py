@@ -24,8 +24,8 @@ from goodopt.evaluator import Evaluator
 from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
-from ..backend import MilpOutcome
 from ..options import MilpOptions, PwlOptions
+from ..outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, Termination
 
 
@@ -44,6 +44,19 @@ def objective_to_fitness(problem: AllocationProblem, value: float, reference: fl
     if reference is not None:
         return fitness_of_value(value, problem.p, float(problem.weights.sum()), reference)
     return fitness_from_sum(value, float(problem.weights.sum()), problem.p)
+
+
+def solver_record(opts: MilpOptions | PwlOptions, problem: AllocationProblem) -> dict[str, Any]:
+    """The MILP solver of a run as a result records it: name, version and the parameters every MILP of the run
+    gets (the gaps, set per model in its own units, and the time left are in each stage's record)."""
+    from ..mip_solvers import Limits, adapter, parameters
+
+    tol = None if opts.solver == "highs" else other_solver_feasibility(problem)
+    limits = Limits(node_limit=getattr(opts, "node_limit", None), feasibility_tol=tol, threads=opts.threads,
+                    native=opts.highs_options if opts.solver == "highs" else opts.solver_options)
+    return {"name": opts.solver, "version": adapter(opts.solver).version(),
+            "parameters": parameters(opts.solver, limits),
+            "lp_stages": "highs" if opts.solver != "highs" else "highs (the same solver)"}
 
 
 def remaining(deadline: float | None) -> float | None:
@@ -88,7 +101,7 @@ def without_restart(opts: MilpOptions | PwlOptions, options: Mapping[str, Any]) 
 
 def model_route(opts: MilpOptions | PwlOptions) -> str:
     route: str = getattr(opts, "model_route", "auto")
-    return ("arrays" if opts.solver == "highs" else "pyomo") if route == "auto" else route
+    return "arrays" if route == "auto" else route
 
 
 def pattern_rows_apply(run: MilpRun) -> bool:
@@ -104,6 +117,19 @@ START_SHARE = 0.75
 
 #: HiGHS's default MIP feasibility tolerance (its option ``mip_feasibility_tolerance``).
 HIGHS_MIP_FEASIBILITY = 1e-6
+
+#: The MIP feasibility tolerance for epigraph (p = +-inf) models, unless the user sets one (HiGHS's; every other
+#: solver's feasibility and integrality tolerance).
+EPIGRAPH_MIP_FEASIBILITY = 1e-9
+#: The MIP feasibility tolerance for the scaled finite-p models, unless the user sets one.
+SCALED_MIP_FEASIBILITY = 1e-7
+
+
+def other_solver_feasibility(problem: AllocationProblem) -> float:
+    """The feasibility and integrality tolerance a solver other than HiGHS is given (and its bound loosened by):
+    the one ``milp`` gives HiGHS for the model (see :func:`goodopt.solvers.milp.method.solve_milp`)."""
+    return SCALED_MIP_FEASIBILITY if np.isfinite(problem.p) else EPIGRAPH_MIP_FEASIBILITY
+
 
 #: Re-scalings of the objective (a new reference fitness) before a resolution problem is reported.
 MAX_RESCALES = 8
@@ -130,6 +156,7 @@ class MilpRun:
         self.dropped_bound = -np.inf
         self.objective: ScaledObjective | None = None  # for finite p
         self.last_model: Any = None  # the configuration or placement model solved last (write_model)
+        self.info["solver"] = solver_record(opts, problem)
 
     # ---------------------------------------------------------------- incumbents
     def add_candidate(self, alloc: Array | None, source: str) -> float:
@@ -185,10 +212,12 @@ class MilpRun:
         even with both gaps at 0 (p = -50, eps = 0.01: bound 0.05999959, an
         allocation worth 0.06 - 1.4e-12 in the same units; p = -inf, the
         piecewise-linear model: optimum and bound 0.1, an allocation worth
-        0.10000012; 1e-6 by default). 0 for other solvers.
+        0.10000012; 1e-6 by default). Another solver is given goodopt's tolerance for the model
+        (:func:`other_solver_feasibility`) as its own feasibility and integrality tolerance, and its bound is
+        loosened by it alike: whether it prunes so or not, the bound stays valid.
         """
         if self.opts.solver != "highs":
-            return 0.0
+            return other_solver_feasibility(self.pr)
         return float(self.opts.highs_options.get("mip_feasibility_tolerance", HIGHS_MIP_FEASIBILITY))
 
     @property
@@ -276,7 +305,7 @@ def stage_record(name: str, out: MilpOutcome, objective: ScaledObjective | None 
             "objective": out.objective, "bound": out.bound,
             "fitness": conv(out.objective) if np.isfinite(out.objective) else float("nan"),
             "fitness_bound": conv(out.bound) if np.isfinite(out.bound) else float("nan"),
-            "mip_gap": out.mip_gap, "nodes": out.nodes, "lp_iterations": out.lp_iterations,
+            "mip_gap": out.mip_gap, "nodes": out.nodes, "solver": out.solver, "lp_iterations": out.lp_iterations,
             "solve_s": out.solve_s, "compile_s": out.compile_s, "n_variables": out.n_variables,
             "n_constraints": out.n_constraints}
 

@@ -12,7 +12,7 @@ import numpy as np
 from goodopt.arrays import Array
 from goodopt.outputs import staged_file
 
-from ..backend import MilpOutcome
+from ..outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, MethodOutcome, Termination
 from .run import MilpRun, stand_in
 
