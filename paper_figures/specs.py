@@ -83,8 +83,7 @@ def solver_comparison(scale: str) -> dict:
             "families": {"names": fams, "seeds": [0] if scale == "tiny" else [0, 1, 2]},
             "methods": [{"label": s, "method": f"milp@{s}", "options": {"formulation": "reference"}}
                         for s in MILP_SOLVERS],
-            # the node budget (CP-SAT: its conflicts) keeps the figure the same on every machine; CP-SAT stops
-            # at it on hetero-16 after about 3 s, and without it did not certify hetero-16 in 120 s either
+            # the node budget (CP-SAT: its conflicts) keeps the figure the same on every machine
             "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
