@@ -179,7 +179,8 @@ def _workload(n=4, spacing=300.0):
     return Workload(tuple(jobs), name="elastic")
 
 
-@pytest.mark.parametrize("name", sorted(AUTOSCALERS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "pollux" else n
+                                  for n in sorted(AUTOSCALERS)])
 def test_an_elastic_run_stays_in_bounds_and_bills_at_least_what_jobs_hold(name):
     cfg = SimConfig(autoscale=name, min_nodes=1, provision_delay_s=120, autoscale_options={"every_s": 120})
     res = simulate(_workload(), FOUR, "greedy", config=cfg, seed=0)

@@ -270,3 +270,49 @@ def test_gavel_lps_run_on_another_solver_with_the_same_optimum(solver):
         assert b.has_solution and abs(a.fitness - b.fitness) <= 1e-6 * max(1.0, abs(a.fitness)), (policy, solver)
     with pytest.raises(ValidationError, match="does not solve LPs"):
         goodopt.solve(sc, "gavel", {"policy_options": {"solver": "cpsat"}})
+
+
+def test_cbc_leaves_no_program_or_folder_behind_a_killed_goodopt(tmp_path, monkeypatch):
+    # a folder a killed run left (its process gone) is removed by the next CBC solve; one holding a file of
+    # someone else's, or of a running process, stays
+    import os
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    dead = 2**22 + 12345  # above Linux's largest pid (2^22): no process has it
+    debris = tmp_path / f"goodopt-cbc-{dead}-abc123"
+    debris.mkdir()
+    (debris / "model.mps").write_text("NAME\n")
+    foreign = tmp_path / f"goodopt-cbc-{dead}-def456"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("mine")
+    alive = tmp_path / f"goodopt-cbc-{os.getpid()}-ghi789"
+    alive.mkdir()
+    res = goodopt.solve(FAMILIES["tiny"].scenario(0).problem(), "milp@cbc", {"formulation": "reference"})
+    assert res.status == Termination.OPTIMAL
+    assert not debris.exists() and (foreign / "thesis.tex").read_text() == "mine" and alive.exists()
+    assert {p.name for p in tmp_path.iterdir()} == {foreign.name, alive.name}  # the solve's own folder is gone
+
+
+@pytest.mark.slow
+def test_a_cbc_program_ends_with_the_goodopt_that_started_it():
+    import subprocess
+    import sys
+
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-m", "goodopt.cli", "solve", "family:five-types-512:0", "--method",
+                             "milp@cbc", "--option", "formulation=reference", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cbc = []
+    for _ in range(300):  # until CBC runs (the model takes a few seconds to build)
+        time.sleep(0.1)
+        cbc = [c for c in psutil.Process(proc.pid).children(recursive=True) if c.name() == "cbc"]
+        if cbc:
+            break
+    assert cbc, "CBC never started"
+    proc.kill()  # SIGKILL: goodopt cannot clean up; the kernel ends CBC with it
+    proc.wait()
+    psutil.wait_procs(cbc, timeout=5)
+    assert not [c for c in cbc if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]

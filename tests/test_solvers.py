@@ -394,6 +394,7 @@ def test_a_reduced_cost_dive_that_reaches_its_bound_ends_the_solve():
     assert res.bound >= plain.fitness * (1 - 1e-9) and plain.bound >= res.fitness * (1 - 1e-9)
 
 
+@pytest.mark.slow
 def test_from_the_plain_lp_the_reduced_cost_dive_leaves_no_configuration_milp_to_solve():
     """Below 2,000 job-node pairs the dive from the configuration level's own LP opens every configuration whose
     reduced-cost bound reaches the best candidate: the set the configuration MILP would be built on. Its

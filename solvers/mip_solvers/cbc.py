@@ -2,7 +2,8 @@
 
 The arrays are written as a minimisation MPS file (HiGHS writes it: the cost negated, columns ``x0..``) in a
 private temporary folder, and CBC runs as a program on it, in a session of its own: the MPS file is the very
-model an outside check would run. OR-Tools bundles CBC libraries of its own, which clash with any other CBC
+model an outside check would run. The program ends with goodopt (``PR_SET_PDEATHSIG``, even when goodopt is
+killed), and a working folder a killed goodopt left is removed by the next CBC solve. OR-Tools bundles CBC libraries of its own, which clash with any other CBC
 library in one process; a program shares nothing.
 
 Parameters: ``-sec``, ``-maxNodes``, ``-ratioGap``, ``-allowableGap`` and ``-increment`` (the absolute gap, at
@@ -19,9 +20,12 @@ in the log): ``Optimal`` -> optimal; ``Stopped on time`` -> time_limit; ``Stoppe
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import logging
+import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -43,6 +47,8 @@ from .base import Clock, Limits, Start, outcome, refused, start_pairs
 log = logging.getLogger(__name__)
 
 NAME = "cbc"
+#: Linux's prctl option that sends a child a signal when its parent ends.
+PR_SET_PDEATHSIG = 1
 #: goodopt's limits (:class:`~.base.Limits`) -> this solver's parameters.
 PARAMETERS = {"time_limit_s": "-sec", "node_limit": "-maxNodes", "mip_rel_gap": "-ratioGap",
               "mip_abs_gap": "-allowableGap", "feasibility_tol": "-primalT/-integerT", "threads": "-threads"}
@@ -119,6 +125,46 @@ def _write_start(path: Path, start: Start, n: int) -> bool:
     return True
 
 
+#: A working folder of this adapter's (``goodopt-cbc-PID-RANDOM``) and the files it may hold.
+_FOLDER = re.compile(r"goodopt-cbc-(\d+)-[A-Za-z0-9_]+")
+_FILES = {"model.mps", "start.txt", "solution.txt"}
+
+
+def _remove_debris() -> None:
+    """Remove working folders a killed goodopt left in the temporary folder: only folders named as this adapter
+    names them, of a process that no longer runs, holding nothing but the files it writes (anything else is
+    foreign and stays)."""
+    base = Path(tempfile.gettempdir())
+    for folder in base.glob("goodopt-cbc-*"):
+        found = _FOLDER.fullmatch(folder.name)
+        if found is None or folder.is_symlink() or not folder.is_dir() or _running(int(found.group(1))):
+            continue
+        entries = list(folder.iterdir())
+        if all(e.name in _FILES and e.is_file() and not e.is_symlink() for e in entries):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _die_with_parent() -> None:
+    """In the CBC child, before it runs (Linux): end with SIGKILL when goodopt ends, even by SIGKILL itself, so
+    that no CBC program outlives the solve that started it (it runs in a session of its own, which the terminal's
+    signals do not reach)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):  # not Linux: the watch and the time limit end it
+        pass
+
+
 def _kill_if_running(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.kill()
@@ -126,7 +172,7 @@ def _kill_if_running(proc: subprocess.Popen[str]) -> None:
 
 def _run(args: list[str], limits: Limits) -> tuple[str, bool]:
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_die_with_parent)
 
     def cancel() -> None:
         """SIGINT (CBC stops at its next check and writes its solution); the program is ended after
@@ -143,7 +189,8 @@ def _run(args: list[str], limits: Limits) -> tuple[str, bool]:
 
 def solve(model: MatrixModel, limits: Limits, start: Start = None) -> tuple[MilpOutcome, Array | None]:
     clock = Clock()
-    with tempfile.TemporaryDirectory(prefix="goodopt-cbc-") as tmp:
+    _remove_debris()
+    with tempfile.TemporaryDirectory(prefix=f"goodopt-cbc-{os.getpid()}-") as tmp:
         folder = Path(tmp)
         write_mps(model, folder / "model.mps")
         has_start = _write_start(folder / "start.txt", start, model.n_columns)
