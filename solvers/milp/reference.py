@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config_model import ArrayModel, ConfigModel
+from ..config_model import ArrayModel, ConfigModel, PyomoModel
 from ..heuristics import greedy
 from ..result import MethodOutcome, Termination
 from .certify import certify_epigraph
@@ -52,7 +52,7 @@ def solve_reference(run: MilpRun) -> MethodOutcome:
         if pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = certify_epigraph(run, model, out)
         run.tighten(out)
-        alloc = _allocation(run, model, name) if out.has_solution else None
+        alloc = _allocation(run, model) if out.has_solution else None
         found = run.add_candidate(alloc, "reference")
         reference = unresolved(run, out)
         if reference is None or run.expired() or attempt == MAX_RESCALES:
@@ -65,8 +65,8 @@ def solve_reference(run: MilpRun) -> MethodOutcome:
     return finish(run, alloc, out)
 
 
-def _allocation(run: MilpRun, model: ConfigModel, name: str) -> np.ndarray | None:
-    """The allocation of the solved model: placed exactly (configuration level) or read off (placement)."""
-    if name.startswith("reference: placement"):
-        return model.allocation()  # type: ignore[union-attr]
+def _allocation(run: MilpRun, model: ConfigModel) -> np.ndarray | None:
+    """The allocation of the solved model: read off (placement level) or placed exactly (configuration level)."""
+    if isinstance(model, PyomoModel):
+        return model.allocation()
     return place_choice(run, model.chosen())[0]
