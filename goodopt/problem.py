@@ -18,14 +18,14 @@ GPU counts at which no candidate batch is valid (speedup 0).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from .cluster import Cluster
-from .errors import ScenarioError, ShapeError
+from .errors import ScenarioError, ShapeError, ValidationError
 from .evaluator import Evaluator
 from .fitness import realloc_factor
 from .objective import Objective
@@ -99,6 +99,23 @@ class AllocationProblem:
     def gpu_types(self) -> tuple[str, ...]:
         """GPU type name of each node. Shapes: (N,)."""
         return tuple(self.type_names[t] for t in self.node_type)
+
+    def permuted(self, jobs: Any, nodes: Any) -> AllocationProblem:
+        """The same problem with its jobs in the order ``jobs`` and its nodes in the order ``nodes`` (each a
+        permutation of ``range(J)``, ``range(N)``): an allocation ``x`` of this problem is
+        ``x[jobs][:, nodes]`` there, with the same fitness. Shapes: jobs (J,), nodes (N,)."""
+        j, n = np.asarray(jobs, np.int64), np.asarray(nodes, np.int64)
+        if sorted(j.tolist()) != list(range(self.n_jobs)) or sorted(n.tolist()) != list(range(self.n_nodes)):
+            raise ValidationError("permutation", "jobs and nodes must be permutations of the job and node indices")
+        by_job = ("realloc", "weights", "min_gpus", "max_gpus", "goodput_table", "speedup_table", "local_bsz_table",
+                  "accum_steps_table", "base_goodput", "base_gpus", "base_type")
+        changes: dict[str, Any] = {f: getattr(self, f)[j] for f in by_job}
+        changes.update(job_names=tuple(self.job_names[i] for i in j), node_names=tuple(self.node_names[i] for i in n),
+                       node_type=self.node_type[n], node_capacity=self.node_capacity[n], current=self.current[j][:, n])
+        for f in ("applications", "entities"):
+            if getattr(self, f):
+                changes[f] = tuple(getattr(self, f)[i] for i in j)
+        return replace(self, **changes)
 
     @property
     def idle(self) -> float:

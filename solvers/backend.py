@@ -153,9 +153,21 @@ def compile_model(model: Any) -> tuple[Any, list[Any], int, float]:
                     shape=A.shape),
         row_lower=np.where(kind >= 0, np.where(kind == 0, rhs, -np.inf), rhs) if len(kind) else np.zeros(0),
         row_upper=np.where(kind <= 0, np.where(kind == 0, rhs, np.inf), rhs) if len(kind) else np.zeros(0),
-        names=("row",) * len(kind), n_configs=0, epigraph=False)
+        names=row_families(model, sf.rows), n_configs=0, epigraph=False)
     offset = float(sf.c_offset[0]) if len(sf.c_offset) else 0.0
     return matrix, cols, _objective_sense(model), offset
+
+
+def row_families(model: Any, rows: list[Any]) -> tuple[str, ...]:
+    """The family of each compiled row (:mod:`goodopt.formulations.row_families`), or its component's name."""
+    from goodopt.formulations.row_families import PYOMO_COMPONENTS
+
+    epigraph = "0b" if hasattr(model, "y") else "0a"
+    names = []
+    for r in rows:
+        comp = r.constraint.parent_component().local_name
+        names.append(epigraph if comp == "epigraph" else PYOMO_COMPONENTS.get(comp, comp))
+    return tuple(names)
 
 
 def _solve_engine(model: Any, name: str, time_limit_s: float | None, gaps: dict[str, float | None],

@@ -144,6 +144,9 @@ class MilpOptions(_MilpBase):
     node_limit: int | None = None
     config_placement: str = "patterns"
     write_model: str | None = None
+    #: ``whole``: the problem's reference model (every configuration); ``last-solved``: the model the solve
+    #: ended with (the reduced-cost dive's, over its open configurations, say)
+    write_model_kind: str = "whole"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -152,6 +155,7 @@ class MilpOptions(_MilpBase):
                                              or not self.write_model.lower().endswith((".mps", ".lp"))):
             raise ValidationError("options.write_model", f"must be a file name ending in .mps or .lp, got "
                                   f"{self.write_model!r}", "e.g. write_model='model.mps'")
+        choice("write_model_kind", self.write_model_kind, ("whole", "last-solved"))
         choice("symmetry", self.symmetry, ("order", "none"))
         choice("model_route", self.model_route, ("auto", "arrays", "pyomo"))
         choice("lp_rounding", self.lp_rounding, ("auto", True, False))

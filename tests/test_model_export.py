@@ -1,10 +1,12 @@
 """Models and instances for other solvers: the exact model written as MPS / LP, and the families as files."""
 
 import csv
+import json
 
 import highspy
 import pytest
 from goodopt.solvers import solve
+from goodopt.solvers.milp.export import fitness_of
 
 import goodopt
 from goodopt.cli import main
@@ -30,12 +32,14 @@ def test_highs_reading_the_written_model_finds_the_same_optimum(scenario, suffix
     written = res.extra["written_model"]
     assert res.status == "optimal" and written["path"] == str(path)
     assert _highs_optimum(path) == pytest.approx(written["objective"], rel=1e-7, abs=1e-9)
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left behind
+    # the model and its map, and no temporary left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["model.map.json", path.name])
 
 
 def test_the_placement_level_model_is_written_too(tmp_path):
     path = tmp_path / "placement.lp"
-    res = solve(goodopt.load_scenario("family:tiny:2"), "milp", {"write_model": str(path), "formulation": "placement"})
+    res = solve(goodopt.load_scenario("family:tiny:2"), "milp", {"write_model": str(path), "formulation": "placement",
+                                                                 "write_model_kind": "last-solved"})
     assert res.extra["written_model"]["stage"].startswith("placement")
     assert _highs_optimum(path) == pytest.approx(res.extra["written_model"]["objective"], rel=1e-7, abs=1e-9)
 
@@ -74,6 +78,7 @@ _KILLED_WRITE = """
 import os, sys
 import highspy
 from goodopt.solvers import solve
+from goodopt.solvers.milp.export import fitness_of
 import goodopt
 real = highspy.Highs.writeModel
 def dying(self, name):
@@ -95,7 +100,7 @@ def test_a_kill_while_the_model_is_written_leaves_nothing_outside_the_folder(tmp
                         env={**os.environ, "TMPDIR": str(tmpdir)}).returncode
     assert rc == 9 and list(tmpdir.iterdir()) == [] and not (out / "m.mps").exists()
     res = solve(goodopt.load_scenario("family:tiny:3"), "milp", {"write_model": str(out / "m.mps")})
-    assert res.extra["written_model"] and [p.name for p in out.iterdir()] == ["m.mps"]  # the debris is gone
+    assert res.extra["written_model"] and sorted(p.name for p in out.iterdir()) == ["m.map.json", "m.mps"]  # no debris
 
 
 def test_a_model_name_with_any_byte_is_written(tmp_path):
@@ -104,8 +109,10 @@ def test_a_model_name_with_any_byte_is_written(tmp_path):
     name = os.fsdecode(b"mod\xe9l.mps")  # not UTF-8: the name a Latin-1 shell passes
     assert main(["solve", "family:tiny:3", "--write-model", str(tmp_path / name), "--quiet"]) == 0
     os.rename(tmp_path / name, tmp_path / "plain.mps")  # highspy itself reads only text names
-    assert _highs_optimum(tmp_path / "plain.mps") == pytest.approx(-0.9990141474410161, rel=1e-6)
-    assert [p.name for p in tmp_path.iterdir()] == ["plain.mps"]
+    mapping = json.loads((tmp_path / os.fsdecode(b"mod\xe9l.map.json")).read_bytes())
+    fitness = solve(goodopt.load_scenario("family:tiny:3"), "milp").fitness
+    assert fitness_of(mapping["objective"], _highs_optimum(tmp_path / "plain.mps")) == pytest.approx(fitness, rel=1e-9)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([os.fsdecode(b"mod\xe9l.map.json"), "plain.mps"])
 
 
 def test_write_model_when_no_model_is_solved_says_so(tmp_path, capsys):
@@ -118,8 +125,13 @@ def test_write_model_when_no_model_is_solved_says_so(tmp_path, capsys):
         job["age_s"] = 0.0  # every job pinned to what it holds, nothing: no choice, so no model to solve
         job.pop("allocation", None)
     (tmp_path / "pinned.yaml").write_text(yaml.safe_dump(data))
-    assert main(["solve", str(tmp_path / "pinned.yaml"), "--write-model", str(tmp_path / "m.mps"), "--json"]) == 0
+    assert main(["solve", str(tmp_path / "pinned.yaml"), "--write-model", str(tmp_path / "m.mps"),
+                 "--model-kind", "last-solved", "--json"]) == 0
     assert "nothing was written to" in capsys.readouterr().err and not (tmp_path / "m.mps").exists()
+    # the whole model is the problem's, solved or not
+    assert main(["solve", str(tmp_path / "pinned.yaml"), "--write-model", str(tmp_path / "m.mps"), "--json"]) == 0
+    assert "wrote the whole model" in capsys.readouterr().err and (tmp_path / "m.map.json").is_file()
+    (tmp_path / "m.mps").unlink()
     assert main(["solve", "family:tiny:3", "--write-model", str(tmp_path / "m.mps"), "--json"]) == 0
     assert "wrote the" in capsys.readouterr().err and (tmp_path / "m.mps").is_file()
 

@@ -9,13 +9,13 @@ import os
 import sys
 
 from ..errors import GoodoptError, Interrupted
-from . import compare, evaluate, families, fit, info, options, reproduce, simulate, solve, sweep
+from . import check, compare, evaluate, families, fit, info, library, options, reproduce, simulate, solve, sweep
 
 DESCRIPTION = ("Command-line interface: ``goodopt info | evaluate | solve | families | compare | fit | simulate | "
                "sweep | options | reproduce``.")
 
 #: The sub-commands, in the order ``goodopt --help`` lists them.
-COMMANDS = (info, evaluate, solve, families, compare, fit, simulate, sweep, options, reproduce)
+COMMANDS = (info, evaluate, solve, check, families, library, compare, fit, simulate, sweep, options, reproduce)
 
 
 def build_parser() -> argparse.ArgumentParser:

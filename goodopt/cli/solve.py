@@ -23,7 +23,12 @@ def add_parser(add) -> None:
     p.add_argument("--solver-log", action="store_true",
                    help="print the solver's own log (HiGHS's, or pymoo's table per generation)")
     p.add_argument("--write-model", default=None, metavar="PATH",
-                   help="milp: also write the model HiGHS solved last to PATH (.mps or .lp), for other solvers")
+                   help="milp: also write the problem's whole model to PATH (.mps or .lp) for any MILP solver, "
+                        "and PATH's stem + .map.json: the objective's transform to the fitness, each column's "
+                        "job, configuration, GPU type and nodes, each row's constraint family")
+    p.add_argument("--model-kind", choices=("whole", "last-solved"), default=None,
+                   help="with --write-model: the whole model (default) or the one the solve ended with "
+                        "(e.g. the reduced-cost dive's, over its open configurations)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--quiet", action="store_true", help="no status line while solving")
     p.set_defaults(func=run)
@@ -65,9 +70,15 @@ def run(args) -> int:
             raise ValidationError("--write-model", f"writes the exact method's model; {args.method} has none",
                                   "use --method milp")
         from ..outputs import check_output
+        from ..solvers.milp.export import map_path
 
         check_output(args.write_model, option="--write-model", inputs=[args.scenario])
+        check_output(map_path(args.write_model), option="--write-model (its map)", inputs=[args.scenario])
         opts["write_model"] = args.write_model
+        if args.model_kind:
+            opts["write_model_kind"] = args.model_kind
+    elif args.model_kind:
+        raise ValidationError("--model-kind", "says which model --write-model writes", "add --write-model PATH")
     with status_line(f"{args.method} on {sc.name}", enabled=not (args.quiet or args.json or args.solver_log)):
         res = solve(pr, args.method, opts)
     if args.write_model is not None:
@@ -99,7 +110,8 @@ def _say_model_written(res, path) -> None:
 
     written = res.extra.get("written_model") if isinstance(res.extra, dict) else None
     if written:
-        print(f"wrote the {written.get('stage') or ''} model to {written['path']}", file=sys.stderr)
+        print(f"wrote the {written['kind']} model ({written.get('stage') or ''}) to {written['path']} and its map to {written['map']}\n"
+              f"  maximise V; the fitness is {written['objective_transform']}", file=sys.stderr)
     else:
         print(f"goodopt: warning: no model was solved ({res.message}), so nothing was written to {path}",
               file=sys.stderr)

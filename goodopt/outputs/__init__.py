@@ -130,15 +130,17 @@ def atomic_path(path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def staged_file(path, name: str) -> Iterator[Path]:
+def staged_file(path, name: str, *, output=None) -> Iterator[Path]:
     """A path ``name`` in a hidden staging folder beside ``path``, moved onto ``path`` when the block ends
     without error: for writers that choose the format by the file's own name (a solver writing a model). A
-    kill leaves only the staging folder, which the next write of ``path`` removes as debris."""
+    kill leaves only the staging folder, which the next write of ``path`` removes as debris. ``output``: the
+    final name when ``path`` is an :class:`OutputSet`'s temporary of it (the staging folder is named for it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    final = Path(output) if output is not None else path
     # the staging folder's name in plain letters: a writer that takes only text paths (highspy) may be handed
     # any byte the user's name holds
-    staging = _new_staging(path.with_name(re.sub(r"[^A-Za-z0-9._-]", "_", path.name)))
+    staging = _new_staging(final.with_name(re.sub(r"[^A-Za-z0-9._-]", "_", final.name)))
     try:
         yield staging / name
         os.replace(staging / name, path)

@@ -17,6 +17,7 @@ from ..heuristics import canonicalize, greedy
 from ..options import MilpOptions
 from ..result import MethodOutcome, Termination
 from .certify import lp_certificate
+from .export import write_for_run
 from .levels import config_level, lp_route, placement_level
 from .models import config_model
 from .reduce import drop_configs, lp_config_bounds
@@ -77,6 +78,14 @@ def _expired_from(opts: MilpOptions, t_start: float) -> bool:
 def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOptions,
                 t_start: float) -> MethodOutcome:
     run = MilpRun(problem, evaluator, opts, t_start)
+    out = _stages(run)
+    if opts.write_model:
+        write_for_run(run, out)
+    return out
+
+
+def _stages(run: MilpRun) -> MethodOutcome:
+    problem, opts = run.pr, run.opts
     if opts.formulation == "reference":
         return solve_reference(run)
     if getattr(opts, "warm_start", None) is not None:

@@ -1,16 +1,13 @@
 """How an exact solve ends: its status judged from the evaluator's re-score and the bound (:func:`judge`), the
-result fields (:func:`finish`), and the model written out for other solvers."""
+result fields (:func:`finish`)."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from goodopt.arrays import Array
-from goodopt.outputs import staged_file
 
 from ..outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, MethodOutcome, Termination
@@ -61,11 +58,6 @@ def finish(run: MilpRun, alloc: Array | None, out: MilpOutcome, proven: bool = T
     if status == Termination.NUMERICAL and fitness > fit_bound:
         fit_bound = float("nan")  # provably wrong: report no bound
     stages = info["stages"]
-    if getattr(run.opts, "write_model", None):
-        if run.last_model is not None:
-            info["written_model"] = write_model(run.last_model, run.opts.write_model, stages)
-        else:
-            log.warning("milp: no model was solved, so nothing was written to %s", run.opts.write_model)
     message = f"{stages[-1]['model']} model: {out.raw_status}" if stages else out.raw_status
     if why:
         message = f"{message}; {why}"
@@ -78,24 +70,6 @@ def finish(run: MilpRun, alloc: Array | None, out: MilpOutcome, proven: bool = T
         raw_status=out.raw_status, n_variables=out.n_variables, n_constraints=out.n_constraints,
         n_configs=info["n_configs"], extra=info, message=message,
     )
-
-
-def write_model(model: Any, path: str | Path, stages: list[dict[str, Any]]) -> dict[str, Any]:
-    """Write the model solved last to ``path`` (.mps or .lp, for any MILP solver), whole or not at all; returns
-    what was written: the file, the stage that solved it and the objective value that stage found."""
-    path = Path(path)
-    # the solver names the format by the suffix: written under a plain name of that suffix in a staging folder
-    # beside the output (a kill leaves debris the next write removes; any byte in the user's name is fine)
-    with staged_file(path, "model" + path.suffix.lower()) as staged:
-        if hasattr(model, "session"):
-            model.session.integral()
-            model.session.h.writeModel(str(staged))
-        else:
-            model.model.write(str(staged), io_options={"symbolic_solver_labels": True})
-    last: dict[str, Any] = next((st for st in reversed(stages) if not st["model"].startswith("placement-check")), {})
-    log.info("milp: wrote the %s model to %s", last.get("model", ""), path)
-    return {"path": str(path), "stage": last.get("model"), "objective": last.get("objective"),
-            "sense": "maximise"}
 
 
 def nothing_left(run: MilpRun) -> bool:
