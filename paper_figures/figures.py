@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import experiments as ex
+from . import library_bench as lb
 from . import plot_model, plot_simulation, plot_solvers
 
 
@@ -97,5 +98,17 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "Dolan-Moré performance profiles of the four solvers over the same instances: the fraction each "
              "solves within a factor tau of the fastest, and within a factor tau of the best fitness; the legend "
              "gives instances solved and shifted geometric mean seconds"),
+    )),
+    Figure("fig10", "Benchmark on the shipped library", lb.library_tables, (
+        Plot("library_profiles", lb.plot_library_profiles,
+             "Dolan-Moré performance profiles of the methods and MILP solvers over the shipped library's instances "
+             "(every family up to 512 GPUs, both objectives): an instance counts as solved when the answer, "
+             "re-scored by the evaluator, is within 1e-4 of the library's certified value"),
+        Plot("library_ttt", lb.plot_library_ttt,
+             "Time-to-target curves: the fraction of the library's instances on which each method's incumbent is "
+             "within 0 and 1% of the certified value by time t"),
+        Plot("library_ranks", lb.plot_library_ranks,
+             "Average ranks on the primal integral (Berthold's, against the certified value) with the Friedman "
+             "test and Nemenyi's critical difference: methods joined by a bar do not differ significantly"),
     )),
 )}

@@ -87,6 +87,25 @@ def solver_comparison(scale: str) -> dict:
             "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
+def library_benchmark(scale: str) -> dict:
+    """Figure 10: methods and solvers on the shipped library's instances, judged against its certified values."""
+    from goodopt.library.build import instance_name, tiers
+
+    small = tiers()["small"]
+    fams = {"tiny": ["tiny", "hetero-tiny"],
+            "default": [f for f in small.families if f not in ("five-types-512",)],
+            "full": list(small.families)}[scale]
+    reference = [{"label": f"{s} (reference model)", "method": f"milp@{s}", "options": {"formulation": "reference"}}
+                 for s in MILP_SOLVERS]
+    heuristics: list[dict] = [{"label": m, "method": m, "options": {}} for m in ("greedy", "ga", "milp-pwl")]
+    methods = [{"label": "milp (HiGHS, staged)", "method": "milp", "options": {}}, *reference, *heuristics]
+    if scale == "tiny":
+        methods = methods[:2] + heuristics[:1]
+    return {"name": "library_benchmark",
+            "instances": [instance_name(f, s, o) for f in fams for s in small.seeds for o in small.objectives],
+            "methods": methods, "node_limit": NODE_LIMIT, "time_limit_s": 120}
+
+
 def _pollux_workloads(scale: str, traces) -> dict:
     """Workload fields of the homogeneous simulations."""
     if scale == "full":

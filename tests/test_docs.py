@@ -292,3 +292,19 @@ def test_the_two_lock_files_pin_the_same_versions():
             pip_format[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
     assert standard == pip_format and len(standard) > 50
     assert all("hashes" in w for p in lock["packages"] for w in p.get("wheels", []))
+
+
+@pytest.mark.slow
+def test_the_readme_library_benchmark_runs_as_written(tmp_path):
+    """The README's five lines: CBC outside goodopt on every own-objective instance, the answers checked and
+    imported into a comparison on the library (goodopt and CBC from this environment)."""
+    script = next(b for b in _blocks("sh") if "runs.csv" in b)
+    here = Path(sys.executable).parent
+    script = script.replace(".venv/bin/cbc", str(here / "cbc")).replace("goodopt ", f"{here / 'goodopt'} ")
+    (tmp_path / "scenarios").symlink_to(Path(__file__).resolve().parents[1] / "scenarios")
+    p = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "feasible; fitness" in p.stdout and "Friedman test on primal_integral" in p.stdout
+    assert (tmp_path / "t.tex").read_text().count("\\toprule") == 3 and (tmp_path / "p.png").is_file()
+    rows = (tmp_path / "runs.csv").read_text().splitlines()
+    assert len(rows) == 13  # the header and the 12 own-objective instances

@@ -20,12 +20,22 @@ def add_parser(add) -> None:
     b.add_argument("--objectives", choices=("own", "sia", "both"), default="both",
                    help="the family's p-norm objective, Sia's, or both")
     b.add_argument("--quiet", action="store_true", help="no progress lines")
+    _verbose(b)
     b.set_defaults(func=run_build)
     v = sub.add_parser("verify", help="re-check every file and row of a library; exit 1 naming any that fails")
     v.add_argument("dir", nargs="?", default=None, help="the library folder (default: the shipped small tier)")
     v.add_argument("--solve", action="store_true", help="also certify every value again with a fresh solve")
     v.add_argument("--quiet", action="store_true", help="no progress lines")
+    _verbose(v)
     v.set_defaults(func=run_verify)
+
+
+def _verbose(p) -> None:
+    """``-v`` after the action too, as after every other sub-command."""
+    import argparse
+
+    p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help="more logging: -v progress and info, -vv goodopt's debug, -vvv every library's debug")
 
 
 def run_build(args) -> int:

@@ -35,10 +35,15 @@ class Instance:
 
     @classmethod
     def at(cls, path: str | Path) -> Instance:
-        """The instance a path names: its scenario file, its model file, or its name without a suffix."""
+        """The instance a path names: its scenario file, its model file, or its name without a suffix (a bare
+        name that is no file here: an instance of the shipped library)."""
         p = Path(path)
         base = p.with_suffix("") if p.suffix.lower() == ".gz" else p
         stem = base.with_suffix("") if base.suffix.lower() in (".yaml", ".yml", ".mps", ".lp") else base
+        if len(p.parts) == 1 and not stem.with_suffix(".yaml").is_file():  # a name of the shipped library
+            from . import shipped
+
+            stem = shipped() / "instances" / stem.name
         scenario = next((q for q in (stem.with_suffix(".yaml"), stem.with_suffix(".yml")) if q.is_file()), None)
         if scenario is None:
             raise ValidationError("instance", f"no scenario file {stem}.yaml", "pass an instance's .yaml, .mps "

@@ -33,10 +33,12 @@ from goodopt.errors import ValidationError
 SOLVED_RTOL = 1e-4
 
 
-def instance_table(table: pd.DataFrame, rtol: float = SOLVED_RTOL) -> pd.DataFrame:
+def instance_table(table: pd.DataFrame, rtol: float = SOLVED_RTOL, reference=None) -> pd.DataFrame:
     """One row per (scenario, method): median ``seconds`` and ``fitness`` over seeds and ``solved``.
 
-    ``table`` is a :func:`~goodopt.runs.compare.compare` table."""
+    ``table`` is a :func:`~goodopt.runs.compare.compare` table. ``reference`` (scenario -> fitness, e.g. a
+    library's certified values) replaces the best fitness found in the table as the value a solve must
+    reach, where it has one."""
     missing = {"scenario", "method", "seconds", "fitness", "feasible"} - set(table.columns)
     if missing:
         raise ValidationError("table", f"is missing the columns {sorted(missing)}", "pass a compare table")
@@ -44,16 +46,21 @@ def instance_table(table: pd.DataFrame, rtol: float = SOLVED_RTOL) -> pd.DataFra
     g = t.groupby(["scenario", "method"], sort=False)
     per = g.agg(seconds=("seconds", "median"), fitness=("fitness", "median")).reset_index()
     best = per.groupby("scenario")["fitness"].transform("max")
+    if reference:
+        known = per["scenario"].map(pd.Series(dict(reference), dtype=float))
+        best = known.where(known.notna(), best)
     per["solved"] = per["fitness"].notna() & (per["fitness"] >= best - rtol * best.abs())
+    per["reference"] = best
     return per
 
 
-def performance_ratios(table: pd.DataFrame, measure: str = "seconds", rtol: float = SOLVED_RTOL) -> pd.DataFrame:
+def performance_ratios(table: pd.DataFrame, measure: str = "seconds", rtol: float = SOLVED_RTOL,
+                       reference=None) -> pd.DataFrame:
     """The ratios ``r[i, s]`` as an instances x methods frame (``inf`` where the method did not solve it).
 
     ``measure`` is ``"seconds"`` (ratio to the fastest solve) or ``"fitness"`` (best fitness over the
-    method's fitness)."""
-    per = instance_table(table, rtol)
+    method's fitness; against ``reference`` where given: its value over the method's fitness)."""
+    per = instance_table(table, rtol, reference)
     if measure == "seconds":  # lower is better; a 0 s solve would make every other ratio inf
         value = per["seconds"].where(per["solved"]).clip(lower=1e-9)
     elif measure == "fitness":  # higher is better: the ratio of inverses is best / own
@@ -61,17 +68,21 @@ def performance_ratios(table: pd.DataFrame, measure: str = "seconds", rtol: floa
     else:
         raise ValidationError("measure", f"unknown measure {measure!r}", "choose seconds or fitness")
     wide = per.assign(v=value).pivot(index="scenario", columns="method", values="v")
-    ratio = wide.div(wide.min(axis=1), axis=0)
+    floor = wide.min(axis=1)
+    if measure == "fitness" and reference:  # the certified value is the best there is
+        ref = 1.0 / per.groupby("scenario")["reference"].first()
+        floor = ref.reindex(floor.index).where(lambda r: r.notna(), floor)
+    ratio = wide.div(floor, axis=0)
     methods = list(dict.fromkeys(per["method"]))
     return ratio.reindex(columns=methods).fillna(np.inf)
 
 
 def performance_profile(table: pd.DataFrame, measure: str = "seconds", taus=None,
-                        rtol: float = SOLVED_RTOL) -> pd.DataFrame:
+                        rtol: float = SOLVED_RTOL, reference=None) -> pd.DataFrame:
     """``rho_s(tau)``: a frame indexed by ``tau`` with one column per method.
 
     ``taus`` default to every distinct finite ratio (the profile's steps) and 1."""
-    ratios = performance_ratios(table, measure, rtol)
+    ratios = performance_ratios(table, measure, rtol, reference)
     if taus is None:
         finite = ratios.to_numpy()[np.isfinite(ratios.to_numpy())]
         taus = np.unique(np.concatenate([[1.0], finite]))
@@ -95,11 +106,12 @@ def shifted_geometric_mean(values, shift: float = 1.0) -> float:
     return float(np.exp(np.mean(np.log(v + shift))) - shift)
 
 
-def method_summary(table: pd.DataFrame, shift: float = 1.0, rtol: float = SOLVED_RTOL) -> pd.DataFrame:
-    """Per method: instances, how many it solved, shifted geometric mean seconds and mean relative fitness."""
-    per = instance_table(table, rtol)
-    best = per.groupby("scenario")["fitness"].transform("max")
-    per = per.assign(relative=per["fitness"] / best)
+def method_summary(table: pd.DataFrame, shift: float = 1.0, rtol: float = SOLVED_RTOL,
+                   reference=None) -> pd.DataFrame:
+    """Per method: instances, how many it solved, shifted geometric mean seconds and mean relative fitness
+    (to the best found, or to ``reference`` where given)."""
+    per = instance_table(table, rtol, reference)
+    per = per.assign(relative=per["fitness"] / per["reference"])
     rows = []
     for method, g in per.groupby("method", sort=False):
         rows.append({"method": method, "instances": len(g), "solved": int(g["solved"].sum()),

@@ -49,21 +49,22 @@ def _step(ax, prof: pd.DataFrame, tau_max: float, log_x: bool) -> None:
     ax.set_ylim(-0.02, 1.02)
 
 
-def plot_profiles(table: pd.DataFrame, path, shift: float = 1.0, fmt: str | None = None) -> Path:
+def plot_profiles(table: pd.DataFrame, path, shift: float = 1.0, fmt: str | None = None, reference=None) -> Path:
     """Dolan-Moré performance profiles of ``table`` (a compare table): time to the best answer (left) and
-    fitness relative to the best (right); the legend gives each method's shifted geometric mean seconds."""
-    return _save(draw_profiles(table, shift), Path(path), fmt)
+    fitness relative to the best (right); the legend gives each method's shifted geometric mean seconds.
+    ``reference``: scenario -> certified fitness (a library's), the answer to reach instead of the best found."""
+    return _save(draw_profiles(table, shift, reference), Path(path), fmt)
 
 
-def draw_profiles(table: pd.DataFrame, shift: float = 1.0):
+def draw_profiles(table: pd.DataFrame, shift: float = 1.0, reference=None):
     """The figure of :func:`plot_profiles` (a matplotlib Figure, for callers that save it their own way)."""
     plt = _pyplot()
-    summ = method_summary(table, shift=shift).set_index("method")
+    summ = method_summary(table, shift=shift, reference=reference).set_index("method")
     n = int(summ["instances"].max()) if len(summ) else 0
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for ax, measure, label in ((axes[0], "seconds", "time / best time, tau"),
                                (axes[1], "fitness", "best fitness / fitness, tau")):
-        prof = performance_profile(table, measure)
+        prof = performance_profile(table, measure, reference=reference)
         finite = prof.index.to_numpy()
         floor = 2.0 if measure == "seconds" else 1.05
         tau_max = max(floor, 1 + (float(finite.max()) - 1) * 1.2) if finite.size else floor
@@ -71,7 +72,8 @@ def draw_profiles(table: pd.DataFrame, shift: float = 1.0):
         ax.set_xlabel(label)
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel(f"fraction of the {n} instances")
-    axes[0].set_title("time to the best answer (within 1e-4)")
+    axes[0].set_title("time to the library's value (within 1e-4)" if reference else
+                      "time to the best answer (within 1e-4)")
     axes[1].set_title("fitness")
     fig.suptitle(f"performance profiles over {n} instances: fraction within a factor tau of the best method",
                  fontsize=10)
@@ -117,3 +119,48 @@ def plot_convergence(table: pd.DataFrame, path, fmt: str | None = None) -> Path:
     for ax in list(axes.flat)[len(scenarios):]:
         ax.set_visible(False)
     return _save(fig, Path(path), fmt)
+
+
+def plot_time_to_target(curves: dict[str, pd.DataFrame], path, fmt: str | None = None) -> Path:
+    """Time-to-target curves (:func:`goodopt.runs.measures.time_to_target_curve`), one panel per target: the
+    fraction of instances each method has within the target of the reference value by time t."""
+    return _save(draw_time_to_target(curves), Path(path), fmt)
+
+
+def draw_time_to_target(curves: dict[str, pd.DataFrame]):
+    """The figure of :func:`plot_time_to_target`."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 3.6), squeeze=False)
+    for ax, (label, curve) in zip(axes[0], curves.items()):
+        t_max = max(float(curve.index.max()), 1e-3) * 1.5
+        for method in curve.columns:
+            ts = np.append(np.maximum(curve.index.to_numpy(), 1e-4), t_max)
+            ax.step(ts, np.append(curve[method].to_numpy(), curve[method].iloc[-1]), where="post", label=method)
+        ax.set_xscale("log")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("fraction of instances")
+        ax.set_title(label)
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_critical_difference(result, path, fmt: str | None = None, title: str = "") -> Path:
+    """The critical-difference diagram of a :class:`~goodopt.runs.statistics.FriedmanResult` (Nemenyi's
+    p-values at its alpha; :func:`scikit_posthocs.critical_difference_diagram`)."""
+    return _save(draw_critical_difference(result, title), Path(path), fmt)
+
+
+def draw_critical_difference(result, title: str = ""):
+    """The figure of :func:`plot_critical_difference`."""
+    import scikit_posthocs as sp
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 0.35 * len(result.average_ranks) + 1.2))
+    palette = {m: f"C{i}" for i, m in enumerate(result.average_ranks.index)}  # the profiles' colours
+    sp.critical_difference_diagram(result.average_ranks, result.nemenyi, alpha=result.alpha, ax=ax,
+                                   color_palette=palette)
+    ax.set_title(title or f"average ranks: Friedman p = {result.pvalue:.3g}, CD = {result.critical_difference:.2f} "
+                          f"(alpha {result.alpha:g}, N = {result.n_instances})", fontsize=9)
+    return fig

@@ -1,0 +1,72 @@
+"""Figure 10: the methods and MILP solvers benchmarked on the shipped library (``scenarios/library``).
+
+Each instance is solved by each method (the exact methods under a node budget, so the answers are the same on
+every machine); every answer is re-scored by the evaluator and judged against the library's certified value:
+performance profiles (solved = within 1e-4 of that value), time-to-target curves (within 0 and 1%, from each
+solve's incumbent over time) and the average ranks on the primal integral with the Friedman test's critical
+difference. The table ``library_benchmark.csv`` holds every solve with its measures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from goodopt.library import shipped
+from goodopt.runs.benchmark import library_references
+from goodopt.runs.compare import compare
+from goodopt.runs.measures import measures_table, time_to_target_curve
+from goodopt.runs.plots import draw_critical_difference, draw_profiles, draw_time_to_target
+from goodopt.runs.statistics import friedman, scores
+
+from . import specs
+from .experiments import Context, write_table
+from .style import save
+
+TABLE = "library_benchmark"
+
+
+def library_tables(ctx: Context) -> list[Path]:
+    """Every method of :func:`specs.library_benchmark` on its instances, with each solve's measures."""
+    spec = specs.library_benchmark(ctx.scale)
+    lib = library_references(shipped())
+    scenarios = [str(lib.scenarios[n]) for n in spec["instances"]]
+    parts = []
+    for m in spec["methods"]:
+        opts = dict(m["options"])
+        if m["method"].startswith("milp"):
+            opts["node_limit"] = spec["node_limit"]
+        t = compare(scenarios, [m["method"]], options={m["method"]: opts}, time_limit_s=spec["time_limit_s"],
+                    progress=False, traces=True, workers=ctx.workers)
+        parts.append(t.assign(method=m["label"], solver_method=m["method"]))
+    table = pd.concat(parts, ignore_index=True)
+    measures = measures_table(table, lib.values, horizon=spec["time_limit_s"])
+    table = pd.concat([table.drop(columns="trace"), measures.drop(columns=["scenario", "method", "seed"])], axis=1)
+    return [write_table(table, ctx.tables, TABLE, scale=ctx.scale, library=lib.folder.name,
+                        node_limit=spec["node_limit"], time_limit_s=spec["time_limit_s"])]
+
+
+def _table(tables: Path) -> pd.DataFrame:
+    return pd.read_csv(tables / f"{TABLE}.csv")
+
+
+def plot_library_profiles(tables: Path, out: Path):
+    """Performance profiles against the library's certified values."""
+    df = _table(tables)
+    reference = df.groupby("scenario")["reference"].first().to_dict()
+    return save(draw_profiles(df, reference=reference), out, "library_profiles")
+
+
+def plot_library_ttt(tables: Path, out: Path):
+    """Time-to-target curves: the fraction of instances within 0 and 1% of the library value by time t."""
+    df = _table(tables)
+    curves = {f"within {x:g} of the library's value": time_to_target_curve(df, x) for x in (0.0, 0.01)}
+    return save(draw_time_to_target(curves), out, "library_ttt")
+
+
+def plot_library_ranks(tables: Path, out: Path):
+    """Average ranks on the primal integral, with Nemenyi's critical difference (Friedman test)."""
+    df = _table(tables)
+    result = friedman(scores(df, "primal_integral"), "primal_integral")
+    return save(draw_critical_difference(result), out, "library_ranks")
