@@ -220,3 +220,24 @@ def match_configs(problem: AllocationProblem, configs: ConfigSet, alloc: Array) 
         if len(hit):
             out[j] = hit[0]
     return out
+
+
+#: The largest GPU count of a configuration in Sia's configuration set (its artifact's tables: 1, 2, 4 GPUs
+#: and 2-16 whole 4-GPU nodes; 1, 2, 4, 8 GPUs and 2-8 whole 8-GPU nodes: at most 64 GPUs).
+SIA_MAX_GPUS = 64
+
+
+def sia_configs(problem: AllocationProblem) -> ConfigSet:
+    """The configurations Sia's ILP chooses from (Sia, SOSP'23): on one node, a power-of-two GPU count up to
+    the node's; on several, whole nodes (``n * C`` GPUs on ``n >= 2`` nodes of ``C`` GPUs), at most
+    :data:`SIA_MAX_GPUS`; within each job's limits as every configuration is. A running job's keep
+    configuration stays (its current allocation). Taken from the unpruned set, so that no configuration of
+    Sia's set is missing because a configuration outside it dominated it."""
+    cs = enumerate_configs(problem, prune=False)
+    caps = np.zeros(problem.n_gpu_types, np.int64)
+    np.maximum.at(caps, problem.node_type, problem.node_capacity)
+    k, cap = cs.n_gpus, caps[cs.gpu_type]
+    power_of_two = (k & (k - 1)) == 0
+    single = ~cs.multi & power_of_two & (k <= cap)
+    whole = cs.multi & (k % cap == 0) & (k >= 2 * cap) & (k <= SIA_MAX_GPUS)
+    return cs.subset(cs.keep | single | whole)

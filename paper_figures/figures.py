@@ -111,4 +111,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "Average ranks on the primal integral (Berthold's, against the certified value) with the Friedman "
              "test and Nemenyi's critical difference: methods joined by a bar do not differ significantly"),
     )),
+    Figure("fig11", "Sia's configuration set against every configuration", lb.sia_tables, (
+        Plot("sia_configurations", lb.plot_sia_configurations,
+             "The certified optimum of each library instance over Sia's configuration set (`configs: sia`: on one "
+             "node a power-of-two GPU count, else whole nodes, at most 64 GPUs) relative to the optimum over "
+             "every configuration, and the seconds of both solves"),
+    )),
 )}

@@ -1,4 +1,5 @@
-"""Figure 10: the methods and MILP solvers benchmarked on the shipped library (``scenarios/library``).
+"""Figures 10 and 11: the methods and MILP solvers benchmarked on the shipped library (``scenarios/library``),
+and what Sia's restricted configuration set costs.
 
 Each instance is solved by each method (the exact methods under a node budget, so the answers are the same on
 every machine); every answer is re-scored by the evaluator and judged against the library's certified value:
@@ -22,7 +23,7 @@ from goodopt.runs.statistics import friedman, scores
 
 from . import specs
 from .experiments import Context, write_table
-from .style import save
+from .style import plain_log, save
 
 TABLE = "library_benchmark"
 
@@ -70,3 +71,39 @@ def plot_library_ranks(tables: Path, out: Path):
     df = _table(tables)
     result = friedman(scores(df, "primal_integral"), "primal_integral")
     return save(draw_critical_difference(result), out, "library_ranks")
+
+
+def sia_tables(ctx: Context) -> list[Path]:
+    """Figure 11: ``milp`` over every configuration and over Sia's set on the library's instances."""
+    from .experiments import sweep_table
+
+    return [sweep_table(ctx, specs.sia_configurations(ctx.scale))]
+
+
+def plot_sia_configurations(tables: Path, out: Path):
+    """Per instance: the optimum over Sia's configurations relative to the optimum over all (left), and the
+    seconds of both certified solves (right)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    df = pd.read_csv(tables / "sia_configurations.csv")
+    wide = df.pivot_table(index="scenario", columns="label", values=["fitness", "seconds"], aggfunc="median")
+    full, sia = "every configuration", "Sia's configurations"
+    ratio = (wide["fitness"][sia] / wide["fitness"][full]).sort_values()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2))
+    x = np.arange(len(ratio))
+    a.plot(x, ratio.to_numpy(), "o", color="C1")
+    a.axhline(1.0, color="0.6", lw=0.8)
+    a.set_ylabel("optimum over Sia's set / optimum over all")
+    for ax in (a, b):
+        ax.set_xticks(x, list(ratio.index), rotation=70, ha="right", fontsize=7)
+    for i, (label, mark) in enumerate(((full, "o"), (sia, "s"))):
+        b.plot(x, wide["seconds"][label].reindex(ratio.index).to_numpy(), mark, color=f"C{i}", label=label)
+    b.set_yscale("log")
+    plain_log(b, "y")
+    b.set_ylabel("seconds of the certified solve")
+    b.legend(fontsize=8)
+    a.set_title("what the larger configuration set is worth")
+    b.set_title("time of each certified optimum")
+    fig.tight_layout()
+    return save(fig, out, "sia_configurations")

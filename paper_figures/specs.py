@@ -106,6 +106,18 @@ def library_benchmark(scale: str) -> dict:
             "methods": methods, "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
+def sia_configurations(scale: str) -> dict:
+    """Figure 11: the exact optimum over every configuration and over Sia's set, on the shipped library."""
+    from goodopt.library import shipped
+
+    names = library_benchmark(scale)["instances"]
+    return {"name": "sia_configurations", "kind": "solve",
+            "scenarios": [str(shipped() / "instances" / f"{n}.yaml") for n in names],
+            "methods": [{"label": "every configuration", "method": "milp", "options": {}},
+                        {"label": "Sia's configurations", "method": "milp", "options": {"configs": "sia"}}],
+            "node_limit": NODE_LIMIT, "time_limit_s": 120}
+
+
 def _pollux_workloads(scale: str, traces) -> dict:
     """Workload fields of the homogeneous simulations."""
     if scale == "full":

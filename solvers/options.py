@@ -147,6 +147,9 @@ class MilpOptions(_MilpBase):
     #: ``whole``: the problem's reference model (every configuration); ``last-solved``: the model the solve
     #: ended with (the reduced-cost dive's, over its open configurations, say)
     write_model_kind: str = "whole"
+    #: ``all``: every configuration; ``sia``: only those of Sia's ILP
+    #: (:func:`goodopt.formulations.configs.sia_configs`): the same problem on Sia's restricted set
+    configs: str = "all"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,6 +159,7 @@ class MilpOptions(_MilpBase):
             raise ValidationError("options.write_model", f"must be a file name ending in .mps or .lp, got "
                                   f"{self.write_model!r}", "e.g. write_model='model.mps'")
         choice("write_model_kind", self.write_model_kind, ("whole", "last-solved"))
+        choice("configs", self.configs, ("all", "sia"))
         choice("symmetry", self.symmetry, ("order", "none"))
         choice("model_route", self.model_route, ("auto", "arrays", "pyomo"))
         choice("lp_rounding", self.lp_rounding, ("auto", True, False))

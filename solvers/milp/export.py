@@ -77,10 +77,11 @@ class ModelFile:
         return names
 
 
-def reference_run(problem: AllocationProblem) -> MilpRun:
-    """A run holding the problem's configurations and its objective scaled to greedy's allocation (as
-    ``formulation=reference`` scales it)."""
-    run = MilpRun(problem, problem.evaluator(), MilpOptions(formulation="reference"), time.perf_counter())
+def reference_run(problem: AllocationProblem, configs: str = "all") -> MilpRun:
+    """A run holding the problem's configurations (``configs="sia"``: Sia's set) and its objective scaled to
+    greedy's allocation (as ``formulation=reference`` scales it)."""
+    run = MilpRun(problem, problem.evaluator(), MilpOptions(formulation="reference", configs=configs),
+                  time.perf_counter())
     run.add_candidate(greedy(problem, run.cs)[0], "greedy")
     run.scale_objective()
     return run
@@ -232,7 +233,7 @@ def write_for_run(run: MilpRun, out: MethodOutcome) -> None:
     map; recorded in ``out.extra["written_model"]``."""
     path = run.opts.write_model
     if run.opts.write_model_kind == "whole":
-        mf = reference_file(run.pr)
+        mf = reference_file(run.pr, reference_run(run.pr, run.opts.configs))
         fitness = float(run.ev.fitness(out.alloc)) if out.alloc is not None else float("nan")
         value = value_of(mf.objective, fitness)
     elif run.last_model is not None:

@@ -81,7 +81,19 @@ def _solve_milp(problem: AllocationProblem, evaluator: Evaluator, opts: MilpOpti
     out = _stages(run)
     if opts.write_model:
         write_for_run(run, out)
-    return out
+    return restricted(out) if opts.configs != "all" else out
+
+
+def restricted(out: MethodOutcome) -> MethodOutcome:
+    """The outcome of a solve over a restricted configuration set, as an answer to the whole problem: its
+    bound and status hold for the restricted problem only, so they move to ``extra`` (``restricted_status``,
+    ``restricted_bound``) and the answer is ``completed`` with no bound on the whole problem."""
+    from dataclasses import replace
+
+    extra = {**out.extra, "restricted_status": str(out.status), "restricted_bound": out.bound}
+    status = Termination.COMPLETED if out.status in (Termination.OPTIMAL, Termination.GAP_LIMIT) else out.status
+    return replace(out, status=status, bound=float("nan"), objective_bound=float("nan"), extra=extra,
+                   message=f"over Sia's configuration set: {out.message}")
 
 
 def _stages(run: MilpRun) -> MethodOutcome:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from goodopt.formulations.configs import enumerate_configs
+from goodopt.formulations.configs import enumerate_configs, sia_configs
 from goodopt.formulations.objective import (
     ScaledObjective,
     fitness_from_sum,
@@ -147,7 +147,8 @@ class MilpRun:
         self.opts: Any = opts
         self.deadline = None if opts.time_limit_s is None else t_start + opts.time_limit_s
         t0 = time.perf_counter()
-        self.cs = enumerate_configs(problem)
+        # configs='sia': the same problem over Sia's configuration set (MilpOptions.configs)
+        self.cs = sia_configs(problem) if getattr(opts, 'configs', 'all') == 'sia' else enumerate_configs(problem)
         self.build_s = time.perf_counter() - t0
         self.info: dict[str, Any] = {"n_configs": self.cs.n_configs, "stages": []}
         self.candidates: list[Candidate] = []  # (alloc, source, fitness) of feasible allocations

@@ -1,0 +1,61 @@
+"""``configs: sia``: the exact method over Sia's configuration set, the apples-to-apples comparison with Sia's
+ILP -- the set as Sia's artifact lists it, its optimum never above the full one, and its bound kept apart."""
+
+import numpy as np
+import pytest
+from goodopt.formulations.configs import SIA_MAX_GPUS, enumerate_configs, sia_configs
+from goodopt.solvers import solve
+from hypothesis import HealthCheck, given, settings
+
+import goodopt
+from goodopt.families import FAMILIES
+
+from .test_fullrange import problems
+
+
+def test_sia_set_is_powers_of_two_on_a_node_and_whole_nodes_beyond():
+    pr = FAMILIES["sia-64"].scenario(0).problem()  # 4-GPU and 8-GPU nodes
+    cs = sia_configs(pr)
+    caps = {g: int(pr.node_capacity[pr.node_type == g].max()) for g in range(pr.n_gpu_types)}
+    moves = ~cs.keep
+    for c in np.flatnonzero(moves):
+        k, cap = int(cs.n_gpus[c]), caps[int(cs.gpu_type[c])]
+        if cs.multi[c]:
+            assert k % cap == 0 and 2 * cap <= k <= SIA_MAX_GPUS, (k, cap)
+        else:
+            assert k in (1, 2, 4, 8) and k <= cap, (k, cap)
+    # on an 8-GPU type Sia lists 1, 2, 4, 8 GPUs on one node and 2-8 whole nodes: every one of a job's in reach
+    full = enumerate_configs(pr, prune=False)
+    j, g = 0, next(g for g, c in caps.items() if c == 8)
+    mine = {(int(k), bool(m)) for k, m, jj, gg, kp in zip(cs.n_gpus, cs.multi, cs.job, cs.gpu_type, cs.keep)
+            if jj == j and gg == g and not kp}
+    reachable = {(int(k), bool(m)) for k, m, jj, gg, kp in zip(full.n_gpus, full.multi, full.job, full.gpu_type,
+                                                                full.keep) if jj == j and gg == g and not kp}
+    expected = {(k, False) for k in (1, 2, 4, 8)} | {(8 * n, True) for n in range(2, 9)}
+    assert mine == expected & reachable
+    assert cs.keep.sum() == enumerate_configs(pr).keep.sum()  # running jobs keep their allocation
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pr=problems())
+def test_the_restricted_optimum_is_feasible_never_above_the_full_one_and_claims_no_bound(pr):
+    full = solve(pr, "milp")
+    sia = solve(pr, "milp", {"configs": "sia"})
+    assert sia.has_solution and sia.feasible
+    assert sia.fitness <= full.fitness * (1 + 1e-9) + 1e-300, (pr.p, sia.fitness, full.fitness)
+    assert np.isnan(sia.bound) and sia.status in ("completed", "time_limit", "numerical")
+    if sia.extra["restricted_status"] == "optimal":
+        assert sia.extra["restricted_bound"] >= sia.fitness * (1 - 1e-6)
+
+
+def test_the_restricted_optimum_on_sia_64_is_below_the_full_one():
+    pr = goodopt.load_scenario("family:sia-64:0").problem()
+    full, sia = solve(pr, "milp"), solve(pr, "milp", {"configs": "sia"})
+    assert full.status == "optimal" and sia.extra["restricted_status"] == "optimal"
+    assert sia.fitness < full.fitness and sia.extra["n_configs"] < full.extra["n_configs"]
+    assert "Sia's configuration set" in sia.message
+
+
+def test_configs_is_checked():
+    with pytest.raises(goodopt.errors.ValidationError, match="configs"):
+        solve(FAMILIES["tiny"].scenario(0).problem(), "milp", {"configs": "pollux"})
