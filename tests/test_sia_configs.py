@@ -59,3 +59,25 @@ def test_the_restricted_optimum_on_sia_64_is_below_the_full_one():
 def test_configs_is_checked():
     with pytest.raises(goodopt.errors.ValidationError, match="configs"):
         solve(FAMILIES["tiny"].scenario(0).problem(), "milp", {"configs": "pollux"})
+
+
+@pytest.mark.parametrize("name", ["sia-64", "hetero-16", "mixed-64"])
+def test_the_bench_baseline_is_sia_s_ilp_a_relaxation_of_the_restricted_problem(name):
+    """Sia's ILP (one configuration per job, GPUs per type, no node rows) bounds the restricted optimum."""
+    from dataclasses import replace
+
+    from goodopt.bench.sia_ilp import sia_ilp_matrix
+    from goodopt.formulations.configs import sia_configs
+    from goodopt.formulations.objective import fitness_of_value, reference_fitness
+    from goodopt.scenario import Objective
+    from goodopt.solvers.mip_solvers import Limits, adapter
+
+    pr = replace(FAMILIES[name].scenario(0), objective=Objective.sia()).problem()
+    mm = sia_ilp_matrix(pr)
+    assert set(mm.names) <= {"0c", "1", "R2"} and mm.n_configs == sia_configs(pr).n_configs
+    out, _ = adapter("highs").solve(mm, Limits(threads=1, mip_rel_gap=0.0))
+    r = reference_fitness(pr, sia_configs(pr), None)
+    ilp = fitness_of_value(out.objective, pr.p, float(pr.weights.sum()), r)
+    restricted = solve(pr, "milp", {"configs": "sia"})
+    assert restricted.extra["restricted_status"] == "optimal"
+    assert ilp >= restricted.fitness * (1 - 1e-7)
