@@ -66,11 +66,12 @@ def test_the_bench_baseline_is_sia_s_ilp_a_relaxation_of_the_restricted_problem(
     """Sia's ILP (one configuration per job, GPUs per type, no node rows) bounds the restricted optimum."""
     from dataclasses import replace
 
-    from goodopt.bench.sia_ilp import sia_ilp_matrix
     from goodopt.formulations.configs import sia_configs
     from goodopt.formulations.objective import fitness_of_value, reference_fitness
-    from goodopt.scenario import Objective
     from goodopt.solvers.mip_solvers import Limits, adapter
+
+    from goodopt.bench.sia_ilp import sia_ilp_matrix
+    from goodopt.scenario import Objective
 
     pr = replace(FAMILIES[name].scenario(0), objective=Objective.sia()).problem()
     mm = sia_ilp_matrix(pr)

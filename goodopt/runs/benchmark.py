@@ -143,9 +143,13 @@ def _seeded(method: str, opts: dict[str, Any], i: int, randomised: Any, split: A
     return opts
 
 
-def variability_summary(table: pd.DataFrame, rtol: float = 1e-9) -> pd.DataFrame:
+def variability_summary(table: pd.DataFrame, rtol: float | None = None) -> pd.DataFrame:
     """Per scenario x method: the spread of seconds over the permutations (min, median, max, coefficient of
-    variation) and of fitness, and whether a certified optimum moved (beyond ``rtol``)."""
+    variation) and of fitness, and whether a certified optimum moved (beyond ``rtol``, default the tolerance
+    an optimum is certified to, :data:`goodopt.solvers.result.CERTIFIED_GAP`)."""
+    from goodopt.solvers.result import CERTIFIED_GAP
+
+    rtol = CERTIFIED_GAP if rtol is None else rtol
     rows = []
     for (sc, m), g in table.groupby(["scenario", "method"], sort=False):
         sec, fit = g["seconds"].to_numpy(float), g["fitness"].to_numpy(float)
