@@ -201,11 +201,17 @@ def least_cpu(pr) -> tuple[float, Any, int]:
     """CPU seconds of the exact solve of ``pr`` (the least of :data:`EXACT_REPEATS` solves when the first takes
     under :data:`REPEAT_BELOW_S`), that solve's result, and how many solves were timed. Each repeat does the same
     deterministic work (a node budget, no time limit)."""
+    return least_cpu_of(lambda: solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT}))
+
+
+def least_cpu_of(run, clock=time.process_time, repeats: int = EXACT_REPEATS) -> tuple[float, Any, int]:
+    """The least CPU seconds (by ``clock``) of ``run()`` over up to ``repeats`` calls, repeated only while the
+    best takes under :data:`REPEAT_BELOW_S`; the result of that call, and how many calls were timed."""
     best, result, runs = float("inf"), None, 0
-    while runs == 0 or (best < REPEAT_BELOW_S and runs < EXACT_REPEATS):
-        cpu = time.process_time()
-        r = solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT})
-        cpu = time.process_time() - cpu
+    while runs == 0 or (best < REPEAT_BELOW_S and runs < repeats):
+        cpu = clock()
+        r = run()
+        cpu = clock() - cpu
         runs += 1
         if cpu < best:
             best, result = cpu, r

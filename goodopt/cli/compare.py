@@ -108,8 +108,9 @@ def run(args) -> int:
     options = method_options(args.option, methods)
     table, variability = _run_all(args, scenarios, methods, options, lib, traces=bool(figures or args.stats or lib
                                                                                        or args.import_))
-    _write(args, table, variability, lib, path, figures, texts, scenarios, methods, options)
-    _print(args, table, variability, lib)
+    stats = _stats(table, args.stats) if args.stats else None
+    _write(args, table, variability, stats, lib, path, figures, texts, scenarios, methods, options)
+    _print(args, table, variability, stats, lib)
     con = console()
     con.print(f"wrote {', '.join(str(f) for f in [path, table_outputs(path)[1], *figures.values(), *texts.values()])}")
     return 0
@@ -160,7 +161,7 @@ def _run_all(args, scenarios, methods, options, lib, traces):
     return table, var
 
 
-def _write(args, table, var, lib, path, figures, texts, scenarios, methods, options) -> None:
+def _write(args, table, var, stats, lib, path, figures, texts, scenarios, methods, options) -> None:
     from ..outputs import output_set
     from ..runs.plots import plot_convergence, plot_critical_difference, plot_profiles, plot_time_to_target
     from ..runs.tables import write_table_into
@@ -180,7 +181,6 @@ def _write(args, table, var, lib, path, figures, texts, scenarios, methods, opti
 
             curves = {f"within {x:g} of the reference": time_to_target_curve(table, x) for x in (0.0, 0.01)}
             plot_time_to_target(curves, out.path(figures["--ttt"]), fmt=figures["--ttt"].suffix[1:])
-        stats = _stats(table, args.stats) if args.stats else None
         if "--cd" in figures and stats is not None:
             plot_critical_difference(stats[0], out.path(figures["--cd"]), fmt=figures["--cd"].suffix[1:])
         if "--latex" in texts:
@@ -212,7 +212,7 @@ def _latex(table, stats, reference) -> str:
     return "\n".join(parts)
 
 
-def _print(args, table, var, lib) -> None:
+def _print(args, table, var, stats, lib) -> None:
     from ..runs.performance import method_summary
     from ..runs.tables import summary
 
@@ -223,8 +223,8 @@ def _print(args, table, var, lib) -> None:
         what = "the library's value" if lib is not None else "the best answer"
         _rich(con, f"per method over all instances (solved: feasible and within 1e-4 of {what})",
               method_summary(table, reference=lib.values if lib else None))
-    if args.stats:
-        fr, wh, measure = _stats(table, args.stats)
+    if stats is not None:
+        fr, wh, measure = stats
         con.print(f"Friedman test on {measure}: chi2 = {fr.statistic:.4g}, p = {fr.pvalue:.3g} over "
                   f"{fr.n_instances} instances; critical difference {fr.critical_difference:.3f} at alpha "
                   f"{fr.alpha:g}")

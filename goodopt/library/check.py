@@ -91,15 +91,17 @@ class CheckReport:
 
 def check(instance: str | Path, answer: str | Path) -> CheckReport:
     """Judge ``answer`` against ``instance`` (see the module's docstring)."""
+    from ..solvers.milp.answers import load_map
     from ..sources import load_scenario
 
     inst = Instance.at(instance)
     pr = load_scenario(str(inst.scenario)).problem()
+    mapping = load_map(inst.map) if inst.map is not None else None  # read once: several MB at 512 GPUs
     answer = Path(answer)
     if answer.suffix.lower() in ALLOCATION_SUFFIXES:
         alloc, kind, violation, claimed = _allocation_answer(pr, answer), "allocation", "", math.nan
     else:
-        alloc, kind, violation, claimed = _solution_answer(pr, inst, answer)
+        alloc, kind, violation, claimed = _solution_answer(pr, inst, mapping, answer)
     ev = pr.evaluator()
     fitness = math.nan
     if alloc is not None:
@@ -107,7 +109,7 @@ def check(instance: str | Path, answer: str | Path) -> CheckReport:
         violation = violation or (problems[0] if problems else "")
         fitness = float(ev.fitness(alloc)) if not problems else math.nan
     return _with_library(CheckReport(instance=inst.name, answer=str(answer), kind=kind, feasible=not violation,
-                                     violation=violation, fitness=fitness, claimed=claimed), inst)
+                                     violation=violation, fitness=fitness, claimed=claimed), inst, mapping)
 
 
 def _allocation_answer(pr: Any, path: Path) -> Any:
@@ -119,16 +121,17 @@ def _allocation_answer(pr: Any, path: Path) -> Any:
     return pr.allocation_from_mapping(data)
 
 
-def _solution_answer(pr: Any, inst: Instance, path: Path) -> tuple[Any, str, str, float]:
-    from ..solvers.milp.answers import allocation_of, column_vector, first_violation, load_map, model_arrays
+def _solution_answer(pr: Any, inst: Instance, mapping: dict[str, Any] | None,
+                     path: Path) -> tuple[Any, str, str, float]:
+    from ..solvers.milp.answers import allocation_of, column_vector, first_violation, model_arrays
     from ..solvers.milp.export import fitness_of
     from ..solvers.solution_files import read_solution
 
-    if inst.model is None or inst.map is None:
+    if inst.model is None or mapping is None:
         raise ValidationError("instance", f"{inst.name} has no model file and map beside its scenario",
                               "write them with goodopt solve --write-model or goodopt library build")
     sol = read_solution(path)
-    model, mapping = model_arrays(inst.model), load_map(inst.map)
+    model = model_arrays(inst.model)
     if model.col_names != [c["name"] for c in mapping["columns"]]:
         raise ValidationError("map", f"{inst.map} does not describe the columns of {inst.model}",
                               "use the map written with the model file")
@@ -142,18 +145,17 @@ def _solution_answer(pr: Any, inst: Instance, path: Path) -> tuple[Any, str, str
     return alloc, sol.format, why, claimed
 
 
-def _with_library(rep: CheckReport, inst: Instance) -> CheckReport:
-    if inst.solu is None or inst.map is None:
+def _with_library(rep: CheckReport, inst: Instance, mapping: dict[str, Any] | None) -> CheckReport:
+    if inst.solu is None or mapping is None:
         return rep
     from dataclasses import replace
 
-    from ..solvers.milp.answers import load_map
     from ..solvers.milp.export import fitness_of
 
     entry = read_solu(inst.solu).get(inst.name)
     if entry is None or not math.isfinite(entry.value):
         return replace(rep, library=entry)
-    objective = load_map(inst.map)["objective"]
+    objective = mapping["objective"]
     value = fitness_of(objective, entry.value)
     bound = fitness_of(objective, entry.bound) if math.isfinite(entry.bound) else math.nan
     return replace(rep, library=entry, library_fitness=value, library_bound=bound,

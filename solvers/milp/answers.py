@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from goodopt.formulations.configs import ConfigSet
+from goodopt.formulations.matrix import CscArrays
 from goodopt.formulations.row_families import describe, family_of
 
 from goodopt.arrays import Array
@@ -112,8 +113,7 @@ def first_violation(model: ModelArrays, x: Array) -> str | None:
     for i in np.flatnonzero(frac):
         return f"column {model.col_names[i]} = {x[i]:.9g} is an integer column"
     indptr, indices, data = model.A
-    act = np.zeros(len(model.row_names))
-    np.add.at(act, indices, data * np.repeat(x, np.diff(indptr)))
+    act = CscArrays(indptr, indices, data, (len(model.row_names), len(x))).matvec(x)
     lo, hi = model.row_lower, model.row_upper
     slack = _tolerance(lo, hi)
     for r in np.flatnonzero((act < lo - slack) | (act > hi + slack)):
