@@ -100,6 +100,12 @@ class CscArrays:
         return CscArrays(indptr=indptr, indices=self.indices[take], data=self.data[take],
                          shape=(self.shape[0], len(cols)))
 
+    def hstack(self, other: CscArrays) -> CscArrays:
+        """This matrix with the columns of ``other`` (as many rows) after its own."""
+        indptr = np.concatenate([self.indptr, other.indptr[1:] + self.indptr[-1]]).astype(np.int64)
+        return CscArrays(indptr=indptr, indices=np.concatenate([self.indices, other.indices]),
+                         data=np.concatenate([self.data, other.data]), shape=(self.shape[0], self.shape[1] + other.shape[1]))
+
     @classmethod
     def from_triplets(cls, rows: Array, cols: Array, vals: Array, shape: tuple[int, int]) -> CscArrays:
         """Duplicates (same row and column) are summed, in the order given. Shapes: rows, cols, vals (nnz,).

@@ -12,7 +12,7 @@ round an LP solution, add a no-good cut (C1), and move the epigraph floor
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,6 @@ from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
 
 from .backend import solve_model
-from .highs_arrays import Pricing
 from .mip_solvers.session import new_session
 from .outcome import MilpOutcome
 
@@ -87,13 +86,11 @@ class ArrayModel(_Base):
         self._load(x, relax)
         return out
 
-    def solve_priced(self, hold: Array, price: Callable[[Array], Array], *, time_limit_s: float | None = None,
-                     **_: Any) -> tuple[MilpOutcome, Pricing]:
-        """The LP relaxation with the columns ``hold`` held at 0 until ``price`` releases them
-        (:meth:`HighsSession.solve_priced`); its solution is loaded as :meth:`solve`'s with ``relax``."""
-        out, x, pricing = self.session.solve_priced(hold, price, time_limit_s=time_limit_s)
-        self._load(x, relax=True)
-        return out, pricing
+    def load_relaxation(self, x: Array, row_dual: Array) -> None:
+        """Take an LP relaxation solved elsewhere (every column's value and every row's dual in this model, e.g.
+        by column generation, :mod:`goodopt.solvers.milp.pricing`) as this model's last."""
+        self._load(np.asarray(x, float), relax=True)
+        self.session.lp_row_dual = np.asarray(row_dual, float)
 
     def _load(self, x: Array | None, relax: bool) -> None:
         if x is not None:

@@ -10,8 +10,8 @@ model's own (maximised) units.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,16 +22,6 @@ from goodopt.arrays import Array, ArrayIn
 from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, pass_arrays, read_highs, run_highs
 from .outcome import MilpOutcome
 from .result import Termination
-
-
-@dataclass(frozen=True)
-class Pricing:
-    """How an LP relaxation solved by :meth:`HighsSession.solve_priced` went: columns held at their lower bound
-    at first, how many of them the duals released, and the LP solves it took."""
-
-    held: int
-    released: int
-    rounds: int
 
 
 class HighsSession:
@@ -73,6 +63,23 @@ class HighsSession:
         self.h.addRow(lower if np.isfinite(lower) else -inf, upper if np.isfinite(upper) else inf,
                       len(columns), np.asarray(columns, np.int32), np.asarray(values, float))
         self.n_rows += 1
+
+    def add_columns(self, columns: MatrixModel) -> None:
+        """Append the columns of ``columns`` (a model over the same rows: its costs, bounds, integrality and
+        matrix; its rows' bounds are not read). The basis HiGHS holds stays, so the next LP starts from it."""
+        m, A = self.model, columns.A
+        self.h.addCols(columns.n_columns, np.asarray(columns.cost, float), np.asarray(columns.lower, float),
+                       np.asarray(columns.upper, float), len(A.data), np.asarray(A.indptr[:-1], np.int32),
+                       np.asarray(A.indices, np.int32), np.asarray(A.data, float))
+        self.model = replace(m, cost=np.concatenate([m.cost, columns.cost]),
+                             lower=np.concatenate([m.lower, columns.lower]),
+                             upper=np.concatenate([m.upper, columns.upper]),
+                             integer=np.concatenate([m.integer, columns.integer]), A=m.A.hstack(A))
+        if not self._relaxed and columns.integer.any():  # HiGHS holds the integrality now: the new columns' too
+            n, k = m.n_columns, columns.n_columns
+            self.h.changeColsIntegrality(k, np.arange(n, n + k, dtype=np.int32), columns.integer.astype(np.uint8))
+        elif columns.integer.any():
+            self._relaxed = True
 
     def set_bounds(self, columns: ArrayIn, lower: ArrayIn, upper: ArrayIn) -> None:
         """New bounds for ``columns`` (until set again)."""
@@ -135,53 +142,6 @@ class HighsSession:
         if not self._relaxed and self.model.integer.any():
             self._set_integrality(np.zeros(self.model.n_columns, np.uint8))
             self._relaxed = True
-
-    def solve_priced(self, hold: Array, price: Callable[[Array], Array], *, time_limit_s: float | None = None,
-                     max_rounds: int = 4) -> tuple[MilpOutcome, Array | None, Pricing]:
-        """The LP relaxation with the columns ``hold`` held at their lower bounds until the duals say they pay.
-
-        After each LP, ``price`` (the row duals -> a flag per column) names
-        the columns worth releasing (positive reduced cost); they are released
-        and the LP re-solved warm from its basis. When none is named, the LP's
-        optimum is the whole model's; after ``max_rounds`` rounds every column
-        still held is released. Every bound is restored before returning, so
-        the model is unchanged. Returns the last LP's outcome (times and
-        iterations summed over the rounds), its column values and the
-        :class:`Pricing` record. Shapes: hold (n_columns,) bool.
-        """
-        model = self.model
-        held = np.flatnonzero(np.asarray(hold, bool) & (model.upper > model.lower))
-        n_held, rounds = held.size, 0
-        deadline = None if time_limit_s is None else time.perf_counter() + time_limit_s
-        solve_s, iterations = 0.0, 0
-        self._set_upper(held, model.lower[held])
-        self._relax()  # once for every round, and left so (see integral)
-        try:
-            while True:
-                left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
-                out, x = self.solve(time_limit_s=left, relax=True)
-                rounds += 1
-                solve_s += out.solve_s
-                iterations += out.lp_iterations or 0
-                if out.termination != Termination.OPTIMAL or self.lp_row_dual is None or held.size == 0:
-                    break
-                enter = np.asarray(price(self.lp_row_dual), bool)[held]
-                if not enter.any():
-                    break
-                if rounds >= max_rounds:
-                    enter[:] = True
-                self._set_upper(held[enter], model.upper[held[enter]])
-                held = held[~enter]
-        finally:
-            self._set_upper(held, model.upper[held])
-        out = replace(out, solve_s=solve_s, lp_iterations=iterations)
-        return out, x, Pricing(held=n_held, released=n_held - held.size, rounds=rounds)
-
-    def _set_upper(self, columns: Array, upper: Array) -> None:
-        """New upper bounds for ``columns`` (their lower bounds as the model has them)."""
-        if columns.size:
-            cols = np.asarray(columns, np.int32)
-            self.h.changeColsBounds(cols.size, cols, self.model.lower[columns], np.asarray(upper, float))
 
     def _set_integrality(self, kinds: Array) -> None:
         """Every column's integrality in one call: 0 continuous, 1 integer (HiGHS's own codes), as a uint8 array

@@ -875,61 +875,73 @@ def test_a_session_solves_its_lp_relaxation_and_then_its_milp():
     assert list(session.h.getLp().integrality_) == [kinds.kInteger] * 3 + [kinds.kContinuous]
 
 
-@pytest.mark.parametrize("held, released, lp", [(1, 1, 5 + 7 * 2 / 3), (2, 0, 5 + 7 * 2 / 3)])
-def test_a_held_column_is_released_when_its_reduced_cost_pays(held, released, lp):
-    """The knapsack LP (items 0, 1, 2: values 7, 5, 4; weights 3, 2, 2; capacity 4) with one item held at 0.
-    Without item 1 (the best value per weight, 2.5) the LP takes item 0 and half of item 2 (9.0) and prices
-    capacity at 2 per unit: item 1's reduced cost 5 - 2 * 2 = 1 pays, so it is released and a second solve
-    reaches the whole optimum, item 1 and two thirds of item 0 (9.667). Without item 2 the LP is already that
-    optimum (capacity priced at 7/3, item 2's reduced cost 4 - 14/3 < 0): one solve, nothing released. Either
-    way every bound is given back, and the integrality with the next MIP solve."""
+def test_a_column_added_to_a_solved_lp_enters_where_its_reduced_cost_pays():
+    """The knapsack LP (items 0, 1, 2: values 7, 5, 4; weights 3, 2, 2; capacity 4) over items 0 and 2 takes
+    item 0 and half of item 2 (9.0) and prices capacity at 2 per unit: item 1's reduced cost 5 - 2 * 2 = 1 pays (item 0, at its bound, has 1 too).
+    Added to the live session, it enters, and the LP reaches the whole optimum, item 1 and two thirds of item 0
+    (9.667); the MIP that follows knows the new column is binary too (items 1 and 2: 9.0)."""
     from goodopt.formulations.matrix import CscArrays, MatrixModel
     from goodopt.solvers.highs_arrays import HighsSession
     from goodopt.solvers.milp.reduce import signed_duals
 
-    A = CscArrays.from_triplets(np.zeros(3, np.int64), np.arange(3), np.array([3.0, 2.0, 2.0]), (1, 3))
-    mm = MatrixModel(cost=np.array([7.0, 5.0, 4.0]), lower=np.zeros(3), upper=np.ones(3), integer=np.ones(3, bool),
-                     A=A, row_lower=np.array([-np.inf]), row_upper=np.array([4.0]), names=("cap",), n_configs=3,
-                     epigraph=False)
-    session = HighsSession(mm)
-    hold = np.arange(3) == held
-    out, x, pricing = session.solve_priced(hold, lambda y: mm.cost - mm.A.rmatvec(signed_duals(mm, y)) > 1e-9)
-    assert out.objective == pytest.approx(lp) and (pricing.held, pricing.released) == (1, released)
-    assert pricing.rounds == 1 + released and x[held] == pytest.approx(1.0 if released else 0.0)
-    assert np.array_equal(session.h.getLp().col_upper_, mm.upper)
+    def knapsack(items):
+        values, weights = np.array([7.0, 5.0, 4.0])[items], np.array([3.0, 2.0, 2.0])[items]
+        A = CscArrays.from_triplets(np.zeros(len(items), np.int64), np.arange(len(items)), weights, (1, len(items)))
+        return MatrixModel(cost=values, lower=np.zeros(len(items)), upper=np.ones(len(items)),
+                           integer=np.ones(len(items), bool), A=A, row_lower=np.array([-np.inf]),
+                           row_upper=np.array([4.0]), names=("cap",), n_configs=len(items), epigraph=False)
+
+    whole, session = knapsack([0, 1, 2]), HighsSession(knapsack([0, 2]))
+    lp, _ = session.solve(relax=True)
+    reduced = whole.cost - whole.A.rmatvec(signed_duals(whole, session.lp_row_dual))
+    assert lp.objective == pytest.approx(9.0) and reduced == pytest.approx([1.0, 1.0, 0.0])
+    session.add_columns(knapsack([1]))
+    lp, x = session.solve(relax=True)
+    assert lp.objective == pytest.approx(5 + 7 * 2 / 3) and x == pytest.approx([2 / 3, 0.0, 1.0])
     milp, x = session.solve()
     assert milp.objective == pytest.approx(9.0) and np.allclose(x, [0, 1, 1])
     assert [int(v) for v in session.h.getLp().integrality_] == [1, 1, 1]
 
 
-@pytest.mark.parametrize("objective", ["own", "sia"])
-def test_the_priced_lp_relaxation_is_the_whole_models(objective):
-    """cluster-256 (one GPU type) with its 2.1k multi-node moves held at first: the duals release some of them
-    (a few hundred under Sia's objective), and the LP ends at the whole model's optimum; the bound kept
-    (the whole model's Lagrangian bound for the last duals) is that optimum too, and the model is left as
-    built."""
+@pytest.mark.parametrize("family, objective", [("cluster-2048", "own"), ("five-types-512", "own"),
+                                               ("five-types-512", "sia"), ("mixed-64", "own")])
+def test_the_lp_relaxation_by_column_generation_is_the_whole_models(family, objective):
+    """One and five GPU types, under every type's node-pattern rows: HiGHS sees a core of the configurations,
+    the LP it ends at is the whole model's optimum, and so is the bound kept (the whole model's Lagrangian
+    bound for the last duals); the column values and duals loaded into the model are the whole model's.
+    mixed-64 (2.1k configurations) is below :data:`~goodopt.solvers.milp.pricing.GENERATE_FROM_CONFIGS`: its
+    whole LP is solved. Made to run every job (the objective scaled to greedy's answer prunes idling), the answer is the same."""
     import time
 
+    from goodopt.solvers.heuristics import greedy
     from goodopt.solvers.milp import pricing
     from goodopt.solvers.milp.models import config_model
+    from goodopt.solvers.milp.reduce import tighter_bounds
     from goodopt.solvers.milp.run import MilpRun
     from goodopt.solvers.options import MilpOptions
 
     from goodopt.evaluator import Evaluator
 
-    sc = FAMILIES["cluster-256"].scenario(0)
+    sc = FAMILIES[family].scenario(0)
     pr = (dataclasses.replace(sc, objective=Objective.sia()) if objective == "sia" else sc).problem()
     run = MilpRun(pr, Evaluator(pr), MilpOptions(), time.perf_counter())
-    run.scale_objective()
-    whole = config_model(run, range(pr.n_gpu_types)).solve(relax=True)
-    model = config_model(run, range(pr.n_gpu_types))
-    priced = pricing.priced_relaxation(run, model)
-    record = run.info["lp_pricing"]
-    assert record["held"] == int(pricing.held_configs(run.cs).sum()) > 2000
-    assert (record["released"] > 100 and record["lp_solves"] == 2) if objective == "sia" else record["lp_solves"] >= 1
-    assert priced.objective == pytest.approx(whole.objective, rel=1e-9)
-    assert priced.bound == pytest.approx(whole.objective, rel=1e-9) and priced.bound >= priced.objective - 1e-9
-    assert np.array_equal(model.session.h.getLp().col_upper_, model.mm.upper)
+    for incumbent in (False, True):
+        if incumbent:
+            run.add_candidate(greedy(pr, run.cs)[0], "greedy")
+        run.scale_objective()
+        whole = config_model(run, range(pr.n_gpu_types)).solve(relax=True)
+        model = config_model(run, range(pr.n_gpu_types))
+        priced = pricing.priced_relaxation(run, model)
+        assert priced.objective == pytest.approx(whole.objective, rel=1e-9)
+        assert priced.bound == pytest.approx(whole.objective, rel=1e-9) and priced.bound >= priced.objective - 1e-9
+        x, mm = model.lp_values, model.mm
+        assert float(mm.cost @ x) == pytest.approx(whole.objective, rel=1e-9)
+        assert np.all(mm.A.matvec(x) <= mm.row_upper + 1e-7) and np.all(mm.A.matvec(x) >= mm.row_lower - 1e-7)
+        assert tighter_bounds(mm, model.session.lp_row_dual)[1] == pytest.approx(priced.bound, rel=1e-12)
+        generated = run.info.get("lp_pricing")
+        assert (generated is None) == (family == "mixed-64")
+        if generated and not incumbent:
+            assert generated["core"] < mm.n_configs / 2
 
 
 def test_highs_holds_the_matrix_model_it_was_given():

@@ -45,7 +45,7 @@ def _part_exact(con, bar, out, args) -> None:
     task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES) * len(solvers.EXACT_OBJECTIVES))
     rows = solvers.exact_solves(seed, progress=lambda: bar.advance(task))
     cols = ["family", "objective", "seeds", "slowest_seed", "n_gpus", "n_jobs", "n_configs", "build_solve_s",
-            "cpu_s", "cpu_runs", "status", "gap", "lp_iterations", "nodes", "sia_ilp_cpu_s", "ratio_to_sia",
+            "cpu_s", "median_cpu_s", "cpu_runs", "status", "gap", "lp_iterations", "nodes", "sia_ilp_cpu_s", "ratio_to_sia",
             "pyomo_total_s", "ratio_pyomo_to_arrays", "same_fitness"]
     if against is not None:
         solvers.against_previous(rows, against)
@@ -54,7 +54,7 @@ def _part_exact(con, bar, out, args) -> None:
                "Sia's ILP time as measured beside goodopt (not in this run)"
                + (f"; CPU seconds of the earlier run in {against}" if against is not None else ""))
     con.print(_table(f"Exact solves (budget {solvers.EXACT_NODE_LIMIT} B&B nodes, seed {seed}; a row over several "
-                     "seeds shows the slowest): build + solve "
+                     "seeds shows the slowest, and the median CPU seconds over them): build + solve "
                      f"seconds, CPU seconds of the whole solve (the least of {solvers.EXACT_REPEATS} where one takes "
                      f"under {solvers.REPEAT_BELOW_S:g} s), status, gap, LP iterations and B&B nodes of every "
                      "stage over the row's seeds (the solver's work, which the machine's load does not move); "

@@ -28,8 +28,10 @@ LP_FIRST_FROM_PAIRS = 2_000
 #: ``every_type``). Where that MILP ran on the shipped families it took 1-202 nodes (five-types-512 seeds 0-19,
 #: mixed-2048 and five-types-2048 seeds 0-9, both objectives), but on five-types-2048 seed 5 under its own
 #: objective 7,320 nodes in 74 s for an optimum that placed on two of five types; under every type's rows the
-#: same level took 5 s (the whole solve 80 -> 15.5 s with this budget, whose nodes took 8 s there).
-PLAIN_CONFIG_NODES = 300
+#: same level took 5 s. Measured with the LP by column generation (:mod:`.pricing`), five-types-2048 seeds 0-9,
+#: own objective, CPU s, one process each: with 300 nodes 63.1 s in all, worst 16.7 s (seed 7); with 30 nodes
+#: 52.0 s, worst 10.0 s (seed 7), seed 5 15.0 -> 8.0 s; mixed-2048 seeds 0-4 7.6 and 7.9 s (noise), the same optima.
+PLAIN_CONFIG_NODES = 30
 
 
 def lp_first(run: MilpRun) -> bool:
