@@ -76,6 +76,9 @@ class ArrayModel(_Base):
         self.build_s = time.perf_counter() - t0
         self._x: Array | None = None
         self._lp_x: Array | None = None
+        #: Per configuration, a bound ``L_c`` on every solution that chooses it, from a relaxation of this model
+        #: (the aggregate rows' Lagrangian, :mod:`goodopt.solvers.milp.pricing`); None when there is none.
+        self.relaxation_bounds: Array | None = None
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
@@ -84,13 +87,17 @@ class ArrayModel(_Base):
         out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
                                     warm_start=x0, relax=relax, node_limit=node_limit)
         self._load(x, relax)
+        if relax:
+            self.relaxation_bounds = None
         return out
 
-    def load_relaxation(self, x: Array, row_dual: Array) -> None:
+    def load_relaxation(self, x: Array, row_dual: Array, relaxation_bounds: Array | None = None) -> None:
         """Take an LP relaxation solved elsewhere (every column's value and every row's dual in this model, e.g.
-        by column generation, :mod:`goodopt.solvers.milp.pricing`) as this model's last."""
+        by column generation, :mod:`goodopt.solvers.milp.pricing`) as this model's last, and per configuration
+        the bound ``L_c`` of a relaxation of this model where one is known (same units)."""
         self._load(np.asarray(x, float), relax=True)
         self.session.lp_row_dual = np.asarray(row_dual, float)
+        self.relaxation_bounds = None if relaxation_bounds is None else np.asarray(relaxation_bounds, float)
 
     def _load(self, x: Array | None, relax: bool) -> None:
         if x is not None:

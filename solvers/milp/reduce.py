@@ -68,23 +68,53 @@ def lagrangian_bounds(mm: MatrixModel, y: Array) -> tuple[float, Array]:
 
 
 def lp_config_bounds(run: MilpRun, model: ArrayModel) -> ConfigBounds | None:
-    """The bounds ``L_c`` from ``model``'s last LP relaxation (its duals); None when there are none (no
-    duals, rows added since, or an epigraph model)."""
+    """The bounds ``L_c`` from ``model``'s last LP relaxation (its duals), each the lesser of that and the
+    bound a relaxation gave where the model holds one (:attr:`ArrayModel.relaxation_bounds`); None when there
+    are none (no duals, rows added since, or an epigraph model)."""
     mm, y = model.mm, model.session.lp_row_dual
     if y is None or run.objective is None or model.session.n_rows != mm.n_rows or len(y) != mm.n_rows:
         return None
     _, total, value = tighter_bounds(mm, y)
     if not np.isfinite(total):
         return None
+    other = model.relaxation_bounds  # a relaxation's bounds hold for this model too: the lesser of the two
+    if other is not None and len(other) == len(value):
+        value = np.minimum(value, other)
     return ConfigBounds(value=value, lp_bound=total, objective=run.objective)
 
 
 def tighter_bounds(mm: MatrixModel, y: Array) -> tuple[Array, float, Array]:
-    """``(multipliers, L, L_c)`` of :func:`lagrangian_bounds` for ``y`` or ``-y``, whichever bounds every solution
-    tighter: HiGHS's sign convention for a maximisation's duals aside, both give valid bounds.
-    Shapes: y (m,) -> (m,), float, (n_configs,)."""
-    (total, value), (total_neg, value_neg) = lagrangian_bounds(mm, y), lagrangian_bounds(mm, -y)
-    return (-y, total_neg, value_neg) if total_neg < total else (y, total, value)
+    """``(multipliers, L, L_c)`` of :func:`lagrangian_bounds` for ``y`` or ``-y`` (HiGHS's sign convention for a
+    maximisation's duals aside): the orientation whose signs fit the rows (:func:`sign_misfit`), then the
+    tighter bound where both fit alike. Its multipliers of a forbidden sign are set to 0
+    (:func:`feasible_multipliers`). Any multipliers give a valid bound. Shapes: y (m,) -> (m,), float,
+    (n_configs,)."""
+    y = np.asarray(y, dtype=float)
+    pos, neg = feasible_multipliers(mm, y), feasible_multipliers(mm, -y)
+    (total, value), (total_neg, value_neg) = lagrangian_bounds(mm, pos), lagrangian_bounds(mm, neg)
+    misfit, misfit_neg = sign_misfit(mm, y), sign_misfit(mm, -y)
+    if misfit_neg < misfit or (misfit_neg == misfit and total_neg < total):
+        return neg, total_neg, value_neg
+    return pos, total, value
+
+
+def sign_misfit(mm: MatrixModel, y: Array) -> float:
+    """How much of ``y`` has a sign its row's infinite side forbids (a row without an upper limit takes
+    ``y <= 0``, one without a lower limit ``y >= 0``): the sum of those multipliers' magnitudes. The duals of
+    an LP solver in the right orientation misfit by rounding residue at most; in the wrong one by whole duals.
+    Shapes: y (m,) -> float."""
+    no_upper, no_lower = ~np.isfinite(mm.row_upper), ~np.isfinite(mm.row_lower)
+    return float(np.abs(y[(no_upper & (y > 0)) | (no_lower & (y < 0))]).sum())
+
+
+def feasible_multipliers(mm: MatrixModel, y: Array) -> Array:
+    """``y`` with each multiplier of the sign a row's infinite side forbids set to 0. Where an LP solver's dual
+    carries a residue such as 1e-14 of the wrong sign (seen on a row of the five-types-512 model of seed 3,
+    Sia's objective, from duals of a column-generated LP), that residue would otherwise meet the infinite side
+    and make the bound +inf. Shapes: y (m,) -> (m,)."""
+    y = np.asarray(y, dtype=float)
+    no_upper, no_lower = ~np.isfinite(mm.row_upper), ~np.isfinite(mm.row_lower)
+    return np.where((no_upper & (y > 0)) | (no_lower & (y < 0)), 0.0, y)
 
 
 def signed_duals(mm: MatrixModel, y: Array) -> Array:
