@@ -13,7 +13,7 @@ export GOODOPT_TRACES
 FIGURE_ARGS := $(if $(FULL),--scale full,)
 FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8 fig9 fig10 fig11
 
-.PHONY: venv test test-slow test-all test-latest lock lint figures $(FIGS) docs-figure bench fit reproduce library clean
+.PHONY: venv test test-slow test-all test-latest lock lint figures $(FIGS) docs-figure docs docs-lock bench fit reproduce library clean
 
 venv: $(STAMP)
 
@@ -98,6 +98,32 @@ docs-figure: fig4
 bench: $(STAMP)
 	$(BIN)/python -m goodopt.bench $(BENCH_ARGS)
 
+# The documentation site (site/): MkDocs Material, the API reference read from the docstrings by mkdocstrings,
+# the tutorials run by goodopt's venv as the site is built (docs/hooks.py), strict: a broken link or reference
+# fails the build. Its tools live in their own venv from their own lock (docs/requirements.txt); mkdocstrings
+# reads the package through a tree of links laid out as it is imported (as mypy does below).
+DOCS_VENV  := .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.installed
+$(DOCS_STAMP): docs/requirements.txt
+	@test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --require-hashes -r docs/requirements.txt
+	@touch $(DOCS_STAMP)
+
+docs: $(STAMP) $(DOCS_STAMP)
+	rm -rf $(DOCS_VENV)/src && mkdir -p $(DOCS_VENV)/src/goodopt
+	cp -rs $(CURDIR)/goodopt/. $(DOCS_VENV)/src/goodopt/
+	for d in formulations solvers scenarios paper_figures; do ln -s $(CURDIR)/$$d $(DOCS_VENV)/src/goodopt/$$d; done
+	NO_MKDOCS_2_WARNING=1 GOODOPT_PYTHON=$(abspath $(BIN)/python) $(DOCS_VENV)/bin/mkdocs build --strict --quiet -d site
+
+# the docs lock again from docs/requirements.in, against goodopt's lock (uv in the docs venv)
+docs-lock: $(DOCS_STAMP)
+	$(DOCS_VENV)/bin/python -m pip install --quiet uv
+	grep -v '^ *#\|^ *--hash' $(LOCK) | sed 's/ *\\$$//' > $(DOCS_VENV)/constraints.txt
+	{ sed -n '1,3p' docs/requirements.txt; $(DOCS_VENV)/bin/uv pip compile docs/requirements.in \
+	    -c $(DOCS_VENV)/constraints.txt --generate-hashes --universal --python-version 3.11 --no-header \
+	    --no-annotate --quiet; } > docs/requirements.new
+	mv docs/requirements.new docs/requirements.txt
+
 # The benchmark library's large tier (every family up to 2048 GPUs, seeds 0-2, both objectives), built and
 # certified in library_out/large, then verified; the small tier is shipped in scenarios/library
 library: $(STAMP)
@@ -114,4 +140,4 @@ fit: $(STAMP)
 	$(BIN)/goodopt fit --traces $(GOODOPT_TRACES) --out scenarios/profiles
 
 clean:
-	rm -rf $(VENV) $(LATEST) build *.egg-info paper_figures/out paper_figures/out-tiny paper_figures/out-full library_out .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LATEST) $(DOCS_VENV) site build *.egg-info paper_figures/out paper_figures/out-tiny paper_figures/out-full library_out .pytest_cache .hypothesis

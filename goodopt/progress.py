@@ -79,6 +79,29 @@ def report(message: str, *args: object, detail: bool = False) -> None:
     PROGRESS.log(logging.DEBUG if detail else logging.INFO, message, *args)
 
 
+#: Seconds between two progress lines when there is no terminal to hold a status line (a log file, CI).
+PLAIN_EVERY_S = 30.0
+
+
+class Throttle(logging.Filter):
+    """Let a progress record through only when :data:`PLAIN_EVERY_S` seconds have passed since the last one
+    let through (the first at once): without a terminal, one line per 30 s instead of one per MILP stage or
+    simulation round. Warnings and errors always pass."""
+
+    def __init__(self, every_s: float = PLAIN_EVERY_S, clock=time.monotonic):
+        super().__init__()
+        self.every_s, self.clock, self._last = every_s, clock, -math.inf
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        now = self.clock()
+        if now - self._last < self.every_s:
+            return False
+        self._last = now
+        return True
+
+
 class _StatusHandler(logging.Handler):
     def __init__(self, status, title: str):
         super().__init__(logging.DEBUG)

@@ -47,8 +47,10 @@ profiles (``scenarios/profiles``).
 
 from __future__ import annotations
 
+import html
 import logging
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -125,6 +127,23 @@ class Scenario:
     def with_objective(self, **changes) -> Scenario:
         """The same scenario with objective fields changed, e.g. ``with_objective(p=-inf)``."""
         return replace(self, objective=replace(self.objective, **changes))
+
+    def __repr__(self) -> str:
+        apps = Counter(j.application for j in self.jobs)
+        return (f"Scenario({self.name!r}: {self.cluster.describe()}, {self.cluster.n_gpus} GPUs; "
+                f"{len(self.jobs)} jobs ({', '.join(f'{n} {a}' for a, n in apps.most_common())}); "
+                f"p={self.objective.p:g})")
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the cluster, the objective and the jobs per application."""
+        o = self.objective
+        held = Counter(j.application for j in self.jobs if j.allocation)
+        rows = "".join(f"<tr><td>{html.escape(a)}</td><td>{n}</td><td>{held.get(a, 0)}</td></tr>"
+                       for a, n in Counter(j.application for j in self.jobs).most_common())
+        return (f"<b>{html.escape(self.name)}</b> {html.escape(self.description)}<br>"
+                f"cluster: {html.escape(self.cluster.describe())} = {self.cluster.n_gpus} GPUs on "
+                f"{self.cluster.n_nodes} nodes<br>objective: p={o.p:g}, eps={o.eps:g}, base={html.escape(str(o.base))}"
+                f"<table><tr><th>application</th><th>jobs</th><th>holding GPUs</th></tr>{rows}</table>")
 
 
 def _check_jobs(s: Scenario) -> None:

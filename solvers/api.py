@@ -244,7 +244,7 @@ def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: Method
         bound=v.bound, objective=f.objective, objective_bound=f.objective_bound, feasible=not violations,
         violations=violations, speedups=speedups, stats=stats,
         options={k: v for k, v in opts.as_dict().items() if not isinstance(v, np.ndarray)}, seed=getattr(opts, "seed", None),
-        extra=f.extra,
+        extra=f.extra, job_names=tuple(problem.job_names), node_names=tuple(problem.node_names),
     )
     log.info("%s", res)
     return res

@@ -115,20 +115,40 @@ class SolveResult:
     options: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The problem's job and node names (rows and columns of ``x``), for the notebook view.
+    job_names: tuple[str, ...] = ()
+    node_names: tuple[str, ...] = ()
 
     @property
     def fun(self) -> float:
         return self.fitness
 
     def _repr_html_(self) -> str:
-        """A notebook's view: why it stopped and what came back."""
+        """A notebook's view: why it stopped and what came back, then the allocation (each job's GPUs per node
+        and its speedup)."""
         cells = [("method", self.method), ("status", str(self.status)), ("fitness", f"{self.fitness:.6g}"),
                  ("bound", f"{self.bound:.6g}"), ("gap", f"{self.gap:.3g}"),
                  ("seconds", f"{self.stats.total_s:.3g}"), ("feasible", str(self.feasible)),
                  ("message", html.escape(self.message))]
         head = "".join(f"<th>{k}</th>" for k, _ in cells)
         body = "".join(f"<td>{html.escape(v) if k != 'message' else v}</td>" for k, v in cells)
-        return f"<table><tr>{head}</tr><tr>{body}</tr></table>"
+        return f"<table><tr>{head}</tr><tr>{body}</tr></table>{self._allocation_html()}"
+
+    def _allocation_html(self) -> str:
+        names, nodes = self.job_names, self.node_names
+        if not self.has_solution or self.x is None or np.size(self.x) == 0:
+            return ""
+        x = np.asarray(self.x)
+        jobs = names if len(names) == x.shape[0] else tuple(f"job {j}" for j in range(x.shape[0]))
+        cols = nodes if len(nodes) == x.shape[1] else tuple(f"node {n}" for n in range(x.shape[1]))
+        rows = []
+        for j, name in enumerate(jobs):
+            held = ", ".join(f"{html.escape(str(cols[n]))}: {int(x[j, n])}" for n in np.flatnonzero(x[j]))
+            s = "" if self.speedups is None else f"{float(self.speedups[j]):.4g}"
+            rows.append(f"<tr><td>{html.escape(str(name))}</td><td>{int(x[j].sum())}</td><td>{held or 'idle'}</td>"
+                        f"<td>{s}</td></tr>")
+        return ("<table><tr><th>job</th><th>GPUs</th><th>nodes</th><th>speedup</th></tr>" + "".join(rows)
+                + "</table>")
 
     @property
     def allocation(self) -> Array:

@@ -194,3 +194,64 @@ def test_the_export_seeds_range_is_the_same_everywhere(capsys, tmp_path):
     with pytest.raises(ValidationError) as err:
         export_families(tmp_path / "x", seeds=MAX_EXPORT_SEEDS + 1)
     assert f"[1, {MAX_EXPORT_SEEDS}]" in str(err.value) and f"{MAX_EXPORT_SEEDS}" in cli_says
+
+
+def test_without_a_terminal_progress_is_one_line_per_30_seconds_and_everything_at_v(tmp_path):
+    """A solve's stages each report a milestone; written to a file, at most one line per 30 s of them (a
+    solve of a second: one), and every one of them with -v."""
+    import subprocess
+    import sys
+
+    def lines(*extra):
+        p = subprocess.run([sys.executable, "-m", "goodopt.cli", "solve", "family:sia-64:0", "--method", "milp",
+                            *extra], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return [line for line in p.stderr.splitlines() if "goodopt.progress" in line]
+
+    quiet, verbose = lines(), lines("-v")
+    assert len(quiet) == 1
+    assert len(verbose) > 2 and quiet[0] == verbose[0]
+
+
+def test_the_throttle_lets_through_one_record_per_interval_and_every_warning():
+    import logging
+
+    from goodopt.progress import Throttle
+
+    now = [0.0]
+    t = Throttle(every_s=30.0, clock=lambda: now[0])
+    rec = lambda level: logging.LogRecord("goodopt.progress", level, __file__, 1, "m", None, None)  # noqa: E731
+    seen = []
+    for second in range(0, 100, 5):
+        now[0] = float(second)
+        seen.append(t.filter(rec(logging.INFO)))
+    assert [s for s, ok in zip(range(0, 100, 5), seen) if ok] == [0, 30, 60, 90]
+    assert t.filter(rec(logging.WARNING))
+
+
+def test_an_earlier_runs_results_are_kept_unless_force_is_given(tmp_path):
+    """A second compare onto the same --out is refused, naming --force, and the first run's file is untouched;
+    with --force it is replaced. simulate's folder is held to the same check."""
+    import subprocess
+    import sys
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "goodopt.cli", *argv], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300)
+
+    assert run("compare", "family:tiny:0", "--methods", "greedy", "--out", "c.csv").returncode == 0
+    first = (tmp_path / "c.csv").read_bytes()
+    p = run("compare", "family:tiny:0", "--methods", "equal-share", "--out", "c.csv")
+    assert p.returncode == 2 and "--out" in p.stderr and "--force" in p.stderr
+    assert (tmp_path / "c.csv").read_bytes() == first
+    assert run("compare", "family:tiny:0", "--methods", "equal-share", "--out", "c.csv", "--force").returncode == 0
+    assert b"equal-share" in (tmp_path / "c.csv").read_bytes()
+    # simulate's folder the same way (the check it runs before any work)
+    from goodopt.errors import ValidationError
+    from goodopt.outputs import MARKER, check_output
+
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / MARKER).write_text("")
+    with pytest.raises(ValidationError, match="--force"):
+        check_output(tmp_path / "s", kind="dir", keep=True)
+    assert check_output(tmp_path / "s", kind="dir") == tmp_path / "s"

@@ -1,5 +1,6 @@
 """The README and docs/ as a newcomer reads them: every option is documented, every YAML block is valid,
-and the commands and Python blocks run as written (the quick ones here, the rest in the slow tier)."""
+and the commands and Python blocks run as written (the quick ones here, the rest in the slow tier); the README
+stays short and quotes no timing, and every tutorial runs."""
 
 import inspect
 import json
@@ -20,16 +21,22 @@ from goodopt.sim import policies
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
+#: The user guide's pages, in the site's order after the README: their blocks and commands are checked as the
+#: README's (formats, options, solvers and extending have tests of their own below).
+GUIDE_PAGES = ("install", "cli", "model", "methods", "benchmarks", "gavel", "simulation", "sweeps", "reproduce",
+               "data")
+GUIDE = "\n".join([README] + [(REPO / "docs" / f"{name}.md").read_text() for name in GUIDE_PAGES])
 OPTIONS_DOC = (REPO / "docs" / "options.md").read_text()
 
 
 def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+    return re.findall(rf"```{lang}\n(.*?)```", GUIDE, flags=re.S)
 
 
 def _commands() -> list[str]:
-    """Every ``goodopt ...`` command the README shows (code spans, indented blocks; continuations joined)."""
-    text = README.replace("\\\n", " ")
+    """Every ``goodopt ...`` command the README and the guide show (code spans, indented blocks; continuations
+    joined)."""
+    text = GUIDE.replace("\\\n", " ")
     spans = re.findall(r"`(goodopt [^`]+)`", text)
     indented = re.findall(r"^ {4}(goodopt [^\n#]+)", text, flags=re.M)
     fenced = [line for block in re.findall(r"```\n(.*?)```", text, flags=re.S) for line in block.splitlines()
@@ -84,7 +91,7 @@ def _run_command(cmd: str, tmp_path: Path, traces: Path | None):
             pytest.skip("the command reads the published traces, which were not found")
         argv = [a.replace("../shared/traces", str(traces)) for a in argv]
     (tmp_path / "a.yaml").write_text(next(b for b in _blocks("yaml") if b.startswith("# a.yaml")))
-    (tmp_path / "grid.yaml").write_text(_blocks("yaml")[-2])
+    (tmp_path / "grid.yaml").write_text(next(b for b in _blocks("yaml") if "name: pwl-study" in b))
     if argv[1] in ("simulate", "sweep"):
         argv.append("--dry-run")  # the run itself is a simulation or a grid: checked, not run, here
     if argv[1] == "sweep" and "--dask" in argv:
@@ -308,3 +315,68 @@ def test_the_readme_library_benchmark_runs_as_written(tmp_path):
     assert (tmp_path / "t.tex").read_text().count("\\toprule") == 3 and (tmp_path / "p.png").is_file()
     rows = (tmp_path / "runs.csv").read_text().splitlines()
     assert len(rows) == 13  # the header and the 12 own-objective instances
+
+
+#: A timing or a count the prose would have to keep true by hand: a number followed by a unit of time or
+#: by "tests".
+TIMING = re.compile(r"\b\d[\d.,]*\s?(?:s|ms|min|minutes?|seconds?|h|hours?|tests)\b")
+
+
+def test_the_readme_is_short_and_quotes_no_timing_or_count_by_hand():
+    """The front door holds what a newcomer reads in minutes; any measured number lives in a generated file
+    (the docs render those: docs/data/, ``<!-- table: ... -->``)."""
+    assert len(README.splitlines()) <= 150
+    prose = re.sub(r"```.*?```", "", README, flags=re.S)
+    assert TIMING.findall(prose) == []
+
+
+def test_the_readme_tells_how_to_run_goodopt_after_the_set_up():
+    assert ". .venv/bin/activate" in README
+    p = subprocess.run([sys.executable, "-m", "goodopt.cli", "--version"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("goodopt ")
+
+
+def test_every_rendered_data_table_exists_and_is_stamped():
+    """Each ``<!-- table: data/NAME.csv -->`` of the docs names a committed table whose metadata says the
+    machine, date and commit it was made on (the docs build renders them and fails on the same)."""
+    refs = {m for page in (REPO / "docs").glob("*.md")
+            for m in re.findall(r"<!-- table: (\S+?\.csv) -->", page.read_text())}
+    assert refs, "the docs render no data table"
+    for rel in refs:
+        meta = json.loads((REPO / "docs" / rel).with_suffix(".meta.json").read_text())
+        assert {"machine", "date", "commit"} <= set(meta), rel
+
+
+TUTORIALS = sorted(p for p in (REPO / "docs" / "tutorials").glob("*.py") if p.name != "run_tutorial.py")
+
+
+def test_there_are_tutorials_for_the_five_tasks_and_each_is_in_the_site():
+    site = (REPO / "mkdocs.yml").read_text()
+    assert len(TUTORIALS) >= 5
+    for t in TUTORIALS:
+        assert f"tutorials/{t.stem}.md" in site, t.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", TUTORIALS, ids=[t.stem for t in TUTORIALS])
+def test_the_tutorial_runs_as_the_docs_build_runs_it(script, tmp_path):
+    p = subprocess.run([sys.executable, str(REPO / "docs" / "tutorials" / "run_tutorial.py"), str(script),
+                        str(tmp_path)], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    cells = json.loads((tmp_path / f"{script.stem}.json").read_text())
+    assert any(c.get("stdout", "").strip() for c in cells), "the tutorial printed nothing"
+
+
+def test_a_scenario_and_a_result_show_themselves_in_a_notebook():
+    """The repr of a scenario is one line; its HTML a row per application; a result's HTML its summary and then
+    every job's GPUs, nodes and speedup."""
+    import goodopt
+
+    sc = goodopt.load_scenario("family:sia-64:0")
+    assert len(repr(sc)) < 300 and "32 jobs" in repr(sc)
+    apps = {j.application for j in sc.jobs}
+    assert sc._repr_html_().count("<tr>") == 1 + len(apps)
+    res = goodopt.solve(sc, "greedy")
+    page = res._repr_html_()
+    assert page.count("<tr>") == 2 + 1 + len(sc.jobs)
+    assert all(f"<td>{j.name}</td>" in page for j in sc.jobs)

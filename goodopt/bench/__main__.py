@@ -6,9 +6,6 @@ Every benchmark reports ratios against a baseline run in the same process.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +14,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from .. import provenance
+from ..provenance import stamp
+from ..runs.tables import write_table
 from . import evaluator, mip_solvers, sia_ilp, simulation, solvers
 
 
@@ -31,12 +31,10 @@ def _table(title, df, cols, digits=1):
 
 
 def _save(out, name, rows, seed, baseline):
+    """``out/NAME.csv`` and its ``NAME.meta.json`` (the seed, the baseline, the machine, date and commit), put in
+    place together."""
     df = pd.DataFrame(rows)
-    df.to_csv(out / f"{name}.csv", index=False)
-    (out / f"{name}.json").write_text(json.dumps(
-        {"seed": seed, "python": platform.python_version(), "numpy": np.__version__,
-         "machine": platform.machine(), "node": platform.node(), "cpus": os.cpu_count(),
-         "baseline": baseline}, indent=2))
+    write_table(df, out / f"{name}.csv", seed=seed, numpy=np.__version__, baseline=baseline, **stamp())
     return df
 
 
@@ -149,7 +147,7 @@ def _part_solvers(con, bar, out, args) -> None:
     task = bar.add_task("MILP solvers", total=len(mip_solvers.INSTANCES) * 2 * len(names))
     rows = mip_solvers.solver_table(progress=lambda: bar.advance(task))
     df = _save(out, "solvers", rows, args.seed, "HiGHS on the same reference model in this run")
-    machine = f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores), Python {platform.python_version()}"
+    machine = provenance.machine()
     (out / "solvers.md").write_text(mip_solvers.markdown(rows, machine))
     con.print(_table(f"MILP solvers x families (formulation: reference, 1 thread, "
                      f"{mip_solvers.TIME_LIMIT_S:g} s limit): CPU seconds (CBC's program included), ratio to HiGHS "
@@ -199,8 +197,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     con = Console(highlight=False, width=160)
     parts = [name for name in PARTS if name in (args.only or PARTS)]
-    con.print(f"machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
-              f"{platform.processor() or 'cpu'}); python {platform.python_version()}")
+    con.print(f"machine: {provenance.machine()}")
     with Progress(console=con, transient=True) as bar:
         for name in parts:
             PARTS[name](con, bar, out, args)

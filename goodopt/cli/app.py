@@ -8,14 +8,26 @@ import logging
 import os
 import sys
 
+from .._version import __version__
 from ..errors import GoodoptError, Interrupted
 from . import check, compare, evaluate, families, fit, info, library, options, reproduce, simulate, solve, sweep
 
-DESCRIPTION = ("Command-line interface: ``goodopt info | evaluate | solve | families | compare | fit | simulate | "
-               "sweep | options | reproduce``.")
+DESCRIPTION = ("goodopt: GPU-cluster allocation for deep-learning jobs, solved exactly and heuristically. "
+               "'goodopt COMMAND --help' shows a command's options.")
 
 #: The sub-commands, in the order ``goodopt --help`` lists them.
 COMMANDS = (info, evaluate, solve, check, families, library, compare, fit, simulate, sweep, options, reproduce)
+
+
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` with each option's default, except where there is none to tell (None, False) or the help says
+    it already."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,13 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="goodopt", description=DESCRIPTION)
     verbose = "more logging: -v progress and info, -vv goodopt's debug, -vvv every library's debug"
     ap.add_argument("-v", "--verbose", action="count", default=0, help=verbose)
+    ap.add_argument("--version", action="version", version=f"goodopt {__version__}")
     # -v is also accepted after the sub-command (its default is left to the top level)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=verbose)
     sub = ap.add_subparsers(dest="command", required=True)
 
     def add(name, **kw):  # every sub-command: the common flags, and its defaults shown in --help
-        return sub.add_parser(name, parents=[common], formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kw)
+        return sub.add_parser(name, parents=[common], formatter_class=_Defaults, **kw)
 
     for command in COMMANDS:
         command.add_parser(add)
@@ -49,8 +62,13 @@ def run(argv=None) -> int:
     _configure_logging(0)  # warnings while the arguments are read (a plug-in that fails to load) are shown too
     args = build_parser().parse_args(argv)
     _configure_logging(args.verbose)
+    from ..progress import Throttle
+
+    progress, throttle = logging.getLogger("goodopt.progress"), Throttle()
     if not sys.stderr.isatty() and not getattr(args, "quiet", False) and not getattr(args, "json", False):
-        logging.getLogger("goodopt.progress").setLevel(logging.INFO)  # no bar to show: plain progress lines
+        progress.setLevel(logging.INFO)  # no bar to show: plain progress lines, one per 30 s unless -v
+        if args.verbose == 0:
+            progress.addFilter(throttle)
     from ..solvers.highs_watch import on_stuck_interrupt
 
     on_stuck_interrupt(_exit_now)
@@ -67,6 +85,7 @@ def run(argv=None) -> int:
         return 2
     finally:
         on_stuck_interrupt(None)
+        progress.removeFilter(throttle)
 
 
 def _exit_now() -> None:

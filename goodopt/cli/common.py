@@ -75,12 +75,12 @@ def key_values(items, flag: str = "--option", example: str = "n_gen=50") -> dict
     return out
 
 
-def check_figure_path(path: Path, option: str, inputs) -> None:
+def check_figure_path(path: Path, option: str, inputs, keep: bool = False) -> None:
     from ..outputs import check_output
 
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ValidationError(option, f"{str(path)!r} has no figure suffix", "end the path in .png, .pdf or .svg")
-    check_output(path, option=option, inputs=inputs)
+    check_output(path, option=option, inputs=inputs, keep=keep)
 
 
 # ------------------------------------------------------------------ plumbing

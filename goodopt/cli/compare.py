@@ -33,6 +33,8 @@ def add_parser(add) -> None:
                    help="method option KEY=VALUE (every method that takes it) or METHOD.KEY=VALUE (repeatable), "
                         "e.g. formulation=reference or milp@cbc.node_limit=1000")
     p.add_argument("--out", default="compare.csv", help="output CSV (NAME.meta.json with metadata is written beside it)")
+    p.add_argument("--force", action="store_true", help="replace the results of an earlier run at --out and the "
+                   "figure and text paths (by default they are kept and the run is refused)")
     p.add_argument("--profile", default=None, metavar="PATH",
                    help="also draw Dolan-More performance profiles (time and fitness) to PATH (.png, .pdf, .svg)")
     p.add_argument("--convergence", default=None, metavar="PATH",
@@ -101,10 +103,12 @@ def run(args) -> int:
     if args.permutations:
         texts["--permutations"] = path.with_name(path.stem + ".variability.csv")
     inputs = [*scenarios, *([args.import_] if args.import_ else [])]
-    for f in [*table_outputs(path), *texts.values()]:
-        check_output(f, inputs=inputs)
+    keep = not args.force
+    for opt, f in [*(("--out", f) for f in table_outputs(path)), *texts.items()]:
+        check_output(f, inputs=inputs, keep=keep, option=opt)
     for opt, f in figures.items():
-        check_figure_path(f, opt, [*inputs, path, *texts.values(), *(g for o, g in figures.items() if o != opt)])
+        check_figure_path(f, opt, [*inputs, path, *texts.values(), *(g for o, g in figures.items() if o != opt)],
+                          keep=keep)
     options = method_options(args.option, methods)
     table, variability = _run_all(args, scenarios, methods, options, lib, traces=bool(figures or args.stats or lib
                                                                                        or args.import_))

@@ -64,6 +64,8 @@ def add_parser(add) -> None:
                         "--autoscale)")
     p.add_argument("--workers", type=WORKERS, default=1, help="parallel processes for several runs")
     p.add_argument("--out", default="sim_out", help="output folder")
+    p.add_argument("--force", action="store_true", help="replace an earlier run's folder at --out (by default it is "
+                   "kept and the run is refused)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true", help="check every input and list the runs, then stop")
@@ -105,7 +107,7 @@ def run(args) -> int:
     from ..runs.tasks import check_sim_tasks, cluster_spec, refuse_duplicates, sim_task, task_cluster
     from ..sim.workload import check_workloads, expand_workloads
 
-    out = check_output(args.out, kind="dir")
+    out = check_output(args.out, kind="dir", keep=not args.force)
     policies = args.policy.split(",")
     per_policy = _policy_options(args, policies)
     truth = _truth_source(args)
@@ -183,6 +185,12 @@ def _simulate_one(args, task, out, truth) -> int:
 
 
 
+def _count(v) -> str:
+    """A count (a mean of counts over workloads may not be whole: then one decimal)."""
+    v = float(v)
+    return str(int(v)) if v.is_integer() else f"{v:.1f}"
+
+
 def _print_policy_summary(table, n_workloads: int) -> None:
     from ..sim.result import policy_summary
 
@@ -190,6 +198,8 @@ def _print_policy_summary(table, n_workloads: int) -> None:
     tab = Table(title=f"{n_workloads} workload(s): mean over workloads and seeds")
     for col in summ.columns:
         tab.add_column(str(col), justify="left" if col == "policy" else "right", overflow="fold")
+    counts = {c for c in summ.columns if str(c).startswith("n_") or c == "restarts"}
     for row in summ.itertuples(index=False):
-        tab.add_row(*[v if isinstance(v, str) else fmt(float(v), 3) for v in row])
+        tab.add_row(*[v if isinstance(v, str) else _count(v) if col in counts else fmt(float(v), 3)
+                      for col, v in zip(summ.columns, row)])
     console().print(tab)

@@ -58,14 +58,16 @@ def meta_path(table_path) -> Path:
 
 # ------------------------------------------------------------------ checks before work
 def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Iterable = (),
-                 replaced: bool = True) -> Path:
+                 replaced: bool = True, keep: bool = False) -> Path:
     """Refuse an output that cannot be written, before any work is done.
 
     ``kind`` is ``"file"`` or ``"dir"``. Refused: a path that is one of
     ``inputs``; a file output that is an existing folder (or a folder output
     that is an existing file, or a symbolic link); a folder output that exists, is not empty and
     was not written by goodopt (unless ``replaced`` is False: a folder that is
-    added to, such as a cache); a location whose folder is not writable.
+    added to, such as a cache); a location whose folder is not writable; with
+    ``keep``, any existing file or non-empty folder (an earlier run's results,
+    which the user did not ask to replace: the message names ``--force``).
     Returns the path.
     """
     p = Path(path)
@@ -88,6 +90,9 @@ def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Ite
     if kind == "dir" and replaced and p.is_dir() and any(p.iterdir()) and not (p / MARKER).is_file():
         raise ValidationError(option, f"folder {str(p)!r} is not empty and was not written by goodopt",
                               "give a new folder name; goodopt replaces only folders it wrote")
+    if keep and (p.is_file() or (p.is_dir() and any(p.iterdir()))):
+        raise ValidationError(option, f"{str(p)!r} holds the results of an earlier run",
+                              f"give another {option.split()[0]} or pass --force to replace them")
     if kind == "dir" and not replaced and p.is_dir():
         if not os.access(p, os.W_OK | os.X_OK):
             raise ValidationError(option, f"folder {str(p)!r} is not writable", "choose a writable location")

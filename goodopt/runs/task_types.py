@@ -53,7 +53,8 @@ class SolveTask:
 
     def describe(self) -> str:
         name = getattr(self.scenario, "name", self.scenario)
-        return f"{name} / {self.label or self.method}" + (f" seed {self.seed}" if self.seed is not None else "")
+        return (f"{name} / {self.label or self.method}" + (f" p={self.p:g}" if self.p is not None else "")
+                + (f" seed {self.seed}" if self.seed is not None else ""))
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ class SimTask:
                         "policy_described": self.policy_described})
 
     def describe(self) -> str:
-        return f"{workload_stem(self.workload)} / {self.label or self.policy} seed {self.seed}"
+        varied = "".join(f" {k}={v:g}" if isinstance(v, float) else f" {k}={v}" for k, v in sorted(self.vary.items()))
+        return f"{workload_stem(self.workload)} / {self.label or self.policy}{varied} seed {self.seed}"
 
 
 @dataclass(frozen=True)
