@@ -6,6 +6,8 @@
   ``run_tutorial.py``, and becomes the page ``tutorials/NAME.md``: its
   docstring, then each cell with what it printed and drew. A tutorial that
   fails fails the build.
+* ``<!-- options: SECTION -->`` becomes that section of
+  ``goodopt/option_meanings.yaml``, the declaration ``goodopt options`` reads.
 * ``<!-- table: data/NAME.csv -->`` in a page becomes that CSV as a table,
   with the machine, date and commit of its ``NAME.meta.json`` under it: the
   numbers the docs quote come from these files, which ``make bench`` and
@@ -29,6 +31,7 @@ from mkdocs.structure.files import File
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 TABLE = re.compile(r"<!-- table: (\S+?\.csv) -->")
+OPTIONS = re.compile(r"<!-- options: (\S+?) -->")
 
 
 def _python() -> str:
@@ -78,7 +81,20 @@ def _tutorial_page(script: Path) -> dict[str, str | bytes]:
 
 
 def on_page_markdown(markdown, page, config, files):
+    markdown = OPTIONS.sub(lambda m: _options(m.group(1)), markdown)
     return TABLE.sub(lambda m: _table(m.group(1)), markdown)
+
+
+def _options(section: str) -> str:
+    """A section of ``goodopt/option_meanings.yaml`` (what ``goodopt options NAME`` prints) as a table."""
+    import yaml
+
+    sections = yaml.safe_load((ROOT / "goodopt" / "option_meanings.yaml").read_text())
+    if section not in sections:
+        raise PluginError(f"options: no section {section!r} in goodopt/option_meanings.yaml")
+    lines = ["| option | default | meaning |", "|---|---|---|"]
+    lines += [f"| {r['option']} | {r['default']} | {r['meaning']} |" for r in sections[section]["rows"]]
+    return "\n".join(lines)
 
 
 def _table(rel: str) -> str:

@@ -26,7 +26,9 @@ README = (REPO / "README.md").read_text()
 GUIDE_PAGES = ("install", "cli", "model", "methods", "benchmarks", "gavel", "simulation", "sweeps", "reproduce",
                "data")
 GUIDE = "\n".join([README] + [(REPO / "docs" / f"{name}.md").read_text() for name in GUIDE_PAGES])
-OPTIONS_DOC = (REPO / "docs" / "options.md").read_text()
+#: The options page and the declaration its tables are rendered from (goodopt/option_meanings.yaml, which
+#: ``goodopt options NAME`` reads too).
+OPTIONS_DOC = (REPO / "docs" / "options.md").read_text() + (REPO / "goodopt" / "option_meanings.yaml").read_text()
 
 
 def _blocks(lang: str) -> list[str]:
@@ -380,3 +382,19 @@ def test_a_scenario_and_a_result_show_themselves_in_a_notebook():
     page = res._repr_html_()
     assert page.count("<tr>") == 2 + 1 + len(sc.jobs)
     assert all(f"<td>{j.name}</td>" in page for j in sc.jobs)
+
+
+def test_goodopt_options_gives_every_own_methods_option_its_meaning():
+    """``goodopt options NAME`` reads the meanings from the declaration the docs page is rendered from: none of
+    goodopt's own methods has an option without one."""
+    from goodopt.solvers.api import REGISTRY
+
+    from goodopt.cli.options import meanings
+
+    for method, opts in METHOD_OPTIONS.items():
+        if not REGISTRY[method].options.__module__.startswith("goodopt."):
+            continue
+        known = meanings(method, policy=False)
+        missing = [o for o in opts if not known.get(o)]
+        assert not missing, f"{method}: no meaning for {missing}"
+    assert "queue" in meanings("tiresias", policy=True)["threshold_gpu_s"]

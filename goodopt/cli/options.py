@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.table import Table
 
 from ..errors import ValidationError
@@ -34,10 +36,32 @@ def run(args) -> int:
         raise ValidationError("name", f"no method or policy is called {args.name!r}",
                               f"{suggest(args.name, [*METHOD_OPTIONS, *POLICIES])}run goodopt options to list them")
     for what, opts in shown:
-        t = Table(title=f"{what}: options and defaults (docs/options.md says what each means)")
+        meaning = meanings(args.name, policy=what.startswith("policy"))
+        t = Table(title=f"{what}: options, defaults and meanings")
         t.add_column("option", overflow="fold")
         t.add_column("default", overflow="fold")
+        t.add_column("meaning", overflow="fold")
         for key, value in opts.items():
-            t.add_row(key, repr(value))
+            t.add_row(key, repr(value), meaning.get(key, ""))
         con.print(t)
     return 0
+
+
+def meanings(name: str, *, policy: bool) -> dict[str, str]:
+    """Option -> meaning for the method or policy ``name``, from ``goodopt/option_meanings.yaml`` (the file the
+    documentation's options page is rendered from): its own sections first, then those of every method."""
+    from importlib.resources import files
+
+    import yaml
+
+    sections = yaml.safe_load(files("goodopt").joinpath("option_meanings.yaml").read_text())
+    kinds = ("goodput-policies", "other-policies") if policy else ("milp", "ga", "heuristics", "every-method")
+    out: dict[str, str] = {}
+    for key in kinds:
+        sec = sections.get(key, {})
+        if name not in sec.get("applies_to", []) and key != "every-method":
+            continue
+        for row in sec.get("rows", []):
+            for option in re.findall(r"`([^`]+)`", row["option"]):
+                out.setdefault(option, row["meaning"].replace("`", ""))
+    return out
