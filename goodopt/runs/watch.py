@@ -19,10 +19,9 @@ import sys
 import threading
 import time
 
-from goodopt.progress import report, set_task_sink
+from goodopt.progress import PLAIN_EVERY_S, report, set_task_sink
 
-#: Seconds between two plain progress lines when standard error is not a terminal.
-PLAIN_EVERY_S = 30.0
+__all__ = ["PLAIN_EVERY_S", "TaskWatch", "watching"]
 
 
 class TaskWatch:

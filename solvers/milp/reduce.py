@@ -90,12 +90,13 @@ def tighter_bounds(mm: MatrixModel, y: Array) -> tuple[Array, float, Array]:
     (:func:`feasible_multipliers`). Any multipliers give a valid bound. Shapes: y (m,) -> (m,), float,
     (n_configs,)."""
     y = np.asarray(y, dtype=float)
+    misfit, misfit_neg = sign_misfit(mm, y), sign_misfit(mm, -y)
+    if misfit != misfit_neg:  # the signs decide: one Lagrangian pass
+        z = feasible_multipliers(mm, -y if misfit_neg < misfit else y)
+        return (z, *lagrangian_bounds(mm, z))
     pos, neg = feasible_multipliers(mm, y), feasible_multipliers(mm, -y)
     (total, value), (total_neg, value_neg) = lagrangian_bounds(mm, pos), lagrangian_bounds(mm, neg)
-    misfit, misfit_neg = sign_misfit(mm, y), sign_misfit(mm, -y)
-    if misfit_neg < misfit or (misfit_neg == misfit and total_neg < total):
-        return neg, total_neg, value_neg
-    return pos, total, value
+    return (neg, total_neg, value_neg) if total_neg < total else (pos, total, value)
 
 
 def sign_misfit(mm: MatrixModel, y: Array) -> float:
