@@ -368,6 +368,7 @@ def test_a_configuration_milp_past_its_node_budget_goes_on_under_every_types_pat
     pr = FAMILIES[family].scenario(seed).problem()
     reference = goodopt.solve(pr, "milp", {"lp_rounding": True})
     monkeypatch.setattr(levels, "PLAIN_CONFIG_NODES", 0)
+    monkeypatch.setattr(levels, "EVERY_TYPE_FIRST_RATIO", 0.0)  # the MILP without pattern rows runs first
     res = goodopt.solve(pr, "milp", {"lp_rounding": True})
     stages = {st["model"]: st for st in res.extra["stages"]}
     assert stages["config"]["status"] == "iteration_limit"
@@ -376,6 +377,28 @@ def test_a_configuration_milp_past_its_node_budget_goes_on_under_every_types_pat
     assert res.status == Termination.OPTIMAL, res.message
     assert abs(res.fitness - reference.fitness) <= 1e-6 * reference.fitness
     assert res.bound >= reference.fitness * (1 - 1e-6) and reference.bound >= res.fitness * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("family, seed", [("mixed-64", 0), ("sia-64", 2)])
+def test_the_configuration_level_starts_under_every_types_pattern_rows_when_few_configurations_are_left(
+        monkeypatch, family, seed):
+    """When reduced costs leave few configurations beside those the reduced-cost dive held open under every
+    type's pattern rows (EVERY_TYPE_FIRST_RATIO), the configuration MILP is built under those rows at once: no
+    MILP without them runs, and its optimum, which places by construction, is the one the pipeline certifies
+    the other way. With the ratio at 0 the MILP without pattern rows runs first."""
+    from goodopt.solvers.milp import levels
+    pr = FAMILIES[family].scenario(seed).problem()
+    monkeypatch.setattr(levels, "EVERY_TYPE_FIRST_RATIO", 0.0)
+    plain_first = goodopt.solve(pr, "milp", {"lp_rounding": True})
+    monkeypatch.setattr(levels, "EVERY_TYPE_FIRST_RATIO", np.inf)
+    res = goodopt.solve(pr, "milp", {"lp_rounding": True})
+    solved = [st["model"] for st in res.extra["stages"]]
+    assert res.extra["stages"][0]["model"].endswith("(every type), LP relaxation")
+    assert "config + pattern rows (every type)" in solved and "config" not in solved, solved  # the dive did not end it
+    assert "config" in [st["model"] for st in plain_first.extra["stages"]]
+    assert res.status == plain_first.status == Termination.OPTIMAL, res.message
+    assert abs(res.fitness - plain_first.fitness) <= 1e-6 * plain_first.fitness
+    assert res.bound >= plain_first.fitness * (1 - 1e-6) and plain_first.bound >= res.fitness * (1 - 1e-6)
 
 
 def test_a_reduced_cost_dive_that_reaches_its_bound_ends_the_solve():

@@ -13,12 +13,15 @@
    (:mod:`goodopt.formulations.objective`);
 2. *configuration level* (aggregate capacity per GPU type, a valid
    relaxation), as arrays into HiGHS or through pyomo, re-scaled until the
-   solver's answer is resolved (:func:`_solve_config_model`);
+   solver's answer is resolved (:func:`.levels.solve_config_model`); after the
+   LP first, under every type's node-pattern rows at once when reduced costs
+   left few configurations beside those the reduced-cost dive held open
+   (:data:`.levels.EVERY_TYPE_FIRST_RATIO`);
 3. *placement*: the optimum's configurations are placed, by the packing
    heuristic and, per GPU type it cannot pack, by the exact node-pattern
-   check (:func:`_place_choice`); a type proven unplaceable gets node-pattern
+   check (:func:`.placement.place_choice`); a type proven unplaceable gets node-pattern
    rows in the configuration level, which is solved again
-   (:func:`_placement_rows_loop`; no-good cuts where patterns do not apply);
+   (:func:`.pattern_rows.placement_rows_loop`; no-good cuts where patterns do not apply);
 4. *placement level* (job x node model) only when that did not settle it;
 5. *judge*: the status comes from the evaluator's re-score and the loosened
    bound (:func:`judge`), never from the solver alone.

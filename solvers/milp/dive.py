@@ -123,6 +123,8 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
                      highs_options=without_restart(run.opts, native), placement=model.mm.pattern_types,
                      **solver_kwargs(run))
     out = sub.solve(warm_start=best, **{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
+    if len(model.mm.pattern_types) == run.pr.n_gpu_types:
+        run.dive_open = int(index.size)
     run.last_model = sub  # the model solved last (write_model) when the dive ends the solve
     run.stage(f"reduced-cost dive ({index.size} of {cs.n_configs} configurations open)",
               replace(out, compile_s=sub.build_s), objective)

@@ -32,6 +32,14 @@ LP_FIRST_FROM_PAIRS = 2_000
 #: own objective, CPU s, one process each: with 300 nodes 63.1 s in all, worst 16.7 s (seed 7); with 30 nodes
 #: 52.0 s, worst 10.0 s (seed 7), seed 5 15.0 -> 8.0 s; mixed-2048 seeds 0-4 7.6 and 7.9 s (noise), the same optima.
 PLAIN_CONFIG_NODES = 30
+#: After the LP certificate under every type's pattern rows, the configuration level starts under every type's
+#: pattern rows at once (no MILP without them first) when the configurations left by reduced costs are at most
+#: this many times those the reduced-cost dive held open under the same rows: that dive measured what such a
+#: model costs at about that size. Measured (CPU s, one process per solve, an Intel Xeon VM): five-types-2048
+#: own objective seeds 0-9, kept / open 1.06-2.0 where the dive did not certify, 27.9 s in all (worst 5.1)
+#: against 40.6 s (worst 5.9), the same optima; mixed-2048 under Sia's objective, kept / open about 3.0, where
+#: every type's rows cost 3-10 s against 1.3-1.9 s for the MILP without them and rows on one type afterwards.
+EVERY_TYPE_FIRST_RATIO = 2.5
 
 
 def lp_first(run: MilpRun) -> bool:
@@ -118,10 +126,11 @@ def solve_config_model(run: MilpRun) -> tuple[ConfigModel, MilpOutcome]:
     pr, cs = run.pr, run.cs
     out: MilpOutcome | None = None
     model: ConfigModel | None = None
+    every_type = every_type_first(run)
     for attempt in range(MAX_RESCALES + 1):
-        model = config_model(run)
+        model = config_model(run, placement=range(pr.n_gpu_types) if every_type else ())
         kw = run.solve_kwargs()
-        if lp_first(run):
+        if lp_first(run) and not every_type:
             kw["node_limit"] = min(kw["node_limit"] or PLAIN_CONFIG_NODES, PLAIN_CONFIG_NODES)
         if getattr(run.opts, "lp_rounding", None) is True and attempt == 0 and (model_route(run.opts) == "arrays" or run.opts.solver == "highs"):
             lp = run.stage("config-lp", lambda: model.solve(relax=True, **kw))
@@ -130,7 +139,8 @@ def solve_config_model(run: MilpRun) -> tuple[ConfigModel, MilpOutcome]:
             if lp.has_solution:
                 run.add_candidate(round_choice(pr, cs, model.chosen()), "lp-rounding")
         kw["time_limit_s"] = remaining(run.deadline)
-        out = run.stage("config" if attempt == 0 else f"config rescaled x{attempt}",
+        name = "config + pattern rows (every type)" if every_type else "config"
+        out = run.stage(name if attempt == 0 else f"{name} rescaled x{attempt}",
                         lambda: model.solve(warm_start=run.best()[0], **kw))
         if run.pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = certify_epigraph(run, model, out)
@@ -143,6 +153,12 @@ def solve_config_model(run: MilpRun) -> tuple[ConfigModel, MilpOutcome]:
     if model is None or out is None:  # MAX_RESCALES >= 0: the loop ran
         raise SolverError("the configuration model was not solved")
     return model, out
+
+
+def every_type_first(run: MilpRun) -> bool:
+    """Whether the configuration level starts under every GPU type's pattern rows (see
+    :data:`EVERY_TYPE_FIRST_RATIO`)."""
+    return lp_first(run) and 0 < run.dive_open and run.cs.n_configs <= EVERY_TYPE_FIRST_RATIO * run.dive_open
 
 
 def plain_budget_spent(run: MilpRun, out: MilpOutcome) -> bool:

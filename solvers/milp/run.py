@@ -157,6 +157,8 @@ class MilpRun:
         self.dropped_bound = -np.inf
         self.objective: ScaledObjective | None = None  # for finite p
         self.last_model: Any = None  # the configuration or placement model solved last (write_model)
+        # configurations open in the reduced-cost dive under every type's pattern rows (0: none ran)
+        self.dive_open = 0
         self.info["solver"] = solver_record(opts, problem)
 
     # ---------------------------------------------------------------- incumbents
