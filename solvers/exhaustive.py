@@ -9,6 +9,7 @@ refused before any work is done.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from math import comb, prod
 
 import numpy as np
@@ -33,12 +34,9 @@ def _splits(cap: int, n_jobs: int) -> Array:
     return grids[grids.sum(axis=1) <= cap]
 
 
-def brute_force(problem: AllocationProblem, evaluator: Evaluator, *,
-                max_allocations: int = 2_000_000) -> tuple[Array | None, float, int]:
-    """Best feasible allocation by enumeration; ``None`` if none is feasible.
-
-    Returns ``(alloc or None, fitness, n_scored)``. Shapes: -> (J, N).
-    """
+def allocation_blocks(problem: AllocationProblem, *, max_allocations: int = 2_000_000) -> Iterator[Array]:
+    """Every allocation of a tiny instance, feasible or not, in blocks of at most 50,000 (refused above
+    ``max_allocations``). Shapes: -> (B, J, N) each."""
     total = count_allocations(problem)
     if total > max_allocations:
         raise ValidationError(
@@ -49,14 +47,23 @@ def brute_force(problem: AllocationProblem, evaluator: Evaluator, *,
     J, N = problem.n_jobs, problem.n_nodes
     per_node = [_splits(int(c), J) for c in problem.node_capacity]
     sizes = [len(s) for s in per_node]
-    best_fit, best = -np.inf, None
     for start in range(0, total, _BLOCK):
         flat = np.arange(start, min(start + _BLOCK, total))
         idx = np.unravel_index(flat, sizes)
-        pop = np.stack([per_node[n][idx[n]] for n in range(N)], axis=2)  # (B, J, N)
+        yield np.stack([per_node[n][idx[n]] for n in range(N)], axis=2)  # (B, J, N)
+
+
+def brute_force(problem: AllocationProblem, evaluator: Evaluator, *,
+                max_allocations: int = 2_000_000) -> tuple[Array | None, float, int]:
+    """Best feasible allocation by enumeration; ``None`` if none is feasible.
+
+    Returns ``(alloc or None, fitness, n_scored)``. Shapes: -> (J, N).
+    """
+    best_fit, best = -np.inf, None
+    for pop in allocation_blocks(problem, max_allocations=max_allocations):
         res = evaluator.evaluate(pop)
         fit = np.where(res.violation == 0, res.fitness, -np.inf)
         i = int(np.argmax(fit))
         if fit[i] > best_fit:
             best_fit, best = float(fit[i]), pop[i].copy()
-    return best, best_fit, total
+    return best, best_fit, count_allocations(problem)

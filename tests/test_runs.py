@@ -89,7 +89,7 @@ def test_no_import_circles_and_no_imports_of_the_facade():
 #: The floors of the house, bottom up: a module imports only from its own floor or the ones below. The core
 #: modules of ``goodopt`` (models, data, the problem and its evaluator) sit below the solvers; only the facade
 #: ``goodopt`` itself reaches up to ``solvers``.
-FLOORS = ("goodopt.formulations", "goodopt.solvers", "goodopt.library", "goodopt.sim", "goodopt.runs", "goodopt.reproduce",
+FLOORS = ("goodopt.formulations", "goodopt.solvers", "goodopt.library", "goodopt.pareto", "goodopt.sim", "goodopt.runs", "goodopt.reproduce",
           "goodopt.bench", "goodopt.cli")
 
 

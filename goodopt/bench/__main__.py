@@ -17,7 +17,7 @@ from rich.table import Table
 from .. import provenance
 from ..provenance import stamp
 from ..runs.tables import write_table
-from . import evaluator, mip_solvers, sia_ilp, simulation, solvers
+from . import evaluator, mip_solvers, pareto, sia_ilp, simulation, solvers
 
 
 def _table(title, df, cols, digits=1):
@@ -167,6 +167,17 @@ def _part_sia(con, bar, out, args) -> None:
                      "goodopt's CPU seconds to the baseline's, over its seeds", df, list(df.columns), digits=3))
 
 
+def _part_pareto(con, bar, out, args) -> None:
+    task = bar.add_task("Pareto fronts", total=len(pareto.INSTANCES) * len(pareto.ALGORITHMS) * len(pareto.SEEDS))
+    df = _save(out, "pareto", pareto.pareto_table(progress=lambda: bar.advance(task)), args.seed,
+               "the exact front of the same instance (epsilon-constraint, each point certified) in this run")
+    con.print(_table(f"Heuristic fronts ({pareto.OBJECTIVES}, population 100, 100 generations, from greedy) against "
+                     "the exact front: hypervolume ratio, IGD+, additive epsilon and attained share on criteria "
+                     "scaled by the exact front; CPU s of each and of the exact front", df,
+                     ["family", "method", "run_seed", "points", "cpu_s", "hv_ratio", "igd_plus", "eps_additive",
+                      "attained", "exact_points", "exact_certified", "exact_cpu_s", "ratio_to_exact_cpu"], digits=3))
+
+
 #: The benchmark's parts, in the order they run by default.
 PARTS = {
     "exact": _part_exact,
@@ -179,6 +190,7 @@ PARTS = {
     "ga-scale": _part_ga_scale,
     "solvers": _part_solvers,
     "sia": _part_sia,
+    "pareto": _part_pareto,
 }
 
 

@@ -10,13 +10,13 @@ import sys
 
 from .._version import __version__
 from ..errors import GoodoptError, Interrupted
-from . import check, compare, evaluate, families, fit, info, library, options, reproduce, simulate, solve, sweep
+from . import check, compare, evaluate, families, fit, info, library, options, pareto, reproduce, simulate, solve, sweep
 
 DESCRIPTION = ("goodopt: GPU-cluster allocation for deep-learning jobs, solved exactly and heuristically. "
                "'goodopt COMMAND --help' shows a command's options.")
 
 #: The sub-commands, in the order ``goodopt --help`` lists them.
-COMMANDS = (info, evaluate, solve, check, families, library, compare, fit, simulate, sweep, options, reproduce)
+COMMANDS = (info, evaluate, solve, check, families, library, compare, pareto, fit, simulate, sweep, options, reproduce)
 
 
 class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
