@@ -11,7 +11,7 @@ export GOODOPT_TRACES
 
 # make figures FULL=1: paper scale on the published traces (hours, not minutes).
 FIGURE_ARGS := $(if $(FULL),--scale full,)
-FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8 fig9 fig10 fig11
+FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8 fig9 fig10 fig11 fig12
 
 .PHONY: venv test test-slow test-all test-latest lock lint figures $(FIGS) docs-figure docs docs-lock bench fit reproduce library clean
 

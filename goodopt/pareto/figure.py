@@ -3,11 +3,54 @@ optimum of the fitness at each paper's p, on the first two criteria's axes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from .study import ParetoStudy
 
 MARKERS = {"nsga2": "^", "nsga3": "s", "moead": "D"}
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One front as drawn: its method and seed, its points' two coordinates (n, 2) and which are certified."""
+
+    method: str
+    seed: Any
+    xy: np.ndarray
+    certified: np.ndarray
+
+
+def draw_panel(ax: Any, fronts: Sequence[Drawn], powers: Mapping[str, Sequence[float]], names: Sequence[str],
+               maximise: Sequence[bool]) -> None:
+    """Draw the fronts and the fitness optima at each p (``label -> (x, y)``) on ``ax``."""
+    for f in fronts:
+        x, y = f.xy[:, 0], f.xy[:, 1]
+        if f.method == "exact":
+            ok = f.certified.astype(bool)
+            ax.plot(x, y, "-", color="black", lw=1, zorder=2)
+            ax.scatter(x[ok], y[ok], color="black", s=22, zorder=3, label="exact (certified)")
+            if not ok.all():
+                ax.scatter(x[~ok], y[~ok], facecolors="none", edgecolors="black", s=30, zorder=3,
+                           label="exact (limit hit)")
+        else:
+            ax.scatter(x, y, marker=MARKERS.get(f.method, "o"), s=16, alpha=0.6, label=f"{f.method} seed {f.seed}")
+    for i, (label, v) in enumerate(powers.items()):
+        ax.scatter([v[0]], [v[1]], marker="*", s=140, color=f"C{i + 4}", edgecolors="black", zorder=4,
+                   label=f"fitness optimum, {label}")
+    for setter, name, up in ((ax.set_xlabel, names[0], maximise[0]), (ax.set_ylabel, names[1], maximise[1])):
+        setter(f"{name} ({'higher' if up else 'lower'} is better)")
+    ax.legend(fontsize=7, loc="best")
+
+
+def drawn(study: ParetoStudy) -> list[Drawn]:
+    """The study's fronts as drawn (their first two criteria)."""
+    return [Drawn(f.method, f.seed, f.values[:, :2], np.array([p.certified for p in f.points], bool))
+            for f in study.fronts]
 
 
 def draw_front(study: ParetoStudy, path: Path, title: str = "") -> Path:
@@ -18,29 +61,10 @@ def draw_front(study: ParetoStudy, path: Path, title: str = "") -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    x_name, y_name = study.criteria[0].name, study.criteria[1].name
-    for front in study.fronts:
-        v = front.values
-        if front.method == "exact":
-            ok = [p.certified for p in front.points]
-            ax.plot(v[:, 0], v[:, 1], "-", color="black", lw=1, zorder=2)
-            ax.scatter(v[ok, 0], v[ok, 1], color="black", s=22, zorder=3, label="exact (certified)")
-            if not all(ok):
-                bad = [not c for c in ok]
-                ax.scatter(v[bad, 0], v[bad, 1], facecolors="none", edgecolors="black", s=30, zorder=3,
-                           label="exact (limit hit)")
-        else:
-            ax.scatter(v[:, 0], v[:, 1], marker=MARKERS.get(front.method, "o"), s=16, alpha=0.6,
-                       label=f"{front.method} seed {front.seed}")
-    for i, (label, values) in enumerate(study.powers.items()):
-        ax.scatter([values[0]], [values[1]], marker="*", s=140, color=f"C{i + 4}", edgecolors="black", zorder=4,
-                   label=f"fitness optimum, {label}")
-    ax.set_xlabel(f"{x_name} (higher is better)")
-    direction = "higher" if study.criteria[1].maximise else "lower"
-    ax.set_ylabel(f"{y_name} ({direction} is better)")
+    draw_panel(ax, drawn(study), {k: v[:2] for k, v in study.powers.items()},
+               [c.name for c in study.criteria[:2]], [c.maximise for c in study.criteria[:2]])
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
