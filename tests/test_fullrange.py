@@ -132,13 +132,17 @@ def check_against_brute_force(pr):
     empty = ev.fitness(np.zeros((pr.n_jobs, pr.n_nodes), np.int64))
 
     # lp_rounding: true starts every instance with the LP certificate (by default only from 2,000 job-node pairs);
-    # "budget 0" gives the configuration MILP after it no node, so the level goes on under every type's pattern rows
+    # "budget 0" gives the configuration MILP after it no node, so the level goes on under every type's pattern rows;
+    # "every type first" starts that level under every type's rows whatever reduced costs left
     for formulation, route, lp in (("auto", "arrays", "auto"), ("auto", "arrays", True), ("auto", "pyomo", "auto"),
                                    ("placement", "auto", "auto"), ("config", "auto", "auto"),
-                                   ("auto", "arrays", "budget 0")):
-        with mock.patch.object(levels, "PLAIN_CONFIG_NODES", 0 if lp == "budget 0" else levels.PLAIN_CONFIG_NODES):
+                                   ("auto", "arrays", "budget 0"), ("auto", "arrays", "every type first")):
+        budget = 0 if lp == "budget 0" else levels.PLAIN_CONFIG_NODES
+        ratio = np.inf if lp == "every type first" else 0.0 if lp == "budget 0" else levels.EVERY_TYPE_FIRST_RATIO
+        with mock.patch.object(levels, "PLAIN_CONFIG_NODES", budget), \
+                mock.patch.object(levels, "EVERY_TYPE_FIRST_RATIO", ratio):
             res = goodopt.solve(pr, "milp", {"formulation": formulation, "model_route": route,
-                                             "lp_rounding": True if lp == "budget 0" else lp})
+                                             "lp_rounding": True if isinstance(lp, str) and lp != "auto" else lp})
         where = (formulation, lp, pr.p, pr.eps, res.status, res.fitness, f_star, res.bound, res.message)
         assert res.has_solution and res.feasible, where
         assert res.fitness <= f_star + tol, where
