@@ -114,6 +114,7 @@ class LevelModel:
                                   "use a smaller instance or fewer GPU types per node")
         self.t = problem.shifted(cs.speedup)  # (C,)
         self.solves = 0
+        self.unproven = 0  # feasibility solves stopped without an answer (see feasible)
         self._columns: dict[int, Array] = {}  # the model's column values of each point found (warm starts)
 
     def levels_of(self, kind: str) -> Array | None:
@@ -137,23 +138,12 @@ class LevelModel:
         """The best efficiency under ``levels`` (criterion kind -> goodness level); None when none is feasible.
         ``start``: a point this model found that meets the levels (HiGHS's warm start)."""
         from ..formulations.configs import choice_from_values
-        from ..solvers.highs_arrays import HighsSession
         from ..solvers.milp.placement import place_choice
-        from ..solvers.milp.run import SCALED_MIP_FEASIBILITY
         from ..solvers.result import Termination
 
         run, mm, pr = self.run, self.mm, self.problem
         C, J = mm.n_configs, pr.n_jobs
-        upper = mm.upper.copy()
-        rows: list[tuple[Array, Array, float, float]] = []
-        for kind, level in levels.items():
-            upper, row = self._level(kind, level, upper)
-            if row is not None:
-                rows.append(row)
-        session = HighsSession(replace(mm, upper=upper), threads=self.opts.threads,
-                               highs_options={"mip_feasibility_tolerance": SCALED_MIP_FEASIBILITY, "presolve": "off"})
-        for cols, vals, lo, hi in rows:
-            session.add_row(cols, vals, lo, hi)
+        session = self._session(levels)
         warm = self._columns.get(id(start)) if start is not None else None
         out, x = session.solve(time_limit_s=self.opts.time_limit_s, warm_start=warm, mip_rel_gap=SOLVER_GAP_SHARE * self.gap,
                                mip_abs_gap=0.0)
@@ -178,6 +168,33 @@ class LevelModel:
         point = FrontPoint(values=v, alloc=alloc, status=status, levels=tuple(levels.values()), bound=bound)
         self._columns[id(point)] = x
         return point
+
+    def _session(self, levels: dict[str, float], *, objective: bool = True) -> Any:
+        """HiGHS holding the model under ``levels`` (``objective=False``: every cost 0, a feasibility problem)."""
+        from ..solvers.highs_arrays import HighsSession
+        from ..solvers.milp.run import SCALED_MIP_FEASIBILITY
+
+        upper = self.mm.upper.copy()
+        rows: list[tuple[Array, Array, float, float]] = []
+        for kind, level in levels.items():
+            upper, row = self._level(kind, level, upper)
+            if row is not None:
+                rows.append(row)
+        model = replace(self.mm, upper=upper, cost=self.mm.cost if objective else np.zeros_like(self.mm.cost))
+        session = HighsSession(model, threads=self.opts.threads,
+                               highs_options={"mip_feasibility_tolerance": SCALED_MIP_FEASIBILITY, "presolve": "off"})
+        for cols, vals, lo, hi in rows:
+            session.add_row(cols, vals, lo, hi)
+        return session
+
+    def feasible(self, levels: dict[str, float]) -> bool:
+        """Whether some allocation meets ``levels`` (a feasibility MILP: it stops at the first one found). A solve
+        stopped by the time limit before finding one counts as no (the front's far end is then not proven)."""
+        out, x = self._session(levels, objective=False).solve(time_limit_s=self.opts.time_limit_s)
+        self.solves += 1
+        if x is None and str(out.termination) not in ("infeasible",):
+            self.unproven += 1
+        return x is not None
 
     @property
     def gap(self) -> float:
@@ -292,9 +309,7 @@ def biobjective_front(model: LevelModel, kind: str, fixed: dict[str, float], opt
         return [] if top is None else [top]
     levels = _Levels(model.levels_of(kind), opts.resolution)
     g_top = goodness(top, crits, kind)
-    best = _fairest(model, kind) if not fixed else None
-    if best is None:
-        best = levels.highest(lambda lv: model.solve({**fixed, kind: lv}) is not None, g_top, _ceiling(model, kind))
+    best = levels.highest(lambda lv: model.feasible({**fixed, kind: lv}), g_top, _ceiling(model, kind))
     bottom = model.solve({**fixed, kind: best}) if best > g_top + _tie(g_top) else None
     points = [top] + ([bottom] if bottom is not None and np.isfinite(bottom.values[0]) else [])
     if len(points) == 1:
@@ -326,20 +341,6 @@ def biobjective_front(model: LevelModel, kind: str, fixed: dict[str, float], opt
     return points
 
 
-def _fairest(model: LevelModel, kind: str) -> float | None:
-    """The best fairness any allocation reaches, from ``milp`` at fairness's p (its fitness there is fairness);
-    None for another criterion or when that solve is not certified (the levels are then searched)."""
-    from ..solvers.api import solve
-
-    if kind != "fairness":
-        return None
-    crit = model._criterion(kind)
-    res = solve(replace(model.problem, p=crit.p), "milp",
-                {"time_limit_s": model.opts.time_limit_s, "threads": model.opts.threads})
-    model.solves += 1
-    return float(res.fitness) if str(res.status) == "optimal" else None
-
-
 def _ceiling(model: LevelModel, kind: str) -> float:
     """The best goodness criterion ``kind`` can have: every job at its best ``t`` (fairness), nothing held (cost)."""
     if kind == "cost":
@@ -364,7 +365,8 @@ def exact_front(problem: AllocationProblem, criteria: tuple[Criterion, ...],
     front = nondominated_points(listed, [c.maximise for c in criteria])
     unfinished = [p for p in points if not p.certified]
     return Front(criteria=criteria, points=front, method="exact", cpu_s=time.process_time() - t0, solves=model.solves,
-                 info={"uncertified": len(unfinished), "configs": model.mm.n_configs})
+                 info={"uncertified": len(unfinished), "configs": model.mm.n_configs,
+                       "unproven_feasibility": model.unproven})
 
 
 def _budgets(model: LevelModel, opts: ExactFrontOptions) -> list[float]:
