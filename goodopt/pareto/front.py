@@ -72,14 +72,14 @@ def nondominated(values: Array, maximise: Sequence[bool]) -> Array:
     (n,) bool."""
     import moocore
 
-    v = _quantized(np.asarray(values, float))
+    v = quantized(np.asarray(values, float))
     if len(v) == 0:
         return np.zeros(0, bool)
     keep = np.asarray(moocore.is_nondominated(v, maximise=list(maximise), keep_weakly=False), bool)
     return keep
 
 
-def _quantized(v: Array, digits: int = 12) -> Array:
+def quantized(v: Array, digits: int = 12) -> Array:
     """``v`` rounded to ``digits`` significant digits: sums of the same prices or speedups in another order
     (1e-16 apart) compare equal."""
     with np.errstate(divide="ignore"):

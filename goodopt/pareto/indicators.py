@@ -14,7 +14,7 @@ import numpy as np
 
 from ..arrays import Array
 from ..errors import ValidationError
-from .front import Front, _quantized
+from .front import Front, quantized
 
 #: The hypervolume's reference point, in scaled criteria.
 HV_REFERENCE = 1.1
@@ -60,7 +60,7 @@ def indicators(front: Front, reference: Front) -> Indicators:
     if not len(own):
         return Indicators(0.0, 0.0, float("inf"), float("inf"), 0.0)
     hv = float(moocore.hypervolume(own, ref=point))
-    attained = np.all(_quantized(own)[None, :, :] <= ref[:, None, :] + ATTAIN_TOL, axis=2).any(axis=1)
+    attained = np.all(quantized(own)[None, :, :] <= ref[:, None, :] + ATTAIN_TOL, axis=2).any(axis=1)
     return Indicators(hv=hv, hv_ratio=hv / ref_hv if ref_hv > 0 else float("nan"),
                       igd_plus=float(moocore.igd_plus(own, ref=ref)),
                       eps_additive=float(moocore.epsilon_additive(own, ref=ref)), attained=float(attained.mean()))
