@@ -35,10 +35,12 @@ PLAIN_CONFIG_NODES = 30
 #: After the LP certificate under every type's pattern rows, the configuration level starts under every type's
 #: pattern rows at once (no MILP without them first) when the configurations left by reduced costs are at most
 #: this many times those the reduced-cost dive held open under the same rows: that dive measured what such a
-#: model costs at about that size. Measured (CPU s, one process per solve, an Intel Xeon VM): five-types-2048
-#: own objective seeds 0-9, kept / open 1.06-2.0 where the dive did not certify, 27.9 s in all (worst 5.1)
-#: against 40.6 s (worst 5.9), the same optima; mixed-2048 under Sia's objective, kept / open about 3.0, where
-#: every type's rows cost 3-10 s against 1.3-1.9 s for the MILP without them and rows on one type afterwards.
+#: model costs at about that size. Measured (CPU s, all ten solves in one process, a 2-core Intel Xeon VM):
+#: five-types-2048 own objective seeds 0-9 23.5 s in all (worst 4.47, seed 3) against 28.4 s (worst 4.92) with
+#: the MILP without pattern rows first; seeds 5, 6, 7 (kept / open 1.06-2.0, where the dive did not certify)
+#: 2.70 2.19 3.24 against 4.36 3.36 4.92, the same optima. mixed-2048 under Sia's objective, kept / open about
+#: 3.0: there every type's rows cost 3-10 s against 1.3-1.9 s for the MILP without them and rows on one type
+#: afterwards.
 EVERY_TYPE_FIRST_RATIO = 2.5
 
 
