@@ -30,6 +30,7 @@ import numpy as np
 
 from ..arrays import Array
 from ..errors import ValidationError
+from ..evaluator import Evaluator
 from ..fitness import power_mean
 from ..prices import price_per_gpu_h
 from ..problem import AllocationProblem
@@ -121,10 +122,11 @@ def _prices(problem: AllocationProblem, prices: Mapping[str, float]) -> tuple[fl
     return out
 
 
-def evaluate_criteria(problem: AllocationProblem, criteria: Sequence[Criterion], pop: Array) -> tuple[Array, Array]:
-    """``(values, feasible)``: each allocation's criteria (P, K) and whether it is feasible (P,), from the
-    problem's evaluator. Shapes: pop (P, J, N)."""
+def evaluate_criteria(problem: AllocationProblem, criteria: Sequence[Criterion], pop: Array,
+                      evaluator: Evaluator | None = None) -> tuple[Array, Array]:
+    """``(values, feasible)``: each allocation's criteria (P, K) and whether it is feasible (P,), from
+    ``evaluator`` (the problem's, built once by callers that score many populations). Shapes: pop (P, J, N)."""
     pop = np.asarray(pop, np.int64).reshape(-1, problem.n_jobs, problem.n_nodes)
-    res = problem.evaluator().evaluate(pop)
+    res = (evaluator or problem.evaluator()).evaluate(pop)
     values = np.column_stack([c.values(problem, pop, res.speedups) for c in criteria])
     return values, res.violation == 0

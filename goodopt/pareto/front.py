@@ -109,8 +109,9 @@ def enumerated_front(problem: Any, criteria: tuple[Criterion, ...], *, max_alloc
     t0 = time.process_time()
     maximise = [c.maximise for c in criteria]
     kept: list[FrontPoint] = []
+    ev = problem.evaluator()
     for pop in allocation_blocks(problem, max_allocations=max_allocations):
-        values, feasible = evaluate_criteria(problem, criteria, pop)
+        values, feasible = evaluate_criteria(problem, criteria, pop, ev)
         idx = np.flatnonzero(feasible)
         idx = idx[nondominated(values[idx], maximise)]
         kept = list(nondominated_points(kept + [FrontPoint(tuple(values[i]), pop[i].copy(), "enumerated")

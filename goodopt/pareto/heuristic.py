@@ -47,6 +47,7 @@ class CriteriaProblem(Problem):  # pymoo publishes no types (its imports are unt
 
     def __init__(self, problem: AllocationProblem, criteria: tuple[Criterion, ...], constrained: bool = True) -> None:
         self.alloc_problem, self.criteria, self.constrained = problem, criteria, constrained
+        self.evaluator = problem.evaluator()  # built once: every generation is scored by it
         self.sign = np.array([-1.0 if c.maximise else 1.0 for c in criteria])
         J, N = problem.n_jobs, problem.n_nodes
         super().__init__(n_var=J * N, n_obj=len(criteria), n_ieq_constr=1 if constrained else 0, xl=np.zeros(J * N),
@@ -55,7 +56,7 @@ class CriteriaProblem(Problem):  # pymoo publishes no types (its imports are unt
     def _evaluate(self, x: Array, out: dict[str, Array], *args: object, **kwargs: object) -> None:
         pr = self.alloc_problem
         pop = np.asarray(x).reshape(len(x), pr.n_jobs, pr.n_nodes).astype(np.int64, copy=False)
-        values, feasible = evaluate_criteria(pr, self.criteria, pop)
+        values, feasible = evaluate_criteria(pr, self.criteria, pop, self.evaluator)
         if self.constrained:
             out["F"] = values * self.sign
             out["G"] = np.where(feasible, 0.0, 1.0)[:, None]
@@ -76,7 +77,7 @@ def heuristic_front(problem: AllocationProblem, criteria: tuple[Criterion, ...],
     res = minimize(mop, _algorithm(problem, algorithm, len(criteria), opts, list(seeds)), ("n_gen", opts.n_gen),
                    seed=opts.seed, verbose=False, save_history=False)
     final = np.asarray(res.pop.get("X")).reshape(-1, problem.n_jobs, problem.n_nodes).astype(np.int64)
-    values, feasible = evaluate_criteria(problem, criteria, final)
+    values, feasible = evaluate_criteria(problem, criteria, final, mop.evaluator)
     points = [FrontPoint(tuple(float(a) for a in values[i]), final[i], "heuristic") for i in np.flatnonzero(feasible)]
     front = nondominated_points(points, [c.maximise for c in criteria])
     return Front(criteria=criteria, points=front, method=algorithm, seed=opts.seed, cpu_s=time.process_time() - t0,

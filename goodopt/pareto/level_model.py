@@ -71,7 +71,7 @@ class LevelModel:
         mm = config_matrix(linear, cs, self.run.objective, placement=range(problem.n_gpu_types))
         # the objective efficiency itself over its least possible value (every job at the least t or idle), so
         # that HiGHS's relative gap is efficiency's and its absolute tolerances lie far below 1e-7 of it
-        t = problem.shifted(cs.speedup)
+        self.t = t = problem.shifted(cs.speedup)  # (C,)
         self.weight_sum = float(problem.weights.sum())
         self.unit = self.weight_sum * float(min(t.min(initial=problem.idle), problem.idle))
         cost = mm.cost.copy()
@@ -82,7 +82,7 @@ class LevelModel:
             names = [problem.type_names[g] for g in self.mm.aggregate_types]
             raise ValidationError("problem", f"too many node patterns on {', '.join(names)} for the exact front",
                                   "use a smaller instance or fewer GPU types per node")
-        self.t = problem.shifted(cs.speedup)  # (C,)
+        self.problem_evaluator = problem.evaluator()  # the re-score of every point
         self.solves = 0
         self.unproven = 0  # feasibility solves stopped without an answer (see feasible)
         self._columns: dict[int, Array] = {}  # the model's column values of each point found (warm starts)
@@ -129,7 +129,7 @@ class LevelModel:
         if alloc is None:
             return FrontPoint(values=(math.nan,) * len(self.criteria), alloc=np.zeros((J, pr.n_nodes), np.int64),
                               status="unplaced", levels=tuple(levels.values()), bound=bound)
-        values, feasible = evaluate_criteria(pr, self.criteria, alloc[None])
+        values, feasible = evaluate_criteria(pr, self.criteria, alloc[None], self.problem_evaluator)
         v = tuple(float(a) for a in values[0])
         status = str(out.termination)
         if out.termination == Termination.OPTIMAL:
