@@ -60,10 +60,27 @@ def set_task_sink(sink) -> None:
     _last_sent.clear()
 
 
+#: The name of the task running in this context (:func:`task_named`), which its progress reports carry.
+_TASK_NAME: ContextVar = ContextVar("goodopt_task_name", default=None)
+
+
+@contextlib.contextmanager
+def task_named(name: str) -> Iterator[None]:
+    """Within the block, :func:`task_progress` reports under ``name`` (a task's description, which names every
+    field its run varies) instead of the label the running code gives itself."""
+    token = _TASK_NAME.set(name)
+    try:
+        yield
+    finally:
+        _TASK_NAME.reset(token)
+
+
 def task_progress(label: str, time_s: float, n_done: int, n_jobs: int) -> None:
-    """A running task's progress (a simulation: simulated seconds, jobs done of all), at most once a second."""
+    """A running task's progress (a simulation: simulated seconds, jobs done of all), at most once a second,
+    under the running task's name where one is set (:func:`task_named`), else ``label``."""
     if _SINK is None:
         return
+    label = _TASK_NAME.get() or label
     now = time.monotonic()
     if n_done < n_jobs and now - _last_sent.get(label, -math.inf) < SINK_EVERY_S:
         return

@@ -83,8 +83,9 @@ class SolverStats:
     n_variables: int | None = None
     n_constraints: int | None = None
     n_configs: int | None = None
-    #: The incumbent and bound over time, ``(seconds, incumbent, bound)`` in fitness units, as the method saw
-    #: them: one point per MILP stage (the model's values), per GA generation (best fitness, no bound).
+    #: The incumbent and bound over time, ``(seconds, incumbent, bound)`` in fitness units (NaN: none yet): the
+    #: exact methods add a point each time their best placed allocation (re-scored) or their proven bound
+    #: improves, the GA one per generation (its best fitness, no bound).
     trace: tuple[tuple[float, float, float], ...] = ()
 
 

@@ -89,6 +89,29 @@ def test_compare_draws_profiles_and_convergence(tmp_path, monkeypatch):
     assert "trace" not in pd.read_csv(tmp_path / "t.csv").columns
 
 
+def test_convergence_draws_a_method_without_a_course_as_its_answer():
+    """greedy records no trace: the figure draws its answer, one point at its time; milp's bound apart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from goodopt.runs.compare import compare
+    from goodopt.runs.plots import _draw_course
+
+    table = compare(["family:tiny:1"], ["greedy", "milp"], progress=False, traces=True)
+    for _, row in table.iterrows():
+        fig, ax = plt.subplots()
+        _draw_course(ax, row, "C0")
+        lines = ax.get_lines()
+        xs, ys = lines[0].get_data()
+        assert ys[-1] == pytest.approx(row["fitness"]) and xs[-1] == pytest.approx(max(row["seconds"], 1e-4))
+        assert len(lines) == (2 if row["method"] == "milp" else 1)  # greedy proves no bound
+        if row["method"] == "greedy":
+            assert len(xs) == 1
+        plt.close(fig)
+
+
 def test_compare_refuses_a_figure_path_without_a_figure_suffix(tmp_path, monkeypatch, capsys):
     from goodopt.cli import main
 

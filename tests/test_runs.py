@@ -498,14 +498,18 @@ def test_name_lists_are_checked_with_a_suggestion(argv, message, tmp_path, capsy
 # ------------------------------------------------------------------ progress while tasks run
 @pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_running_simulations_report_their_progress(workers, caplog, monkeypatch):
-    """Without a terminal, a plain line says how far each running simulation is (here one every report)."""
+    """Without a terminal, a plain line says how far each running simulation is (here one every report), named
+    as the task is listed: two runs of one workload that differ only in their seed are told apart."""
     import goodopt.runs.watch as watch
     from goodopt.runs.tasks import run_task, sim_task
 
     monkeypatch.setattr(watch, "PLAIN_EVERY_S", 0.0)
-    tasks = [sim_task(f"generated:0.3:{s}:0.5", "greedy", "small-2node", seed=0) for s in range(2)]
+    tasks = [sim_task("generated:0.3:0:0.5", "greedy", "small-2node", seed=s) for s in range(2)]
     with caplog.at_level(logging.INFO, logger="goodopt.progress"):
         map_tasks(run_task, tasks, workers=workers, progress=True, label="simulations")
     lines = [r.getMessage() for r in caplog.records if r.name == "goodopt.progress"]
-    assert any("jobs" in m and "h simulated" in m and "simulations:" in m for m in lines), lines[:5]
+    running = [m for m in lines if "h simulated" in m]
+    assert running and all("simulations:" in m and "jobs" in m for m in running), lines[:5]
+    assert {t.describe() for t in tasks} <= {part.split(": ")[0].removeprefix("running ")
+                                            for m in running for part in m.split("; ")[1:]}
     assert any(m.startswith("simulations: 2 of 2 done") for m in lines)

@@ -1158,6 +1158,10 @@ def test_a_solve_keeps_its_incumbent_and_bound_over_time(testbed):
     best = [p[1] for p in ga.stats.trace]
     assert best == sorted(best) and best[-1] == pytest.approx(ga.fitness)  # elitist: never worse
     assert exact.stats.trace[-1][2] >= exact.fitness * (1 - 1e-9)  # the last bound bounds the answer
+    # the exact course is the run's best placed allocation and best bound: never worse, never looser
+    inc = [p[1] for p in exact.stats.trace if np.isfinite(p[1])]
+    bnd = [p[2] for p in exact.stats.trace if np.isfinite(p[2])]
+    assert inc == sorted(inc) and bnd == sorted(bnd, reverse=True) and max(inc) <= min(bnd) * (1 + 1e-9)
     html = exact._repr_html_()
     assert "<table>" in html and "optimal" in html and f"{exact.fitness:.6g}" in html
 

@@ -42,6 +42,9 @@ def run(args) -> int:
         t.add_row(r.experiment, r.metric, r.setting, r.policy, fmt(r.published, 3), fmt(r.reproduced, 3),
                   r.band or "-", r.verdict or "-")
     con.print(t)
-    con.print(f"wrote {rep.out / 'report.md'}, results.csv and a figure per experiment "
-              f"({', '.join(f'{k} {v:.0f} s' for k, v in rep.seconds.items())})")
+    con.print(f"wrote {rep.out / 'report.md'}, results.csv and a figure per experiment; "
+              f"{rep.seconds['all']:.0f} s of wall time for every task in one pool"
+              + ("; CPU time of each experiment's tasks: " + ", ".join(f"{k} {v:.0f} s" for k, v in
+                                                                      rep.cpu_seconds.items())
+                 if rep.cpu_seconds else ""))
     return 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -41,12 +41,14 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Reproduction:
     """What :func:`reproduce` ran and found: one row per comparison, and wall times (``seconds["all"]``: every
-    task, in one pool; per experiment: reading its tables and comparing)."""
+    task, in one pool; per experiment: reading its tables and comparing); ``cpu_seconds``: per experiment, the
+    CPU time its tasks took (tasks served from the cache count what they took when computed)."""
 
     results: pd.DataFrame
     seconds: dict
     quick: bool
     out: Path
+    cpu_seconds: dict = field(default_factory=dict)
 
 
 def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=None, workers: int = 1,
@@ -84,7 +86,7 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
             write_figure(results[results.experiment == name], EXPERIMENTS[name], files.path(out / f"{name}.png"),
                          quick=quick)
         write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"), cpu)
-    return Reproduction(results, seconds, quick, out)
+    return Reproduction(results, seconds, quick, out, cpu)
 
 
 def all_tasks(names, root: Path, quick: bool) -> list:

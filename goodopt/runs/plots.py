@@ -15,6 +15,7 @@ import pandas as pd
 
 from goodopt.outputs import atomic_path
 
+from .measures import closed_trace
 from .performance import method_summary, performance_profile
 
 
@@ -87,38 +88,52 @@ def draw_profiles(table: pd.DataFrame, shift: float = 1.0, reference=None):
 
 
 def plot_convergence(table: pd.DataFrame, path, fmt: str | None = None) -> Path:
-    """The incumbent (solid) and bound (dashed) over time of every solve in ``table`` (a compare table with a
-    ``trace`` column: ``compare(..., traces=True)``), one panel per scenario, in fitness units."""
+    """The incumbent (solid line, dots) and proven bound (dashed, paler, triangles) over time of every solve in
+    ``table`` (a compare table with a ``trace`` column: ``compare(..., traces=True)``), one panel per scenario,
+    in fitness units. Each trace is closed by the solve's answer at its end (:func:`closed_trace`), so a method
+    that records no course (greedy) is its answer, one point."""
     plt = _pyplot()
+    from matplotlib.lines import Line2D
+
     scenarios = list(dict.fromkeys(table["scenario"]))
     cols = min(3, len(scenarios))
     rows = math.ceil(len(scenarios) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
     colours = {m: f"C{i}" for i, m in enumerate(dict.fromkeys(table["method"]))}
     for ax, sc in zip(axes.flat, scenarios):
-        labelled = set()
         for _, r in table[table["scenario"] == sc].iterrows():
-            pts = np.asarray(r["trace"] or [], dtype=float).reshape(-1, 3)
-            pts = pts[np.isfinite(pts[:, 1])]
-            if not len(pts):
-                continue
-            t = np.maximum(pts[:, 0], 1e-4)  # a log time axis: points recorded at 0 s are drawn at 0.1 ms
-            label = None if r["method"] in labelled else r["method"]
-            labelled.add(r["method"])
-            colour = colours[r["method"]]
-            ax.step(t, pts[:, 1], where="post", color=colour, marker="o", ms=3, label=label)
-            if np.isfinite(pts[:, 2]).any():
-                ax.step(t, pts[:, 2], where="post", color=colour, marker="v", ms=3, ls="--")
+            _draw_course(ax, r, colours[r["method"]])
         ax.set_xscale("log")
         ax.set_title(sc, fontsize=9)
         ax.set_xlabel("seconds since the solve started")
         ax.set_ylabel("fitness")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("incumbent (solid, one line per seed) and proven bound (dashed) over time", fontsize=10)
     for ax in list(axes.flat)[len(scenarios):]:
         ax.set_visible(False)
+    handles = [Line2D([], [], color=c, lw=2, label=m) for m, c in colours.items()]
+    handles += [Line2D([], [], color="0.3", marker="o", ms=3, label="incumbent (one line per seed)"),
+                Line2D([], [], color="0.3", marker="v", ms=3, ls="--", alpha=0.55, label="proven bound")]
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
+               fontsize=8)
+    fig.suptitle("incumbent and proven bound over time", fontsize=10)
+    fig.tight_layout()
     return _save(fig, Path(path), fmt)
+
+
+def _draw_course(ax, row: pd.Series, colour: str) -> None:
+    """One solve's closed trace on ``ax``: its incumbent, and its bound where it proved one."""
+    fitness = float(row["fitness"]) if bool(row.get("feasible", True)) else math.nan
+    pts = np.asarray(closed_trace(row["trace"] or [], row["seconds"], fitness, row["bound"]), dtype=float)
+    t = np.maximum(pts[:, 0], 1e-4)  # a log time axis: points recorded at 0 s are drawn at 0.1 ms
+    found = np.isfinite(pts[:, 1])
+    if found.any():
+        f = pts[found, 1]
+        moved = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])  # a dot where the incumbent changes, and at the end
+        ax.step(t[found], f, where="post", color=colour, marker="o", ms=3, markevery=list(moved) + [len(f) - 1])
+    proved = np.isfinite(pts[:, 2])
+    if proved.any():
+        ax.step(t[proved], pts[proved, 2], where="post", color=colour, marker="v", ms=3, ls="--", lw=1,
+                alpha=0.55)
 
 
 def plot_time_to_target(curves: dict[str, pd.DataFrame], path, fmt: str | None = None) -> Path:

@@ -27,6 +27,7 @@ from goodopt.errors import ValidationError
 from goodopt.families import family
 from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
 from goodopt.gavel.generator import gavel_trace_exact
+from goodopt.progress import task_named
 from goodopt.scenario import Scenario
 from goodopt.sim import simulate
 from goodopt.sim.config import SimConfig, check_setup
@@ -176,13 +177,14 @@ def run_task(task: Task) -> dict:
     without the naming columns (:func:`named_rows` adds them). The row's ``cpu_s`` is the CPU time the
     task took in its process (every thread)."""
     t0 = time.process_time()
-    if isinstance(task, SolveTask):
-        out = _run_solve(task)
-    elif isinstance(task, RigidTask):
-        out = _run_rigid(task)
-    else:
-        res, row, jobs = run_simulation(task)
-        out = {"row": row, "jobs": jobs}
+    with task_named(task.describe()):
+        if isinstance(task, SolveTask):
+            out = _run_solve(task)
+        elif isinstance(task, RigidTask):
+            out = _run_rigid(task)
+        else:
+            res, row, jobs = run_simulation(task)
+            out = {"row": row, "jobs": jobs}
     out["row"]["cpu_s"] = time.process_time() - t0
     return to_json(out)
 

@@ -67,6 +67,7 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
         f = run.to_fitness(run.model_bound(out.bound, floor_checked=False) + slack)
         if np.isfinite(f):
             run.fit_bound = f
+            run.record()
     chosen = fp.decode(model, pr, cs, classes)
     alloc, failed = place_configs(pr, cs, chosen)
     info["placement_failed_jobs"] = [pr.job_names[j] for j in failed]

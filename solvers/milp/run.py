@@ -167,7 +167,10 @@ class MilpRun:
         if alloc is None or self.ev.violation(alloc) != 0:
             return -np.inf
         fit = float(self.ev.fitness(alloc))
+        improves = fit > self.best()[2]
         self.candidates.append((np.asarray(alloc, dtype=np.int64), source, fit))
+        if improves:
+            self.record()
         return fit
 
     def best(self) -> tuple[Array | None, str | None, float]:
@@ -243,8 +246,14 @@ class MilpRun:
 
     def tighten_fitness(self, bound: float) -> None:
         """Take a bound already in fitness (valid for the placement problem) into the best bound."""
-        if np.isfinite(bound):
-            self.fit_bound = min(self.fit_bound, max(bound, self.dropped_bound))
+        if np.isfinite(bound) and max(bound, self.dropped_bound) < self.fit_bound:
+            self.fit_bound = max(bound, self.dropped_bound)
+            self.record()
+
+    def record(self) -> None:
+        """A trace point (:attr:`SolverStats.trace`): the best placed candidate's fitness and the best bound."""
+        best, bound = self.best()[2], self.fit_bound
+        record_point(best if np.isfinite(best) else np.nan, bound if np.isfinite(bound) else np.nan)
 
     # ---------------------------------------------------------------- solver arguments
     def solve_kwargs(self, *, check: bool = False) -> dict[str, Any]:
@@ -278,8 +287,6 @@ class MilpRun:
             out = out()
         rec = stage_record(name, out, objective or self.objective)
         self.info["stages"].append(rec)
-        if not name.startswith("placement-check"):  # those are sub-problems of one GPU type
-            record_point(rec["fitness"], rec["fitness_bound"])
         report("stage %s: %s, incumbent %.6g, bound %.6g (%.2f s)", name, rec["status"], rec["fitness"],
                rec["fitness_bound"], rec["solve_s"])
         return out

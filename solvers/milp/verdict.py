@@ -93,4 +93,5 @@ def nothing_to_choose(run: MilpRun) -> MethodOutcome:
         alloc = run.best()[0]
         run.info["proof"] = "every configuration is worse on its own than the incumbent's whole objective"
     run.fit_bound = float(run.ev.fitness(alloc))
+    run.record()
     return finish(run, alloc, stand_in(Termination.OPTIMAL, "nothing to choose"))
