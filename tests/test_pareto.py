@@ -147,5 +147,75 @@ def test_the_command_writes_points_indicators_and_a_figure_and_keeps_an_earlier_
     assert set(points["method"]) == {"exact", "nsga2", "nsga3"}
     assert points.loc[points["method"] == "exact", "certified"].all()
     assert len(pd.read_csv(tmp_path / "front.indicators.csv")) == 2 and (tmp_path / "front.png").stat().st_size
+    surfaces = pd.read_csv(tmp_path / "front.attainment.csv")  # one seed: each surface is its front
+    assert set(surfaces["level"]) == {"best", "median", "worst"} and (surfaces["seeds"] == 1).all()
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert again.returncode != 0 and "--force" in again.stderr
+
+
+# ------------------------------------------------------------------ attainment across seeds
+def _fronts_of(values_per_seed, criteria):
+    from goodopt.pareto.front import FrontPoint
+
+    return [Front(criteria=criteria, method="nsga2", seed=s, points=tuple(
+        FrontPoint(tuple(map(float, v)), np.zeros((0, 0), np.int64), "heuristic") for v in vals))
+        for s, vals in enumerate(values_per_seed)]
+
+
+def _surface_by_counting(values_per_seed, needed: int, maximise) -> np.ndarray:
+    """The attainment surface by definition: of every point whose coordinates appear in the fronts, those at
+    least ``needed`` seeds attain (a point of theirs at least as good in every criterion), then the best of
+    those (no other one at least as good)."""
+    import itertools
+
+    sign = np.where(maximise, 1.0, -1.0)
+    fronts = [np.asarray(v, float).reshape(-1, len(sign)) * sign for v in values_per_seed]
+    coords = [np.unique(np.concatenate([f[:, k] for f in fronts])) for k in range(len(sign))]
+    grid = np.array(list(itertools.product(*coords))) if all(len(c) for c in coords) else np.zeros((0, len(sign)))
+    counts = sum(np.all(f[None, :, :] >= grid[:, None, :], axis=2).any(axis=1) for f in fronts if len(f))
+    kept = grid[np.asarray(counts) >= needed] if len(grid) else grid
+    best = [z for z in kept if not np.any(np.all(kept >= z, axis=1) & np.any(kept > z, axis=1))]
+    return np.array(best).reshape(-1, len(sign)) * sign
+
+
+@pytest.mark.parametrize("n_criteria", [2, 3])
+def test_attainment_surfaces_are_the_shares_of_seeds_that_reach_each_point(n_criteria):
+    """Over random fronts (few distinct values, so ties and repeated points occur; some seeds empty), each
+    surface is what counting gives: best = reached by one seed, median = by half, worst = by all."""
+    from goodopt.pareto.attainment import attainment_surfaces
+    from goodopt.pareto.front import nondominated
+
+    pr = FAMILIES["hetero-tiny"].scenario(0).problem()
+    criteria = parse_criteria("efficiency,fairness,cost" if n_criteria == 3 else "efficiency,fairness", pr, PRICES)
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        n_seeds = int(rng.integers(1, 5))
+        per_seed = []
+        for _ in range(n_seeds):
+            v = rng.integers(0, 4, size=(int(rng.integers(0, 5)), n_criteria)).astype(float)
+            per_seed.append(v[nondominated(v, [c.maximise for c in criteria])] if len(v) else v)
+        surfaces = {s.level: s for s in attainment_surfaces(_fronts_of(per_seed, criteria))}
+        for level, needed in (("best", 1), ("median", int(np.ceil(n_seeds / 2))), ("worst", n_seeds)):
+            expected = _surface_by_counting(per_seed, needed, [c.maximise for c in criteria])
+            assert _sorted(surfaces[level].values).tolist() == _sorted(expected).tolist(), (level, per_seed)
+
+
+def test_a_study_judges_each_heuristics_surfaces_and_the_best_run_is_no_worse_than_the_worst():
+    from goodopt.pareto.study import pareto_study
+
+    pr = FAMILIES["hetero-tiny"].scenario(1).problem()
+    study = pareto_study(pr, "efficiency,fairness", ("exact", "nsga2"), seeds=(0, 1, 2),
+                         heuristic=HeuristicFrontOptions(pop_size=12, n_gen=5))
+    rows = {r["level"]: r for r in study.attainment_rows}
+    assert set(rows) == {"best", "median", "worst"} and all(r["seeds"] == 3 for r in rows.values())
+    assert rows["best"]["hv_ratio"] >= rows["median"]["hv_ratio"] >= rows["worst"]["hv_ratio"] - 1e-12
+    best = next(s for s in study.surfaces if s.level == "best")
+    union = np.concatenate([f.values for f in study.fronts if f.method == "nsga2"])
+    expected = _sorted(union[_nondominated2(union)])
+    assert best.values.shape == expected.shape and np.allclose(_sorted(best.values), expected, rtol=1e-11, atol=0)
+
+
+def _nondominated2(values):
+    from goodopt.pareto.front import nondominated
+
+    return nondominated(values, [True, True])

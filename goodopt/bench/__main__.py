@@ -173,8 +173,9 @@ def _part_pareto(con, bar, out, args) -> None:
                "the exact front of the same instance (epsilon-constraint, each point certified) in this run")
     con.print(_table(f"Heuristic fronts ({pareto.OBJECTIVES}, population 100, 100 generations, from greedy) against "
                      "the exact front: hypervolume ratio, IGD+, additive epsilon and attained share on criteria "
-                     "scaled by the exact front; CPU s of each and of the exact front", df,
-                     ["family", "method", "run_seed", "points", "cpu_s", "hv_ratio", "igd_plus", "eps_additive",
+                     "scaled by the exact front; CPU s of each and of the exact front; surface: the best, median "
+                     "and worst attainment surface over the seeds", df,
+                     ["family", "method", "run_seed", "surface", "points", "cpu_s", "hv_ratio", "igd_plus", "eps_additive",
                       "attained", "exact_points", "exact_certified", "exact_cpu_s", "ratio_to_exact_cpu"], digits=3))
 
 

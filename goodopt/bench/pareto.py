@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..families import FAMILIES
+from ..pareto.attainment import attainment_surfaces, surface_front
 from ..pareto.criteria import parse_criteria
 from ..pareto.exact import ExactFrontOptions, exact_front
 from ..pareto.heuristic import HeuristicFrontOptions, heuristic_front
@@ -22,7 +23,8 @@ SEEDS = (0, 1, 2)
 
 def pareto_table(progress=None) -> list[dict[str, Any]]:
     """One row per instance and heuristic run: its front's size, CPU seconds and indicators, with the exact front's
-    size, certified points and CPU seconds."""
+    size, certified points and CPU seconds; then per instance and heuristic one row per attainment surface over
+    its seeds (``surface``: best, median, worst; its CPU seconds those of all its seeds)."""
     rows = []
     for family, seed, max_points, limit in INSTANCES:
         pr = FAMILIES[family].scenario(seed).problem()
@@ -30,14 +32,21 @@ def pareto_table(progress=None) -> list[dict[str, Any]]:
         exact = exact_front(pr, criteria, ExactFrontOptions(max_points=max_points, time_limit_s=limit))
         certified = sum(p.certified for p in exact.points)
         start = [greedy_start(pr)]
+        base = {"family": family, "seed": seed, "objectives": OBJECTIVES}
+        tail = {"exact_points": len(exact.points), "exact_certified": certified, "exact_milps": exact.solves,
+                "exact_cpu_s": exact.cpu_s}
         for name in ALGORITHMS:
+            fronts = []
             for s in SEEDS:
                 front = heuristic_front(pr, criteria, name, HeuristicFrontOptions(seed=s), seeds=start)
-                rows.append({"family": family, "seed": seed, "objectives": OBJECTIVES, "method": name, "run_seed": s,
-                             "points": len(front.points), "cpu_s": front.cpu_s, **vars(indicators(front, exact)),
-                             "exact_points": len(exact.points), "exact_certified": certified,
-                             "exact_milps": exact.solves, "exact_cpu_s": exact.cpu_s,
+                fronts.append(front)
+                rows.append({**base, "method": name, "run_seed": s, "surface": "", "points": len(front.points),
+                             "cpu_s": front.cpu_s, **vars(indicators(front, exact)), **tail,
                              "ratio_to_exact_cpu": front.cpu_s / exact.cpu_s})
                 if progress:
                     progress()
+            cpu = sum(f.cpu_s for f in fronts)
+            rows += [{**base, "method": name, "run_seed": "", "surface": sf.level, "points": len(sf.values),
+                      "cpu_s": cpu, **vars(indicators(surface_front(sf, exact), exact)), **tail,
+                      "ratio_to_exact_cpu": cpu / exact.cpu_s} for sf in attainment_surfaces(fronts)]
     return rows

@@ -21,7 +21,8 @@ def add_parser(add) -> None:
     p.add_argument("--max-points", type=int, default=40, help="exact points per bi-objective front (0: every point)")
     p.add_argument("--cost-levels", type=int, default=6, help="cost budgets with three criteria (0: every reachable cost)")
     p.add_argument("--price", action="append", help="TYPE=USD per GPU-hour for the cost (repeatable), e.g. rtx6000=1.2")
-    p.add_argument("--out", default="pareto.csv", help="the points' CSV (NAME.indicators.csv beside it)")
+    p.add_argument("--out", default="pareto.csv", help="the points' CSV (NAME.indicators.csv and, the heuristics' "
+                   "best, median and worst attainment surfaces over their seeds, NAME.attainment.csv beside it)")
     p.add_argument("--figure", default=None, metavar="PATH", help="also draw the front to PATH (.png, .pdf, .svg)")
     p.add_argument("--force", action="store_true", help="replace the results of an earlier run at --out and --figure")
     p.set_defaults(func=run)
@@ -39,11 +40,12 @@ def run(args) -> int:
 
     out = Path(args.out)
     ind = out.with_name(out.stem + ".indicators.csv")
+    att = out.with_name(out.stem + ".attainment.csv")
     keep = not args.force
-    for f in (*table_outputs(out), *table_outputs(ind)):
+    for f in (*table_outputs(out), *table_outputs(ind), *table_outputs(att)):
         check_output(f, inputs=[args.scenario], keep=keep, option="--out")
     if args.figure:
-        check_figure_path(Path(args.figure), "--figure", [args.scenario, out, ind], keep=keep)
+        check_figure_path(Path(args.figure), "--figure", [args.scenario, out, ind, att], keep=keep)
     problem = load_scenario(args.scenario).problem()
     prices = {k: float(v) for k, v in key_values(args.price).items()}
     exact = ExactFrontOptions(max_points=args.max_points or None, cost_levels=args.cost_levels or None)
@@ -56,6 +58,7 @@ def run(args) -> int:
         meta = {"scenario": args.scenario, "objectives": args.objectives, "methods": args.methods}
         write_table_into(outputs, pd.DataFrame(study.point_rows()), out, **meta)
         write_table_into(outputs, pd.DataFrame(list(study.indicator_rows)), ind, **meta)
+        write_table_into(outputs, pd.DataFrame(_surface_rows(study)), att, **meta)
     if args.figure:
         draw_front(study, Path(args.figure), title=args.scenario)
     con = console()
@@ -67,5 +70,22 @@ def run(args) -> int:
     for r in study.indicator_rows:
         con.print(f"{r['method']:6s} seed {r['seed']}: hv ratio {r['hv_ratio']:.4f}, IGD+ {r['igd_plus']:.4f}, "
                   f"eps+ {r['eps_additive']:.4f}, attained {r['attained']:.2f}")
-    con.print(f"wrote {', '.join(str(f) for f in [out, ind, *([args.figure] if args.figure else [])])}")
+    for r in study.attainment_rows:
+        con.print(f"{r['method']:6s} {r['level']} of {r['seeds']} seed(s): hv ratio {r['hv_ratio']:.4f}, "
+                  f"IGD+ {r['igd_plus']:.4f}, eps+ {r['eps_additive']:.4f}")
+    con.print(f"wrote {', '.join(str(f) for f in [out, ind, att, *([args.figure] if args.figure else [])])}")
     return 0
+
+
+def _surface_rows(study) -> list[dict]:
+    """The attainment table: one row per surface point (method, level, percentile, seeds, criteria), then,
+    where there is an exact front, the surface's indicators joined on (method, level)."""
+    judged = {(r["method"], r["level"]): r for r in study.attainment_rows}
+    rows = []
+    for s in study.surfaces:
+        extra = {k: v for k, v in judged.get((s.method, s.level), {}).items()
+                 if k in ("hv_ratio", "igd_plus", "eps_additive", "attained")}
+        rows += [{"method": s.method, "level": s.level, "percentile": s.percentile, "seeds": s.n_seeds, "point": i,
+                  **{c.name: float(v) for c, v in zip(study.criteria, values)}, **extra}
+                 for i, values in enumerate(s.values)]
+    return rows

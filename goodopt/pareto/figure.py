@@ -1,5 +1,6 @@
-"""The front figure: the exact front (certified points filled, others hollow), the heuristic fronts, and the
-optimum of the fitness at each paper's p, on the first two criteria's axes."""
+"""The front figure: the exact front (certified points filled, others hollow), the heuristic fronts, their median
+attainment surfaces over seeds (two criteria), and the optimum of the fitness at each paper's p, on the first two
+criteria's axes."""
 
 from __future__ import annotations
 
@@ -26,8 +27,14 @@ class Drawn:
 
 
 def draw_panel(ax: Any, fronts: Sequence[Drawn], powers: Mapping[str, Sequence[float]], names: Sequence[str],
-               maximise: Sequence[bool]) -> None:
-    """Draw the fronts and the fitness optima at each p (``label -> (x, y)``) on ``ax``."""
+               maximise: Sequence[bool], surfaces: Mapping[str, np.ndarray] | None = None) -> None:
+    """Draw the fronts, the fitness optima at each p (``label -> (x, y)``) and ``surfaces`` (a label -> an
+    attainment surface's points (n, 2), drawn as the staircase bounding what it attains) on ``ax``."""
+    for i, (label, xy) in enumerate((surfaces or {}).items()):
+        order = np.argsort(xy[:, 0])
+        # maximised x: each point attains every x up to its own (a step before it); minimised: from it on
+        ax.step(xy[order, 0], xy[order, 1], where="pre" if maximise[0] else "post", ls=":", lw=1.2,
+                color=f"C{i}", label=label, zorder=1)
     for f in fronts:
         x, y = f.xy[:, 0], f.xy[:, 1]
         if f.method == "exact":
@@ -61,8 +68,10 @@ def draw_front(study: ParetoStudy, path: Path, title: str = "") -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    medians = {f"{s.method} median of {s.n_seeds} seeds": s.values[:, :2] for s in study.surfaces
+               if s.level == "median" and s.n_seeds > 1 and len(s.values)} if len(study.criteria) == 2 else {}
     draw_panel(ax, drawn(study), {k: v[:2] for k, v in study.powers.items()},
-               [c.name for c in study.criteria[:2]], [c.maximise for c in study.criteria[:2]])
+               [c.name for c in study.criteria[:2]], [c.maximise for c in study.criteria[:2]], medians)
     if title:
         ax.set_title(title)
     fig.tight_layout()

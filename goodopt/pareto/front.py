@@ -81,10 +81,17 @@ def nondominated(values: Array, maximise: Sequence[bool]) -> Array:
 
 def quantized(v: Array, digits: int = 12) -> Array:
     """``v`` rounded to ``digits`` significant digits: sums of the same prices or speedups in another order
-    (1e-16 apart) compare equal."""
-    with np.errstate(divide="ignore"):
-        scale = 10.0 ** (np.floor(np.log10(np.where(v == 0, 1.0, np.abs(v)))) - digits + 1)
-    return np.round(v / scale) * scale
+    (1e-16 apart) compare equal. Where the power of ten is an exact double (up to 1e22) each value becomes the
+    double nearest its rounded decimal (2.0 stays 2.0): an integer count of units over that power."""
+    v = np.asarray(v, float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        k = digits - 1 - np.floor(np.log10(np.where((v == 0) | ~np.isfinite(v), 1.0, np.abs(v))))
+        exact = np.abs(k) <= 22
+        kk = np.where(exact, k, 0.0)
+        up, down = 10.0 ** np.maximum(kk, 0), 10.0 ** np.maximum(-kk, 0)
+        scale = 10.0 ** -k
+        out = np.where(exact, np.round(v * up / down) * down / up, np.round(v / scale) * scale)
+    return np.where(np.isfinite(v), out, v)
 
 
 def nondominated_points(points: Sequence[FrontPoint], maximise: Sequence[bool]) -> tuple[FrontPoint, ...]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..problem import AllocationProblem
+from .attainment import AttainmentSurface, attainment_surfaces, surface_front
 from .criteria import Criterion, evaluate_criteria, parse_criteria
 from .exact import ExactFrontOptions, exact_front
 from .front import Front
@@ -27,12 +28,16 @@ PAPER_POWERS = {"p=1": 1.0, "Sia p=-0.5": -0.5, "Pollux p=-1": -1.0, "p=-inf": -
 @dataclass(frozen=True)
 class ParetoStudy:
     """The fronts (exact first), the certified ``milp`` optimum at each of :data:`PAPER_POWERS` (``label ->
-    criteria values``) and one indicator row per heuristic front."""
+    criteria values``), one indicator row per heuristic front, each heuristic's attainment surfaces over its
+    seeds (:mod:`~goodopt.pareto.attainment`) and one indicator row per surface (``level``, ``percentile``,
+    ``seeds``)."""
 
     criteria: tuple[Criterion, ...]
     fronts: tuple[Front, ...]
     powers: dict[str, tuple[float, ...]] = field(default_factory=dict)
     indicator_rows: tuple[dict[str, Any], ...] = ()
+    surfaces: tuple[AttainmentSurface, ...] = ()
+    attainment_rows: tuple[dict[str, Any], ...] = ()
 
     def point_rows(self) -> list[dict[str, Any]]:
         return [row for f in self.fronts for row in f.rows()]
@@ -56,17 +61,28 @@ def pareto_study(problem: AllocationProblem, objectives: str | Sequence[str] = "
         log.info("exact front: %d points, %d MILPs, %.1f s of CPU", len(reference.points), reference.solves,
                  reference.cpu_s)
     start = [greedy_start(problem)]
-    rows = []
+    rows: list[dict[str, Any]] = []
+    surfaces: list[AttainmentSurface] = []
     for name in (m for m in methods if m != "exact"):
-        for seed in seeds:
-            f = heuristic_front(problem, criteria, name, replace(heuristic or HeuristicFrontOptions(), seed=seed),
-                                seeds=start)
-            fronts.append(f)
-            if reference is not None:
-                rows.append({"method": name, "seed": seed, "points": len(f.points), "cpu_s": f.cpu_s,
-                             **vars(indicators(f, reference))})
+        own = [heuristic_front(problem, criteria, name, replace(heuristic or HeuristicFrontOptions(), seed=seed),
+                               seeds=start) for seed in seeds]
+        fronts += own
+        surfaces += attainment_surfaces(own) if own else ()
+        if reference is not None:
+            rows += [{"method": name, "seed": f.seed, "points": len(f.points), "cpu_s": f.cpu_s,
+                      **vars(indicators(f, reference))} for f in own]
     return ParetoStudy(criteria=criteria, fronts=tuple(fronts), powers=_powers(problem, criteria),
-                       indicator_rows=tuple(rows))
+                       indicator_rows=tuple(rows), surfaces=tuple(surfaces),
+                       attainment_rows=_attainment_rows(surfaces, reference))
+
+
+def _attainment_rows(surfaces: Sequence[AttainmentSurface], reference: Front | None) -> tuple[dict[str, Any], ...]:
+    """One indicator row per attainment surface against the exact front (none without it)."""
+    if reference is None:
+        return ()
+    return tuple({"method": s.method, "level": s.level, "percentile": s.percentile, "seeds": s.n_seeds,
+                  "points": len(s.values), **vars(indicators(surface_front(s, reference), reference))}
+                 for s in surfaces)
 
 
 def greedy_start(problem: AllocationProblem) -> np.ndarray:
