@@ -83,7 +83,7 @@ def test_every_yaml_block_of_the_readme_is_valid(tmp_path):
             kinds.append("scenario")
         else:
             kinds.append("allocation")
-    assert sorted(kinds) == ["allocation", "scenario", "spec", "spec", "spec"]
+    assert sorted(kinds) == ["allocation", "scenario", "spec", "spec", "spec", "spec"]
 
 
 def _run_command(cmd: str, tmp_path: Path, traces: Path | None):

@@ -18,6 +18,9 @@ from goodopt.runs.tasks import TIMING_COLUMNS, expand
 SOLVE = {"name": "solve", "kind": "solve", "families": {"names": ["tiny"], "seeds": [0, 1]},
          "methods": ["milp", "greedy", {"label": "ga-small", "method": "ga", "options": {"pop_size": 16, "n_gen": 8}}],
          "seeds": 2, "p": [1, "-inf"]}
+PARETO = {"name": "fronts", "kind": "pareto", "scenarios": ["family:hetero-tiny:1", "family:hetero-16:0"],
+          "objectives": ["efficiency,fairness"], "seeds": 2,
+          "methods": ["exact", {"label": "nsga2-small", "method": "nsga2", "options": {"pop_size": 16, "n_gen": 6}}]}
 SIM = {"name": "sim", "kind": "simulate", "generated": {"loads": [0.5], "seeds": [0], "hours": 0.5},
        "policies": ["greedy", "tiresias"], "vary": {"interval_s": [60, 120]}}
 
@@ -36,6 +39,10 @@ def _untimed(df: pd.DataFrame) -> pd.DataFrame:
     ({**SIM, "vary": {"speed": [1]}}, "spec.vary.speed"),
     ({**SIM, "vary": {"interval_s": [-5]}}, "spec.vary.interval_s[0]"),
     ({**SIM, "policies": ["lottery"]}, "spec.policies"),
+    ({**PARETO, "methods": [{"method": "exact", "options": {"n_gen": 5}}]}, "spec.methods.exact.options"),
+    ({**PARETO, "methods": ["nsga4"]}, "spec.methods"),
+    ({**PARETO, "scenarios": ["family:five-types-512:0"], "objectives": ["efficiency,cost"]}, "spec.objectives[0]"),
+    ({**PARETO, "objectives": ["efficiency,speed"]}, "spec.objectives[0]"),
 ])
 def test_bad_specs_name_the_field(bad, field):
     with pytest.raises(ValidationError) as exc:
@@ -204,3 +211,36 @@ def test_a_sweep_on_a_dask_cluster_whose_workers_are_gone_waits_and_says_so(capl
         threading.Thread(target=rescue, daemon=True).start()
         res = run_sweep(SOLVE, dask=lc.scheduler_address, progress=False)
     assert "no Dask worker for" in caplog.text and len(res.table) > 0
+
+
+def test_a_pareto_sweep_is_the_studys_fronts_judged_alike_and_cached(tmp_path):
+    """Each front of a pareto sweep is the front the study computes (same points); each heuristic row carries the
+    indicators of its front against the exact one, and each heuristic has its three attainment surfaces; a
+    second run reads every front from the cache and gives the same table."""
+    from goodopt.families import FAMILIES
+    from goodopt.pareto.heuristic import HeuristicFrontOptions
+    from goodopt.pareto.study import pareto_study
+
+    first = run_sweep(PARETO, cache_dir=tmp_path / "c", progress=False)
+    table = first.table
+    assert first.n_computed == 6 and first.n_cached == 0
+    pr = FAMILIES["hetero-16"].scenario(0).problem()
+    study = pareto_study(pr, "efficiency,fairness", ("exact", "nsga2"), seeds=(0, 1),
+                         heuristic=HeuristicFrontOptions(pop_size=16, n_gen=6))
+    mine = table[table["scenario"] == "family:hetero-16:0"]
+    for f, r in zip(study.indicator_rows, mine[(mine["method"] == "nsga2") & (mine["surface"] == "")].itertuples()):
+        assert r.seed == f["seed"] and r.points == f["points"]
+        assert (r.hv_ratio, r.igd_plus, r.eps_additive, r.attained) == pytest.approx(
+            (f["hv_ratio"], f["igd_plus"], f["eps_additive"], f["attained"]), rel=1e-12)
+    surfaces = {r["level"]: r for r in study.attainment_rows}
+    for r in mine[mine["surface"] != ""].itertuples():
+        assert r.points == surfaces[r.surface]["points"]
+        assert r.hv_ratio == pytest.approx(surfaces[r.surface]["hv_ratio"], rel=1e-12)
+    exact_rows = mine[mine["method"] == "exact"].iloc[0]
+    assert exact_rows["points"] == exact_rows["certified"] == len(study.fronts[0].points)
+    points = first.jobs[(first.jobs["scenario"] == "family:hetero-16:0") & (first.jobs["method"] == "exact")]
+    assert sorted(points["efficiency"]) == pytest.approx(sorted(study.fronts[0].values[:, 0]), rel=1e-12)
+    again = run_sweep(PARETO, cache_dir=tmp_path / "c", progress=False)
+    assert again.n_computed == 0 and again.n_cached == 6
+    pd.testing.assert_frame_equal(_untimed(again.table.drop(columns="front_cpu_s")),
+                                  _untimed(table.drop(columns="front_cpu_s")))

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..arrays import Array
 from ..errors import ValidationError
-from .front import Front, quantized
+from .front import Front
 
 #: The surfaces reported: name -> what share of the seeds attains them (``best``: at least one seed).
 SURFACES = ("best", "median", "worst")
@@ -51,7 +51,7 @@ def attainment_surfaces(fronts: Sequence[Front]) -> tuple[AttainmentSurface, ...
                               f"{sorted(methods)}", "group the fronts by method first")
     front0 = fronts[0]
     sign = np.where(front0.maximise, -1.0, 1.0)  # moocore's EAF minimises every criterion
-    values = [quantized(f.values) * sign for f in fronts]
+    values = [f.values * sign for f in fronts]
     n = len(fronts)
     sets = np.concatenate([np.full(len(v), i + 1) for i, v in enumerate(values)])
     points = np.concatenate(values) if sets.size else np.zeros((0, len(sign)))

@@ -21,6 +21,9 @@ from .indicators import indicators
 
 log = logging.getLogger(__name__)
 
+#: The methods that find a front: the exact one and pymoo's algorithms.
+FRONT_METHODS = ("exact", *ALGORITHMS)
+
 #: The fitness powers drawn beside the front: efficiency's, Sia's, Pollux's, and the worst job's.
 PAPER_POWERS = {"p=1": 1.0, "Sia p=-0.5": -0.5, "Pollux p=-1": -1.0, "p=-inf": -np.inf}
 
@@ -83,6 +86,24 @@ def _attainment_rows(surfaces: Sequence[AttainmentSurface], reference: Front | N
     return tuple({"method": s.method, "level": s.level, "percentile": s.percentile, "seeds": s.n_seeds,
                   "points": len(s.values), **vars(indicators(surface_front(s, reference), reference))}
                  for s in surfaces)
+
+
+def front_options(method: str, options: Mapping[str, Any] | None = None,
+                  seed: int = 0) -> ExactFrontOptions | HeuristicFrontOptions:
+    """The checked options of front method ``method`` (:data:`FRONT_METHODS`): the exact front's
+    (:class:`ExactFrontOptions`) or a heuristic's (:class:`HeuristicFrontOptions`, with ``seed``)."""
+    options = dict(options or {})
+    cls = ExactFrontOptions if method == "exact" else HeuristicFrontOptions
+    known = [f for f in cls.__dataclass_fields__ if f != "seed"]
+    unknown = [k for k in options if k not in known]
+    if method not in FRONT_METHODS or unknown:
+        raise ValidationError("options" if unknown else "method", f"unknown option {unknown[0]!r}" if unknown
+                              else f"unknown front method {method!r}",
+                              f"{method}'s options: {', '.join(known)}" if unknown else
+                              f"use one of {', '.join(FRONT_METHODS)}")
+    if method == "exact":
+        return ExactFrontOptions(**options)
+    return HeuristicFrontOptions(**options, seed=seed)
 
 
 def greedy_start(problem: AllocationProblem) -> np.ndarray:

@@ -33,7 +33,7 @@ from goodopt._version import __version__
 from goodopt.outputs import atomic_path, json_default, remove_debris, sha256_file
 from goodopt.sources import scenario_inputs
 
-from .task_types import RigidTask, SimTask, SolveTask, Task
+from .task_types import ParetoTask, RigidTask, SimTask, SolveTask, Task
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def shipped_digest() -> str:
 
 def task_files(task: Task) -> list[Path]:
     """The files ``task`` reads besides the shipped data (see the module docstring)."""
-    if isinstance(task, SolveTask):
+    if isinstance(task, (SolveTask, ParetoTask)):
         return scenario_inputs(task.scenario)
     if isinstance(task, RigidTask):
         return [task.throughput_file()]

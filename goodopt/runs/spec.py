@@ -1,15 +1,16 @@
 """Sweep specs: the grid a sweep runs, read from YAML and validated once.
 
 A :class:`SweepSpec` names scenarios x methods x seeds (x objective ``p``) for
-``kind: solve``, or workloads x policies x seeds (x engine settings in
-``vary``) for ``kind: simulate``; the fields are listed below and
+``kind: solve``, workloads x policies x seeds (x engine settings in
+``vary``) for ``kind: simulate``, or scenarios x criteria x front methods
+(x seeds) for ``kind: pareto``; the fields are listed below and
 :func:`spec_from_dict` checks them.
 :mod:`goodopt.runs.tasks` expands a spec into tasks.
 
 Fields
 ------
 
-Common fields: ``name``, ``kind`` (``solve`` or ``simulate``), ``seeds``
+Common fields: ``name``, ``kind`` (``solve``, ``simulate``, ``rigid`` or ``pareto``), ``seeds``
 (list of whole numbers, or a count ``n`` meaning ``0..n-1``, at most
 :data:`~goodopt.runs.spec_fields.MAX_SEEDS`), ``description``.
 
@@ -42,6 +43,13 @@ the LP), and for every policy ``generator`` (``gavel``: Gavel's own jobs for a
 seed; ``numpy``), ``scale_factors`` (GPUs -> probability), ``arrivals`` and
 ``mechanism`` (``goodopt`` or ``gavel``: Gavel's own round mechanism).
 A trace per rate and seed.
+
+``kind: pareto`` (fronts, :mod:`goodopt.runs.pareto_tasks`): ``scenarios`` and ``families`` as for
+``solve``, ``objectives`` (criteria lists such as ``efficiency,fairness,cost``; default
+``efficiency,fairness``), ``methods`` (``exact``, ``nsga2``, ``nsga3``, ``moead``, or ``{label, method,
+options}`` with the fields of :class:`~goodopt.pareto.exact.ExactFrontOptions` or
+:class:`~goodopt.pareto.heuristic.HeuristicFrontOptions`), ``prices`` (GPU type -> USD per GPU-hour, for
+``cost``). Seeds apply to the heuristics.
 """
 
 from __future__ import annotations
@@ -55,6 +63,8 @@ from goodopt.errors import ValidationError
 from goodopt.fitness import check_p
 from goodopt.gavel import GAVEL_CLUSTER, POLICY_NAMES, read_gavel_throughputs
 from goodopt.gavel.generator import check_job_table
+from goodopt.pareto.criteria import parse_criteria
+from goodopt.pareto.study import FRONT_METHODS, front_options
 from goodopt.sim.autoscale import check_elastic, check_one_group
 from goodopt.sim.config import SimConfig
 from goodopt.sim.policies import POLICIES, make_policy
@@ -62,20 +72,35 @@ from goodopt.sim.rigid import RigidConfig
 from goodopt.sim.workload import check_workloads, expand_workloads
 from goodopt.solvers.api import METHOD_OPTIONS, METHODS, RANDOMISED, options_for
 from goodopt.solvers.options import refuse_file_options
-from goodopt.sources import check_source, load_scenario
+from goodopt.sources import load_scenario
 from goodopt.traces import traces_dir
 from goodopt.validation import Reader, check_number, read_yaml, suggest
 
-from .spec_fields import check_name, checked, local_path, p_to_json, plain_list, refuse_idle_settings, seeds_of, strings
+from .spec_fields import (  # noqa: F401
+    MAX_HOURS,
+    MAX_LOAD,
+    Variant,
+    check_name,
+    checked,
+    generated_workloads,
+    local_path,
+    p_to_json,
+    plain_list,
+    refuse_idle_settings,
+    scenarios_of,
+    seeds_of,
+    strings,
+    variants_of,
+)
 
-KINDS = ("solve", "simulate", "rigid")
-#: Bounds on a sweep's size: tasks in all, and a generated workload's load and hours (seeds: MAX_SEEDS).
-MAX_TASKS, MAX_LOAD, MAX_HOURS = 1_000_000, 100.0, 24 * 365.0
+KINDS = ("solve", "simulate", "rigid", "pareto")
+#: The most tasks a sweep may hold (seeds: MAX_SEEDS; a generated workload's load and hours: MAX_LOAD, MAX_HOURS).
+MAX_TASKS = 1_000_000
 #: The fields of a sweep spec (the module docstring says what each means).
 SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
                "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary",
                "rates", "n_jobs", "window", "capacity", "throughputs", "generator", "scale_factors", "arrivals",
-               "mechanism")
+               "mechanism", "objectives", "prices")
 #: The most jobs a rigid-job trace may hold.
 MAX_RIGID_JOBS = 100_000
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
@@ -87,15 +112,6 @@ MAPPING_FIELDS = ("restart_delays_s", "slowdowns", "prices_per_gpu_h", "autoscal
 SWITCH_FIELDS = ("single_gpu_accumulation",)
 #: Engine settings naming a choice (a string) that a simulation sweep may set or vary.
 CHOICE_FIELDS = ("autoscale", "agent_fit")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A method or policy under a label, with its options (``pwl-8`` = ``milp-pwl`` with 8 breakpoints)."""
-
-    label: str
-    name: str
-    options: Mapping = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,9 @@ class SweepSpec:
     #: RigidConfig settings of every policy (``generator``, ``scale_factors``, ``arrivals``), under each
     #: policy's own options.
     rigid_config: Mapping = field(default_factory=dict)
+    # kind: pareto (with scenarios)
+    objectives: tuple[str, ...] = ()
+    prices: Mapping = field(default_factory=dict)
 
 
 def load_spec(path) -> SweepSpec:
@@ -154,6 +173,8 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
         spec = _solve_spec(r, name, seeds, options, base)
     elif kind == "rigid":
         spec = _rigid_spec(r, name, seeds, options, base)
+    elif kind == "pareto":
+        spec = _pareto_spec(r, name, seeds, options, base)
     else:
         spec = _simulate_spec(r, name, seeds, options, base)
     if options is not None:
@@ -170,18 +191,8 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
 
 
 def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
-    variants = _variants(r, "methods", "method", METHODS, options)
-    scenarios = [local_path(s, base) for s in strings(r, "scenarios")]
-    if r.has("families"):
-        fam = r.sub("families")
-        names = strings(fam, "names")
-        fam_seeds = seeds_of(fam.raw("seeds", [0]), fam.path("seeds"))
-        fam.done()
-        scenarios += [f"family:{n}:{s}" for n in names for s in fam_seeds]
-    if not scenarios:
-        raise ValidationError("spec.scenarios", "no scenarios", "list scenarios or families")
-    for i, sc in enumerate(scenarios):
-        checked(f"spec.scenarios[{i}]", check_source, sc)
+    variants = variants_of(r, "methods", "method", METHODS, options)
+    scenarios = scenarios_of(r, base)
     t = r.number("time_limit_s", None, minimum=0, strict=True)
     nl = r.integer("node_limit", None, minimum=1)
     p_values = tuple(checked(f"spec.p[{i}]", check_p, p) for i, p in enumerate(plain_list(r, "p")))
@@ -191,13 +202,31 @@ def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
                      p_values=p_values)
 
 
+def _pareto_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+    variants = variants_of(r, "methods", "method", FRONT_METHODS, options)
+    scenarios = scenarios_of(r, base)
+    objectives = tuple(strings(r, "objectives") or ["efficiency,fairness"])
+    prices = r.raw("prices", None) or {}
+    if not isinstance(prices, Mapping):
+        raise ValidationError("spec.prices", f"must map GPU type -> USD per GPU-hour, got {prices!r}",
+                              "e.g. {rtx6000: 1.2}")
+    for sc in scenarios:  # every criterion must be computable on every scenario (prices for cost)
+        problem = load_scenario(sc).problem()
+        for k, obj in enumerate(objectives):
+            checked(f"spec.objectives[{k}]", parse_criteria, obj, problem, dict(prices) or None)
+    for v in variants:
+        checked(f"spec.methods.{v.label}.options", front_options, v.name, v.options)
+    return SweepSpec(name, "pareto", variants, seeds, scenarios=tuple(scenarios), objectives=objectives,
+                     prices=dict(prices))
+
+
 def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
-    variants = _variants(r, "policies", "policy", tuple(POLICIES), options)
+    variants = variants_of(r, "policies", "policy", tuple(POLICIES), options)
     for v in variants:
         checked(f"spec.policies.{v.label}.options", lambda v=v: make_policy(v.name, **dict(v.options)))
     workloads = [local_path(w, base) for w in strings(r, "workloads")]
     if r.has("generated"):
-        workloads += _generated(r.sub("generated"))
+        workloads += generated_workloads(r.sub("generated"))
     workloads = checked("spec.workloads", expand_workloads, workloads)
     if not workloads:
         raise ValidationError("spec.workloads", "no workloads", "list workloads or a generated block")
@@ -231,7 +260,7 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 
 def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
-    variants = _variants(r, "policies", "policy", POLICY_NAMES, options)
+    variants = variants_of(r, "policies", "policy", POLICY_NAMES, options)
     rates = tuple(check_number(f"{r.path('rates')}[{i}]", x, minimum=0, strict=True, maximum=1e6,
                                error=ValidationError) for i, x in enumerate(plain_list(r, "rates", required=True)))
     if not rates:
@@ -274,16 +303,6 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 
 #: RigidConfig settings a rigid spec may give once for every policy.
 RIGID_COMMON = ("generator", "scale_factors", "arrivals", "mechanism")
-
-
-def _generated(g: Reader) -> list[str]:
-    """The workloads of a ``generated: {loads, seeds, hours}`` block."""
-    loads = [check_number(f"{g.path('loads')}[{i}]", x, minimum=0, strict=True, maximum=MAX_LOAD,
-                          error=ValidationError) for i, x in enumerate(plain_list(g, "loads", required=True))]
-    seeds = seeds_of(g.raw("seeds", [0]), g.path("seeds"))
-    hours = g.number("hours", 8, minimum=0, strict=True, maximum=MAX_HOURS)
-    g.done()
-    return [f"generated:{ld:g}:{s}:{hours:g}" for ld in loads for s in seeds]
 
 
 def _engine_settings(r: Reader, key: str, values_of) -> dict:
@@ -329,52 +348,17 @@ def _check_method_options(v: Variant, time_limit, node_limit) -> None:
     checked(f"spec.methods.{v.label}.options", options_for, v.name, opts)
 
 
-def _variants(r: Reader, field_name, key, known, options) -> tuple[Variant, ...]:
-    entries = plain_list(r, field_name, required=True)
-    if not entries:
-        raise ValidationError(r.path(field_name), "is empty", f"list at least one {key}")
-    out = []
-    for i, e in enumerate(entries):
-        where = f"{r.path(field_name)}[{i}]"
-        if isinstance(e, str):
-            label, name, opts = e, e, {}
-        elif isinstance(e, Mapping):
-            v = Reader(e, where, ValidationError)
-            name = v.string(key)
-            label = v.string("label", name)
-            opts = v.sub("options").data if v.has("options") and e["options"] is not None else {}
-            v.seen.add("options")
-            v.done()
-        else:
-            raise ValidationError(where, f"entry {e!r} is neither a name nor {{label, {key}, options}}")
-        if name not in known:
-            raise ValidationError(where, f"unknown {key} {name!r}",
-                                  f"{suggest(name, known)}choose from {', '.join(known)}")
-        base = name.partition("@")[0]  # milp@scip takes milp's options, then its own
-        shared = _options_of(options, base) if base != name else {}
-        out.append(Variant(label, name, {**shared, **_options_of(options, name), **_options_of(options, label),
-                                         **opts}))
-    labels = [v.label for v in out]
-    if len(set(labels)) != len(labels):
-        raise ValidationError(r.path(field_name), "labels must be unique", "give each variant its own label")
-    return tuple(out)
-
-
-def _options_of(options: Reader | None, key: str) -> dict:
-    if options is None or not options.has(key) or options.data[key] is None:
-        return {}
-    return dict(options.sub(key).data)
-
-
 def spec_to_dict(spec: SweepSpec) -> dict:
     """The YAML-ready mapping of ``spec`` (every field explicit)."""
-    key = "methods" if spec.kind == "solve" else "policies"
-    inner = "method" if spec.kind == "solve" else "policy"
+    key = "methods" if spec.kind in ("solve", "pareto") else "policies"
+    inner = "method" if spec.kind in ("solve", "pareto") else "policy"
     out: dict[str, object] = {"name": spec.name, "kind": spec.kind, "seeds": list(spec.seeds),
            key: [{"label": v.label, inner: v.name, "options": dict(v.options)} for v in spec.variants]}
     if spec.kind == "solve":
         out.update(scenarios=list(spec.scenarios), time_limit_s=spec.time_limit_s, node_limit=spec.node_limit,
                    p=[p_to_json(p) for p in spec.p_values])
+    elif spec.kind == "pareto":
+        out.update(scenarios=list(spec.scenarios), objectives=list(spec.objectives), prices=dict(spec.prices))
     elif spec.kind == "rigid":
         out.update(rates=list(spec.rates), n_jobs=spec.n_jobs, window=None if spec.window is None else
                    list(spec.window), capacity=dict(spec.capacity), throughputs=spec.throughputs)

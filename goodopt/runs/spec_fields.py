@@ -1,17 +1,21 @@
 """Readers and checks a sweep spec's fields share (:mod:`goodopt.runs.spec` uses them): names, lists, seeds,
-paths relative to the spec, settings that would change nothing."""
+paths relative to the spec, settings that would change nothing, the scenarios and the methods or policies
+(:class:`Variant`) of a grid."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from goodopt.errors import ValidationError
-from goodopt.validation import MAX_LABEL, Reader, check_label, usable_path
+from goodopt.validation import MAX_LABEL, Reader, check_label, check_number, suggest, usable_path
 
 #: Most seeds per grid point.
 MAX_SEEDS = 10_000
+#: Bounds on a generated workload's load and hours.
+MAX_LOAD, MAX_HOURS = 100.0, 24 * 365.0
 
 
 #: The longest sweep name (it names the default output files).
@@ -95,6 +99,80 @@ def local_path(s, base) -> str:
         return s
     cand = usable_path(base / s, "spec")
     return str(cand) if cand.exists() else s
+
+
+def scenarios_of(r: Reader, base) -> list[str]:
+    """The ``scenarios`` and ``families`` of a spec, every one checked (at least one)."""
+    from goodopt.sources import check_source
+
+    scenarios = [local_path(s, base) for s in strings(r, "scenarios")]
+    if r.has("families"):
+        fam = r.sub("families")
+        names = strings(fam, "names")
+        fam_seeds = seeds_of(fam.raw("seeds", [0]), fam.path("seeds"))
+        fam.done()
+        scenarios += [f"family:{n}:{s}" for n in names for s in fam_seeds]
+    if not scenarios:
+        raise ValidationError("spec.scenarios", "no scenarios", "list scenarios or families")
+    for i, sc in enumerate(scenarios):
+        checked(f"spec.scenarios[{i}]", check_source, sc)
+    return scenarios
+
+
+def generated_workloads(g: Reader) -> list[str]:
+    """The workloads of a ``generated: {loads, seeds, hours}`` block."""
+    loads = [check_number(f"{g.path('loads')}[{i}]", x, minimum=0, strict=True, maximum=MAX_LOAD,
+                          error=ValidationError) for i, x in enumerate(plain_list(g, "loads", required=True))]
+    seeds = seeds_of(g.raw("seeds", [0]), g.path("seeds"))
+    hours = g.number("hours", 8, minimum=0, strict=True, maximum=MAX_HOURS)
+    g.done()
+    return [f"generated:{ld:g}:{s}:{hours:g}" for ld in loads for s in seeds]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A method or policy under a label, with its options (``pwl-8`` = ``milp-pwl`` with 8 breakpoints)."""
+
+    label: str
+    name: str
+    options: Mapping = field(default_factory=dict)
+
+
+def variants_of(r: Reader, field_name, key, known, options) -> tuple[Variant, ...]:
+    entries = plain_list(r, field_name, required=True)
+    if not entries:
+        raise ValidationError(r.path(field_name), "is empty", f"list at least one {key}")
+    out = []
+    for i, e in enumerate(entries):
+        where = f"{r.path(field_name)}[{i}]"
+        if isinstance(e, str):
+            label, name, opts = e, e, {}
+        elif isinstance(e, Mapping):
+            v = Reader(e, where, ValidationError)
+            name = v.string(key)
+            label = v.string("label", name)
+            opts = v.sub("options").data if v.has("options") and e["options"] is not None else {}
+            v.seen.add("options")
+            v.done()
+        else:
+            raise ValidationError(where, f"entry {e!r} is neither a name nor {{label, {key}, options}}")
+        if name not in known:
+            raise ValidationError(where, f"unknown {key} {name!r}",
+                                  f"{suggest(name, known)}choose from {', '.join(known)}")
+        base = name.partition("@")[0]  # milp@scip takes milp's options, then its own
+        shared = options_of(options, base) if base != name else {}
+        out.append(Variant(label, name, {**shared, **options_of(options, name), **options_of(options, label),
+                                         **opts}))
+    labels = [v.label for v in out]
+    if len(set(labels)) != len(labels):
+        raise ValidationError(r.path(field_name), "labels must be unique", "give each variant its own label")
+    return tuple(out)
+
+
+def options_of(options: Reader | None, key: str) -> dict:
+    if options is None or not options.has(key) or options.data[key] is None:
+        return {}
+    return dict(options.sub(key).data)
 
 
 def p_to_json(p: float):

@@ -20,9 +20,13 @@ Two grids:
 ``kind: simulate``
     workloads x policies x seeds (x engine settings in ``vary``); one row per
     run with the run's summary (JCTs, makespan, restarts, utilisation, ...).
+``kind: pareto``
+    scenarios x criteria x front methods (x seeds for the heuristics); one
+    row per front with its indicators against the exact front, and one per
+    heuristic's attainment surface (:mod:`goodopt.runs.pareto_tasks`).
 
-Both also give a per-job table (:attr:`SweepResult.jobs`): GPUs and speedup
-per job for solves, JCT per job for simulations.
+Each also gives a per-job table (:attr:`SweepResult.jobs`): GPUs and speedup
+per job for solves, JCT per job for simulations, the points of each front.
 """
 
 from __future__ import annotations
@@ -106,9 +110,14 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
     check_sim_tasks(tasks)
     table, jobs, n_computed = run_tasks(tasks, spec.name, cache_dir=cache_dir, workers=workers, dask=dask,
                                         progress=progress)
+    n_cached = len(table) - n_computed
     if spec.kind == "solve":
         table = add_reference_columns(table, by=["scenario", "p"])
-    return SweepResult(table, jobs, spec, n_computed, len(table) - n_computed)
+    elif spec.kind == "pareto":
+        from .pareto_tasks import judged
+
+        table = judged(table, jobs, spec)
+    return SweepResult(table, jobs, spec, n_computed, n_cached)
 
 
 def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask: str | None = None,

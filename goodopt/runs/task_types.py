@@ -1,5 +1,6 @@
-"""The task types: one solve (:class:`SolveTask`), one simulation (:class:`SimTask`) or one rigid-job run
-(:class:`RigidTask`), each self-contained and keyed by its inputs (see :mod:`goodopt.runs.tasks`)."""
+"""The task types: one solve (:class:`SolveTask`), one simulation (:class:`SimTask`), one rigid-job run
+(:class:`RigidTask`) or one front (:class:`ParetoTask`), each self-contained and keyed by its inputs (see
+:mod:`goodopt.runs.tasks`)."""
 
 from __future__ import annotations
 
@@ -126,6 +127,32 @@ class RigidTask:
         return p / "gavel" / "simulation_throughputs.json" if p.is_dir() else p
 
 
+@dataclass(frozen=True)
+class ParetoTask:
+    """One front (:mod:`goodopt.pareto`): front method ``method`` (``exact`` or a heuristic, with ``seed``) on
+    ``scenario`` over the criteria ``objectives`` (``efficiency,fairness[,cost]``), with the method's
+    ``options`` and the GPU ``prices`` of the cost criterion."""
+
+    scenario: str
+    objectives: str
+    method: str
+    options: Mapping = field(default_factory=dict)
+    prices: Mapping = field(default_factory=dict)
+    seed: int | None = None
+    label: str = ""
+    kind: ClassVar[str] = "pareto"
+
+    def inputs(self) -> dict:
+        """The task's inputs as canonical JSON (the naming field ``label`` left out)."""
+        return to_json({"kind": self.kind, "scenario": self.scenario, "objectives": self.objectives,
+                        "method": self.method, "options": dict(sorted(self.options.items())),
+                        "prices": dict(sorted(self.prices.items())), "seed": self.seed})
+
+    def describe(self) -> str:
+        return (f"{self.scenario} / {self.label or self.method} {self.objectives}"
+                + (f" seed {self.seed}" if self.seed is not None else ""))
+
+
 def workload_stem(workload) -> str:
     """A short name of a workload spec: ``generated-1.0-0`` or ``<folder>-<file stem>``."""
     w = str(workload)
@@ -135,4 +162,4 @@ def workload_stem(workload) -> str:
     return f"{p.parent.name}-{p.stem}" if p.parent.name else p.stem
 
 
-Task = SolveTask | SimTask | RigidTask
+Task = SolveTask | SimTask | RigidTask | ParetoTask

@@ -44,7 +44,17 @@ from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELD
 from .tables import result_row
 
 # the task types, also importable from here
-from .task_types import SUMMARY_COLUMNS, TIMING_COLUMNS, RigidTask, SimTask, SolveTask, Task, to_json, workload_stem  # noqa: F401
+from .task_types import (  # noqa: F401
+    SUMMARY_COLUMNS,
+    TIMING_COLUMNS,
+    ParetoTask,
+    RigidTask,
+    SimTask,
+    SolveTask,
+    Task,
+    to_json,
+    workload_stem,
+)
 
 
 def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *, seed: int = 0,
@@ -119,6 +129,10 @@ def expand(spec: SweepSpec) -> list[Task]:
     """Every task of ``spec``, in grid order; a task given twice (the same row twice) is refused."""
     if spec.kind == "solve":
         return refuse_duplicates(_expand_solve(spec))
+    if spec.kind == "pareto":
+        from .pareto_tasks import pareto_tasks
+
+        return refuse_duplicates(pareto_tasks(spec))
     if spec.kind == "rigid":
         return refuse_duplicates([rigid_task(spec.throughputs, spec.capacity, rate, spec.n_jobs, seed=s,
                                              label=v.label, window=spec.window, policy=v.name,
@@ -182,6 +196,10 @@ def run_task(task: Task) -> dict:
             out = _run_solve(task)
         elif isinstance(task, RigidTask):
             out = _run_rigid(task)
+        elif isinstance(task, ParetoTask):
+            from .pareto_tasks import run_pareto_task
+
+            out = run_pareto_task(task)
         else:
             res, row, jobs = run_simulation(task)
             out = {"row": row, "jobs": jobs}
