@@ -1,5 +1,6 @@
 """``goodopt reproduce``: bands, verdicts and the comparisons, on made-up tables; the quick run on the traces."""
 
+import json
 import math
 
 import pandas as pd
@@ -164,6 +165,8 @@ def test_the_quick_reproduction_writes_a_complete_report(traces, tmp_path):
                  "--quiet"]) == 0
     results = pd.read_csv(tmp_path / "r" / "results.csv")
     assert set(results.experiment) == set(EXPERIMENTS)
+    meta = json.loads((tmp_path / "r" / "results.meta.json").read_text())
+    assert {"machine", "date", "commit"} <= set(meta)  # stamped, so the docs may render it
     assert results.reproduced.notna().all()
     assert results[results.band.notna()].published.notna().all()  # every judged number has a published side
     assert set(results.verdict.dropna()) <= {"indicative", "pass", "FAIL"}

@@ -25,6 +25,7 @@ import pandas as pd
 
 from goodopt.errors import ValidationError
 from goodopt.outputs import OutputSet, check_output, output_set
+from goodopt.provenance import stamp
 from goodopt.runs.cache import task_key
 from goodopt.runs.sweep import as_spec, jobs_path, run_sweep, run_tasks
 from goodopt.runs.tables import write_table_into
@@ -80,8 +81,9 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
             rows += [_row(c, quick) for c in comparisons]
             log.info("%s: %d comparisons in %.0f s", name, len(comparisons), seconds[name])
         results = pd.DataFrame(rows)
+        # stamped (machine, date, commit) as a benchmark table is: docs/data/reproduce.csv is this file
         write_table_into(files, results, out / "results.csv", experiments=names, quick=quick, seconds=seconds,
-                         cpu_seconds=cpu)
+                         cpu_seconds=cpu, **stamp())
         for name in names:
             write_figure(results[results.experiment == name], EXPERIMENTS[name], files.path(out / f"{name}.png"),
                          quick=quick)
