@@ -173,6 +173,22 @@ def test_a_sweep_writes_one_run_id_in_every_metadata_file(tmp_path):
     assert not same_run(out, jobs_path(out))
 
 
+def test_a_sweep_brings_its_own_table_up_to_date_and_keeps_another_specs_unless_forced(tmp_path, capsys):
+    spec, out = tmp_path / "s.yaml", tmp_path / "res.csv"
+    spec.write_text(yaml.safe_dump(GREEDY))
+    run = ["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--no-cache"]
+    assert main(run) == 0 and main(run) == 0  # the same spec again: its table is brought up to date
+    first = out.read_text()
+    spec.write_text(yaml.safe_dump({**GREEDY, "families": {"names": ["tiny"], "seeds": [0, 1, 2, 3]}}))
+    assert main(run) == 2
+    assert "another sweep" in capsys.readouterr().err and out.read_text() == first
+    assert main([*run, "--force"]) == 0 and out.read_text() != first
+    foreign = tmp_path / "mine.csv"
+    foreign.write_text("a,b\n1,2\n")  # a table goodopt did not describe
+    assert main(["sweep", str(spec), "--out", str(foreign), "--workers", "1", "--quiet", "--no-cache"]) == 2
+    assert foreign.read_text() == "a,b\n1,2\n"
+
+
 @pytest.mark.slow  # processes killed or started at length: the slow tier
 def test_killing_a_sweep_leaves_the_old_tables_or_the_new_ones(tmp_path):
     spec = tmp_path / "s.yaml"
@@ -183,13 +199,14 @@ def test_killing_a_sweep_leaves_the_old_tables_or_the_new_ones(tmp_path):
     spec.write_text(yaml.safe_dump({**GREEDY, "families": {"names": ["tiny"], "seeds": [0, 1, 2, 3]}}))
     for delay in (0.3, 1.0, 2.0, 3.0, 5.0):
         p = subprocess.Popen([sys.executable, "-m", "goodopt.cli", "sweep", str(spec), "--out", str(out), "--workers",
-                              "1", "--quiet", "--no-cache"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              "1", "--quiet", "--no-cache", "--force"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait()
         assert same_run(out, jobs_path(out)), delay
         assert len(pd.read_csv(out)) in (len(first), len(first) + 1)
-    main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--no-cache"])
+    main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--no-cache", "--force"])
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no debris kept
 
 

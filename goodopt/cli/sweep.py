@@ -20,6 +20,8 @@ def add_parser(add) -> None:
     p.add_argument("--dask", default=None, metavar="tcp://HOST:PORT", type=dask_address,
                    help="run on this Dask scheduler instead of local processes")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true", help="replace results at --out that another spec wrote (the same "
+                   "spec's results are brought up to date without it)")
     p.add_argument("--dry-run", action="store_true", help="check the spec and every input and list the tasks, "
                    "then stop")
     p.set_defaults(func=run)
@@ -42,6 +44,8 @@ def run(args) -> int:
     out = Path(args.out) if args.out else Path(args.spec).parent / f"{spec.name}.csv"
     for f in sweep_outputs(out):
         check_output(f, inputs=[args.spec])
+    if not args.force:
+        _refuse_other_results(out, spec)
     cache = None if args.no_cache else Path(args.cache or out.with_name(f"{out.stem}-cache"))
     if cache is not None:
         check_output(cache, kind="dir", option="--cache", inputs=[args.spec, *sweep_outputs(out)],
@@ -55,3 +59,24 @@ def run(args) -> int:
     con.print(f"wrote {out} ({len(res.table)} rows), {jobs_path(out)} ({len(res.jobs)} rows) and their "
               ".meta.json metadata")
     return 0
+
+
+def _refuse_other_results(out: Path, spec) -> None:
+    """Refuse to replace a table at ``out`` unless this spec wrote it (re-running a sweep brings its own table up
+    to date; another spec's results, or a file goodopt's metadata does not describe, are kept unless --force)."""
+    import json
+
+    from ..errors import ValidationError
+    from ..outputs import json_default, meta_path
+    from ..runs.spec import spec_to_dict
+
+    if not out.exists():
+        return
+    try:
+        written = json.loads(meta_path(out).read_text()).get("sweep")
+    except (OSError, ValueError, AttributeError):
+        written = None
+    if written != json.loads(json.dumps(spec_to_dict(spec), default=json_default)):
+        raise ValidationError("--out", f"{str(out)!r} holds the results of {'another sweep' if written else 'an earlier run'}"
+                              " (a different spec, or none goodopt recorded)",
+                              "give another --out or pass --force to replace them")
