@@ -180,3 +180,21 @@ def test_the_quick_reproduction_writes_a_complete_report(traces, tmp_path):
     assert "quick mode" in report and "Sia SOSP'23, Table 3" in report and "Gavel OSDI'20" in report
     assert report.count("CPU time of its tasks") == len(EXPERIMENTS)
     assert all((tmp_path / "r" / f"{name}.png").is_file() for name in EXPERIMENTS)
+
+
+@pytest.mark.slow  # a Dask cluster started: the slow tier
+def test_reproduce_on_a_dask_cluster_gives_the_local_pools_results(traces, tmp_path):
+    """`goodopt reproduce --dask tcp://...`: every task on a Dask scheduler's two workers, the same results as on
+    two local processes (only timing differs), and the report written alike."""
+    distributed = pytest.importorskip("distributed")
+    from goodopt.cli import main
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        assert main(["reproduce", "gavel-hetero", "--quick", "--out", str(tmp_path / "d"), "--traces", str(traces),
+                     "--dask", lc.scheduler_address, "--quiet"]) == 0
+    assert main(["reproduce", "gavel-hetero", "--quick", "--out", str(tmp_path / "l"), "--traces", str(traces),
+                 "--workers", "2", "--quiet"]) == 0
+    on_dask, local = (pd.read_csv(tmp_path / d / "results.csv") for d in ("d", "l"))
+    assert len(local) > 10
+    pd.testing.assert_frame_equal(on_dask, local)
+    assert (tmp_path / "d" / "report.md").is_file() and (tmp_path / "d" / "gavel-hetero.png").is_file()
