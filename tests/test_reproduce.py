@@ -50,6 +50,35 @@ def test_pollux_fig8_compares_means_over_workloads_and_improvements(tmp_path):
     assert rows[("avg JCT (s)", "optimus")].band is None  # reported, not judged
 
 
+def test_pollux_sensitivity_judges_each_setting_and_its_ratio_to_the_60_s_run(tmp_path):
+    """Fig. 8b-c: per interval and per slowdown (avoidance off) Pollux's mean over the workloads beside the
+    published mean, and its ratio to the 60-s run with avoidance on beside the published ratio."""
+    (tmp_path / "pollux").mkdir()
+    pub = [("interval", "60 s (load=1.0)", 2750.0), ("interval", "240 s (load=1.0)", 2970.0),
+           ("interference", "avoidance off slowdown 0 (load=1.0)", 2760.0),
+           ("interference", "avoidance off slowdown 50% (load=1.0)", 3900.0)]
+    pd.DataFrame([(e, st, "pollux", 8, v) for e, st, v in pub],
+                 columns=["experiment", "setting", "policy", "n_workloads", "mean_avg_jct_s"]).to_csv(
+        tmp_path / "pollux" / "published-results.csv", index=False)
+    interval = pd.DataFrame({"interval_s": [60, 60, 240, 240], "policy": ["pollux"] * 4,
+                             "avg_jct": [2700.0, 2900.0, 3000.0, 3400.0]})
+    interference = pd.DataFrame({"interference_slowdown": [0.0, 0.5], "policy": ["pollux"] * 2,
+                                 "avg_jct": [2800.0, 3000.0]})
+    comparisons = EXPERIMENTS["pollux-sensitivity"].compare(
+        {"pollux-interval": interval, "pollux-interference": interference}, tmp_path)
+    rows = {("ratio" if "/" in c.metric else "avg", c.setting): c for c in comparisons}
+    assert {st for k, st in rows if k == "avg"} == {"interval 60 s", "interval 240 s", "avoidance off, slowdown 0",
+                                                   "avoidance off, slowdown 0.5"}
+    base = rows[("avg", "interval 60 s")]
+    assert base.published == 2750.0 and base.reproduced == 2800.0 and base.band.holds(2750.0, 2800.0)
+    slow = rows[("avg", "interval 240 s")]
+    assert slow.reproduced == 3200.0 and not slow.band.holds(slow.published, slow.reproduced)  # 7.7% off
+    ratio = next(c for c in comparisons if c.setting == "avoidance off, slowdown 0.5" and "/" in c.metric)
+    assert ratio.published == pytest.approx(3900 / 2750) and ratio.reproduced == pytest.approx(3000 / 2800)
+    assert not ratio.band.holds(ratio.published, ratio.reproduced)  # the slowdown's cost is not reproduced
+    assert sum("/" in c.metric for c in comparisons) == 3  # every setting but the base has its ratio
+
+
 def test_a_rate_is_sustained_while_the_jct_stays_within_twice_the_lowest_rates():
     assert sustained(pd.Series({1.0: 10.0, 2.0: 12.0, 4.0: 19.9, 8.0: 50.0})) == 4.0
     assert sustained(pd.Series({8.0: 50.0, 1.0: 10.0, 2.0: 30.0, 4.0: 15.0})) == 1.0  # the first break ends it

@@ -32,7 +32,7 @@ from .gavel import (  # noqa: F401
                          gavel_specs,
                          sustained,
 )
-from .pollux import pollux_compare, pollux_specs
+from .pollux import pollux_compare, pollux_sensitivity_compare, pollux_sensitivity_specs, pollux_specs
 from .sia import sia_compare, sia_specs
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
@@ -41,6 +41,12 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "the 8 published workloads per load, trace ground truth, seed 1; Pollux's simulator settings: 60 s "
                "rounds, 30 s restarts, the job agents' optimism regulariser, baselines placed smallest first on "
                "the freest node", published=(POLLUX_PUBLISHED,)),
+    Experiment("pollux-sensitivity", "Pollux Fig. 8b-c: the scheduling interval and interference avoidance at load "
+               "1.0 on 16 x 4 T4", pollux_sensitivity_specs, pollux_sensitivity_compare,
+               "the 8 published load-1.0 workloads, trace ground truth, seed 1, Pollux's simulator settings as in "
+               "Fig. 8a; scheduling intervals of 30 s to 8 min, and interference avoidance off with jobs sharing a "
+               "node slowed by 0, 25 and 50% (quick: workload 1, intervals of 60 and 240 s, a 50% slowdown)",
+               published=(POLLUX_PUBLISHED,)),
     Experiment("sia-table3", "Sia Table 3: Philly and Helios workloads on Sia's 64-GPU heterogeneous cluster",
                sia_specs,
                sia_compare,

@@ -79,3 +79,47 @@ def _pollux_per_workload(df: pd.DataFrame, load: float) -> list[Comparison]:
                               float(ref[(row.policy, name)]), float(row.avg_jct), band, POLLUX_WORKLOAD_SOURCE,
                               like_for_like=True))
     return out
+
+
+# ------------------------------------------------------------------ Pollux Fig. 8b-c (sensitivity)
+#: Scheduling intervals of Fig. 8b (s) and the co-location slowdowns of Fig. 8c, at load 1.0.
+POLLUX_INTERVALS = (30, 60, 120, 240, 480)
+POLLUX_SLOWDOWNS = (0.0, 0.25, 0.5)
+#: The label of Pollux with interference avoidance off.
+AVOIDANCE_OFF = "pollux (avoidance off)"
+
+
+def pollux_sensitivity_specs(traces: Path, quick: bool) -> list[dict]:
+    """Fig. 8b (the scheduling interval) and 8c (interference avoidance off, with a slowdown for jobs sharing a
+    node) on the load-1.0 workloads; quick: workload 1, two intervals, one slowdown."""
+    folder = traces / "pollux" / "workloads" / "load-1.0"
+    one = {"kind": "simulate", "workloads": [str(folder / "workload-1.csv") if quick else str(folder)],
+           "cluster": "pollux-testbed", "truth": str(traces), "seeds": [1]}
+    intervals = [60, 240] if quick else list(POLLUX_INTERVALS)
+    slowdowns = [0.5] if quick else list(POLLUX_SLOWDOWNS)
+    return [{"name": "pollux-interval", "policies": ["pollux"], "vary": {"interval_s": intervals}, **one},
+            {"name": "pollux-interference", "vary": {"interference_slowdown": slowdowns},
+             "policies": [{"label": AVOIDANCE_OFF, "policy": "pollux",
+                           "options": {"interference_avoidance": False}}], **one}]
+
+
+def pollux_sensitivity_compare(tables: dict, traces: Path) -> list[Comparison]:
+    """Per setting Pollux's mean average JCT over the workloads (band 5%, as Fig. 8a's per load) and its ratio
+    to the 60-s run with avoidance on (band 5%), beside the artifact's."""
+    pub = read_published(traces, POLLUX_PUBLISHED).set_index(["experiment", "setting"]).mean_avg_jct_s
+    iv = tables["pollux-interval"].groupby("interval_s").avg_jct.mean()
+    base_got, base_pub = float(iv.get(60, math.nan)), float(pub.get(("interval", "60 s (load=1.0)"), math.nan))
+    rows = [(f"interval {int(s)} s", float(iv[s]), ("interval", f"{int(s)} s (load=1.0)")) for s in iv.index]
+    itf = tables["pollux-interference"].groupby("interference_slowdown").avg_jct.mean()
+    rows += [(f"avoidance off, slowdown {x:g}", float(itf[x]),
+              ("interference", f"avoidance off slowdown {x * 100:.0f}{'%' if x else ''} (load=1.0)"))
+             for x in itf.index]
+    out = []
+    for setting, got, key in rows:
+        want = float(pub.get(key, math.nan))
+        out.append(Comparison("pollux-sensitivity", "avg JCT (s)", setting, "pollux", want, got,
+                              Band("relative", 0.05), POLLUX_SOURCE))
+        if setting != "interval 60 s":
+            out.append(Comparison("pollux-sensitivity", "avg JCT / the 60-s run with avoidance on", setting,
+                                  "pollux", want / base_pub, got / base_got, Band("relative", 0.05), POLLUX_SOURCE))
+    return out
