@@ -1,5 +1,6 @@
 """Smoke run of every figure at tiny scale: tables with the expected columns, every PNG/PDF, the index,
-plots that read only the tables and byte-stable PDFs."""
+plots that read only the tables and byte-stable PDFs. The tiny run itself (a minute and more of two cores) is
+the slow tier's; the checks of specs, labels and Ctrl-C stay in the default run."""
 
 import json
 import shutil
@@ -36,6 +37,7 @@ def tiny(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # the tiny figures run
 def test_every_figure_and_table_exists(tiny):
     tables = tiny / "tables"
     for name, cols in EXPECTED.items():
@@ -56,6 +58,7 @@ def test_every_figure_and_table_exists(tiny):
     assert "kind: solve" in spec and "milp" in spec
 
 
+@pytest.mark.slow  # the tiny figures run
 def test_tiny_tables_hold_the_grid(tiny):
     t = tiny / "tables"
     fair = pd.read_csv(t / "fairness.csv")
@@ -75,6 +78,7 @@ def test_tiny_tables_hold_the_grid(tiny):
     assert timeline.nodes_billed.between(1, 2).all() and (timeline.nodes_up <= timeline.nodes_billed).all()
 
 
+@pytest.mark.slow  # the tiny figures run
 def test_plots_read_only_tables_and_pdfs_are_byte_stable(tiny, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(tiny / "tables", copy / "tables")  # no cache, no workloads besides the tables folder
@@ -84,6 +88,7 @@ def test_plots_read_only_tables_and_pdfs_are_byte_stable(tiny, tmp_path):
             assert (copy / f"{plot.name}.pdf").read_bytes() == (tiny / f"{plot.name}.pdf").read_bytes(), plot.name
 
 
+@pytest.mark.slow  # the tiny figures run
 def test_rerun_is_served_from_the_cache(tiny):
     assert main(["--scale", "tiny", "--out", str(tiny), "--only", "fig3", "fig7", "--quiet"]) == 0
     for name in ("fairness", "runtime_scaling"):
