@@ -80,11 +80,13 @@ def run(args) -> int:
 def _surface_rows(study) -> list[dict]:
     """The attainment table: one row per surface point (method, level, percentile, seeds, criteria), then,
     where there is an exact front, the surface's indicators joined on (method, level)."""
+    from ..pareto.indicators import JUDGED
+
     judged = {(r["method"], r["level"]): r for r in study.attainment_rows}
     rows = []
     for s in study.surfaces:
         extra = {k: v for k, v in judged.get((s.method, s.level), {}).items()
-                 if k in ("hv_ratio", "igd_plus", "eps_additive", "attained")}
+                 if k in JUDGED}
         rows += [{"method": s.method, "level": s.level, "percentile": s.percentile, "seeds": s.n_seeds, "point": i,
                   **{c.name: float(v) for c, v in zip(study.criteria, values)}, **extra}
                  for i, values in enumerate(s.values)]

@@ -18,6 +18,8 @@ from .front import Front, quantized
 
 #: The hypervolume's reference point, in scaled criteria.
 HV_REFERENCE = 1.1
+#: The indicators a front is judged by (the fields of :class:`Indicators` but the unscaled hypervolume).
+JUDGED = ("hv_ratio", "igd_plus", "eps_additive", "attained")
 #: A reference point counts as attained when the front holds a point at most this much worse (scaled) in each criterion.
 ATTAIN_TOL = 1e-6
 

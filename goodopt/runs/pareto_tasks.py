@@ -22,7 +22,7 @@ from goodopt.pareto.criteria import parse_criteria
 from goodopt.pareto.exact import ExactFrontOptions, exact_front
 from goodopt.pareto.front import Front, FrontPoint
 from goodopt.pareto.heuristic import heuristic_front
-from goodopt.pareto.indicators import indicators
+from goodopt.pareto.indicators import JUDGED, indicators
 from goodopt.pareto.study import front_options, greedy_start
 from goodopt.sources import load_scenario
 
@@ -30,7 +30,7 @@ from .spec import SweepSpec
 from .task_types import ParetoTask
 
 #: The indicator columns of a judged front.
-INDICATOR_COLUMNS = ("hv_ratio", "igd_plus", "eps_additive", "attained")
+INDICATOR_COLUMNS = JUDGED
 
 
 def pareto_tasks(spec: SweepSpec) -> list[ParetoTask]:
