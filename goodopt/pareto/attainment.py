@@ -20,9 +20,9 @@ import numpy as np
 
 from ..arrays import Array
 from ..errors import ValidationError
-from .front import Front
+from .front import Front, FrontPoint
 
-#: The surfaces reported: name -> what share of the seeds attains them (``best``: at least one seed).
+#: The surfaces reported: attained by at least one seed, by half of them, by every one.
 SURFACES = ("best", "median", "worst")
 
 
@@ -78,8 +78,6 @@ def _surface(points: Array, sets: Array, percentile: float, n_sets: int) -> Arra
 def surface_front(surface: AttainmentSurface, like: Front) -> Front:
     """``surface`` as a :class:`Front` of ``like``'s criteria (points without allocations), for the
     indicators and the figure."""
-    from .front import FrontPoint
-
     empty = np.zeros((0, 0), np.int64)
     points = tuple(FrontPoint(tuple(map(float, v)), empty, "attainment") for v in surface.values)
     return Front(criteria=like.criteria, points=points, method=f"{surface.method} {surface.level}",
