@@ -171,6 +171,12 @@ def test_sia_table3_reports_helios_without_published_numbers(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_command_line_names_every_experiment_there_is():
+    from goodopt.cli.reproduce import EXPERIMENT_NAMES
+
+    assert EXPERIMENT_NAMES == tuple(EXPERIMENTS)
+
+
 def test_the_full_reproduction_runs_every_task_once_the_longest_first(traces):
     from goodopt.reproduce import all_tasks
     from goodopt.runs.cache import task_key

@@ -8,12 +8,16 @@ from rich.table import Table
 
 from .common import WORKERS, console, dask_address, fmt
 
+#: the experiments' names as ``goodopt.reproduce.EXPERIMENTS`` holds them (spelled here so ``--help`` does not import
+#: the runs layer; a test keeps the two equal)
+EXPERIMENT_NAMES = ("pollux-fig8", "pollux-sensitivity", "sia-table3", "gavel-hetero")
+
 
 def add_parser(add) -> None:
     """The ``reproduce`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("reproduce", help="re-run the papers' headline experiments on the published traces; one report")
     p.add_argument("experiments", nargs="*", default=None,
-                   help="experiments to run: pollux-fig8, sia-table3, gavel-hetero (default: all)")
+                   help=f"experiments to run: {', '.join(EXPERIMENT_NAMES)} (default: all)")
     p.add_argument("--quick", action="store_true", help="one workload per setting (minutes; indicative only)")
     p.add_argument("--out", default="reproduce_out", help="report folder (its cache/ makes reruns resume)")
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")

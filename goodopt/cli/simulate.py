@@ -37,11 +37,14 @@ def add_parser(add) -> None:
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
     p.add_argument("--truth", choices=("auto", "traces", "model"), default="auto",
                    help="ground truth: the traces (auto: when found) or the shipped profiles' model")
-    p.add_argument("--interval", type=SECONDS, default=60.0, help="scheduling interval in seconds")
-    p.add_argument("--restart-delay", type=number_in(0, 1e6, open_low=False), default=30.0,
-                   help="restart delay in seconds")
-    p.add_argument("--interference", type=number_in(0, 0.99, open_low=False), default=0.0,
-                   help="slowdown of multi-node jobs sharing a node with another (0.25 = 25%%)")
+    p.add_argument("--preset", default="pollux",
+                   help="start the engine settings from this paper's simulator: pollux (the defaults) or sia "
+                        "(Sia's per-application restart delays and calibration slowdowns); the options below win")
+    p.add_argument("--interval", type=SECONDS, default=None, help="scheduling interval in seconds (default 60)")
+    p.add_argument("--restart-delay", type=number_in(0, 1e6, open_low=False), default=None,
+                   help="restart delay in seconds (default 30)")
+    p.add_argument("--interference", type=number_in(0, 0.99, open_low=False), default=None,
+                   help="slowdown of multi-node jobs sharing a node with another (0.25 = 25%%; default 0)")
     p.add_argument("--cluster", default=None,
                    help="take the cluster of a scenario (file, shipped name such as sia-default, or "
                         "family:NAME:SEED); overrides --nodes/--gpus-per-node/--gpu-type")
@@ -105,6 +108,7 @@ def run(args) -> int:
     from ..outputs import check_output
     from ..runs.simulations import run_simulations
     from ..runs.tasks import check_sim_tasks, cluster_spec, refuse_duplicates, sim_task, task_cluster
+    from ..sim.presets import sim_preset
     from ..sim.workload import check_workloads, expand_workloads
 
     out = check_output(args.out, kind="dir", keep=not args.force)
@@ -117,9 +121,10 @@ def run(args) -> int:
         from ..cluster import Cluster, NodeGroup
 
         cluster = cluster_spec(Cluster((NodeGroup(args.gpu_type, args.gpus_per_node, args.nodes),)))
-    config = {"interval_s": args.interval, "restart_delay_s": args.restart_delay,
-              "interference_slowdown": args.interference, "gpu_type": args.gpu_type,
-              "autoscale": args.autoscale, "min_nodes": 1 if args.min_nodes is None else args.min_nodes,
+    given = {"interval_s": args.interval, "restart_delay_s": args.restart_delay,
+             "interference_slowdown": args.interference}
+    config = {**sim_preset(args.preset, "--preset"), **{k: v for k, v in given.items() if v is not None},
+              "gpu_type": args.gpu_type, "autoscale": args.autoscale, "min_nodes": 1 if args.min_nodes is None else args.min_nodes,
               "provision_delay_s": 180.0 if args.provision_delay is None else args.provision_delay,
               "autoscale_options": key_values(args.autoscale_option, "--autoscale-option", "every_s=600")}
     workloads = expand_workloads(args.workloads)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from goodopt.gavel import GAVEL_CLUSTER
 from goodopt.runs.tasks import rigid_task
+from goodopt.sim.presets import over_rigid_preset, rigid_preset
 
 from .comparison import Band, Comparison, H, TaskBatch
 
@@ -47,15 +47,6 @@ GAVEL_WINDOW = {"full": (4000, 5000), "quick": (100, 200)}
 GAVEL_MAX_ACTIVE = 1000
 
 
-#: How the runs schedule, as Gavel's simulator does: its round mechanism (:mod:`goodopt.solvers.gavel_rounds`)
-#: and one LP per allocation, solved by an interior-point method (Gavel: cvxpy with ECOS), with no second stage.
-GAVEL_SEMANTICS: dict[str, Any] = {"mechanism": "gavel"}
-
-
-GAVEL_LP_OPTIONS: dict[str, dict[str, object]] = {"las": {"second_stage": False, "lp_method": "ipm", "scale_by_size": True},
-                    "ftf": {"lp_method": "ipm"}}
-
-
 #: Where the LP's choice among its optima moves the answer: the continuous-multiple LAS runs near saturation are
 #: also run with the LP ending at a vertex (simplex) instead of near the centre of the optimal face (Gavel's
 #: ECOS, goodopt's interior point). Reported beside the judged rows, never judged: at 2.5 jobs/h that choice
@@ -68,24 +59,27 @@ SUSTAIN_FACTOR = 2.0
 
 
 def gavel_specs(traces: Path, quick: bool) -> list:
+    """Every rate of both setups, each policy aware and agnostic, under Gavel's simulator's settings
+    (:mod:`goodopt.sim.presets`, ``gavel``); near saturation the LAS runs once more with the LP at a vertex."""
     mode = "quick" if quick else "full"
-    window = GAVEL_WINDOW[mode]
-    capacity = {t: g * n for t, g, n in GAVEL_CLUSTER}
-    tasks = [rigid_task(traces, capacity, rate, window[1], seed=0, window=window, policy=policy, agnostic=agnostic,
-                        round_s=360.0, generator="gavel", scale_factors=GAVEL_SETUPS[setup], arrivals="until_window",
-                        max_active_jobs=GAVEL_MAX_ACTIVE, max_time_s=gavel_max_time_s(window, rate),
-                        options=GAVEL_LP_OPTIONS[fam], **GAVEL_SEMANTICS,
-                        label=f"{setup}/{fam}-{'agnostic' if agnostic else 'aware'}")
+    tasks = [_gavel_task(traces, mode, setup, rate, fam, agnostic)
              for setup in GAVEL_SETUPS for rate in GAVEL_RATES[mode][setup]
-             for fam, policy in GAVEL_FAMILIES.items() for agnostic in (False, True)]
-    tasks += [rigid_task(traces, capacity, rate, window[1], seed=0, window=window, policy=GAVEL_FAMILIES["las"],
-                         agnostic=agnostic, round_s=360.0, generator="gavel", scale_factors=GAVEL_SETUPS["multiple"],
-                         arrivals="until_window", max_active_jobs=GAVEL_MAX_ACTIVE,
-                         max_time_s=gavel_max_time_s(window, rate),
-                         options={**GAVEL_LP_OPTIONS["las"], "lp_method": "simplex"}, **GAVEL_SEMANTICS,
-                         label=f"multiple/las-{'agnostic' if agnostic else 'aware'}{VERTEX}")
+             for fam in GAVEL_FAMILIES for agnostic in (False, True)]
+    tasks += [_gavel_task(traces, mode, "multiple", rate, "las", agnostic, lp_method="simplex")
               for rate in GAVEL_TIE_RATES[mode] for agnostic in (False, True)]
     return [TaskBatch("gavel-hetero", tuple(tasks))]
+
+
+def _gavel_task(traces: Path, mode: str, setup: str, rate: float, fam: str, agnostic: bool, lp_method: str = ""):
+    """One run of Gavel's cluster and window at ``rate`` jobs/h; ``lp_method`` overrides the preset's."""
+    window = GAVEL_WINDOW[mode]
+    policy = GAVEL_FAMILIES[fam]
+    settings = over_rigid_preset(rigid_preset("gavel", policy), {
+        "agnostic": agnostic, "scale_factors": GAVEL_SETUPS[setup], "max_active_jobs": GAVEL_MAX_ACTIVE,
+        "max_time_s": gavel_max_time_s(window, rate), "options": {"lp_method": lp_method} if lp_method else {}})
+    label = f"{setup}/{fam}-{'agnostic' if agnostic else 'aware'}{VERTEX if lp_method else ''}"
+    return rigid_task(traces, {t: g * n for t, g, n in GAVEL_CLUSTER}, rate, window[1], seed=0, window=window,
+                      policy=policy, label=label, **settings)
 
 
 #: Label suffix of the sensitivity runs whose LP ends at a vertex (:data:`GAVEL_TIE_RATES`).

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from goodopt.sim.config import SIA_SIM_RESTART_DELAYS_S, SIA_SIM_SLOWDOWNS
-
 from .comparison import SIA_PUBLISHED, Band, Comparison, H, read_published
 
 SIA_SOURCE = "Sia SOSP'23, Table 3 (Philly trace, 64-GPU heterogeneous cluster), sia/published-results.csv"
@@ -40,7 +38,7 @@ def sia_specs(traces: Path, quick: bool) -> list[dict]:
                     "policies": [{"label": label, "policy": pol, "options": opts}
                                  for label, (pol, opts) in SIA_POLICIES.items()],
                     "cluster": "sia-default", "truth": str(traces), "seeds": [1],
-                    "config": {"restart_delays_s": SIA_SIM_RESTART_DELAYS_S, "slowdowns": SIA_SIM_SLOWDOWNS}})
+                    "preset": "sia"})
     return out
 
 

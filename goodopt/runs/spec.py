@@ -44,6 +44,9 @@ seed; ``numpy``), ``scale_factors`` (GPUs -> probability), ``arrivals`` and
 ``mechanism`` (``goodopt`` or ``gavel``: Gavel's own round mechanism).
 A trace per rate and seed.
 
+``preset`` (``kind: simulate``: ``pollux`` or ``sia``; ``kind: rigid``: ``gavel``) starts the engine settings
+from a paper's simulator (:mod:`goodopt.sim.presets`); every setting the spec gives wins over the preset's.
+
 ``kind: pareto`` (fronts, :mod:`goodopt.runs.pareto_tasks`): ``scenarios`` and ``families`` as for
 ``solve``, ``objectives`` (criteria lists such as ``efficiency,fairness,cost``; default
 ``efficiency,fairness``), ``methods`` (``exact``, ``nsga2``, ``nsga3``, ``moead``, or ``{label, method,
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from goodopt.errors import ValidationError
@@ -68,6 +71,7 @@ from goodopt.pareto.study import FRONT_METHODS, front_options
 from goodopt.sim.autoscale import check_elastic, check_one_group
 from goodopt.sim.config import SimConfig
 from goodopt.sim.policies import POLICIES, make_policy
+from goodopt.sim.presets import over_rigid_preset, rigid_preset, sim_preset
 from goodopt.sim.rigid import RigidConfig
 from goodopt.sim.workload import check_workloads, expand_workloads
 from goodopt.solvers.api import METHOD_OPTIONS, METHODS, RANDOMISED, options_for
@@ -100,7 +104,7 @@ MAX_TASKS = 1_000_000
 SPEC_FIELDS = ("name", "kind", "description", "seeds", "options", "scenarios", "families", "methods", "time_limit_s",
                "node_limit", "p", "workloads", "generated", "policies", "cluster", "truth", "config", "vary",
                "rates", "n_jobs", "window", "capacity", "throughputs", "generator", "scale_factors", "arrivals",
-               "mechanism", "objectives", "prices")
+               "mechanism", "objectives", "prices", "preset")
 #: The most jobs a rigid-job trace may hold.
 MAX_RIGID_JOBS = 100_000
 #: Engine settings a simulation sweep may set (``config``) or vary (``vary``).
@@ -230,7 +234,8 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     workloads = checked("spec.workloads", expand_workloads, workloads)
     if not workloads:
         raise ValidationError("spec.workloads", "no workloads", "list workloads or a generated block")
-    config = _engine_settings(r, "config", lambda v: [v])
+    preset = sim_preset(r.raw("preset"), r.path("preset")) if r.has("preset") else {}
+    config = {**preset, **_engine_settings(r, "config", lambda v: [v])}
     vary = _engine_settings(r, "vary", lambda v: v if isinstance(v, list) else None)
     for key, values in vary.items():  # every value now, not on a worker
         for i, v in enumerate(values):
@@ -290,6 +295,9 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
     if "scale_factors" in common and isinstance(common["scale_factors"], Mapping):
         common["scale_factors"] = tuple(common["scale_factors"].items())
     checked("spec", lambda: RigidConfig(**common))
+    if r.has("preset"):  # each policy's settings start from the preset; the spec's own win
+        variants = tuple(replace(v, options=over_rigid_preset(rigid_preset(r.raw("preset"), v.name, r.path("preset")),
+                                                              {**common, **dict(v.options)})) for v in variants)
     for v in variants:
         if {**common, **dict(v.options)}.get("generator", RigidConfig.generator) == "gavel":
             check_job_table(thr, "spec.generator")

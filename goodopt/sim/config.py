@@ -15,6 +15,7 @@ from goodopt.validation import check_number, check_whole, suggest
 
 from .agent import AGENT_FITS
 from .autoscale import check_elastic, check_one_group, make_autoscaler
+from .presets import SIA_SIM_RESTART_DELAYS_S, SIA_SIM_SLOWDOWNS, sim_preset  # noqa: F401  (importable from here)
 
 #: Applications whose batch and GPU count the Pollux runs kept fixed: app -> (batch, GPUs).
 FIXED_APPS = {"ncf": (32768, 1)}
@@ -22,16 +23,6 @@ FIXED_APPS = {"ncf": (32768, 1)}
 
 #: Most rounds a simulation may take (max_time_s / interval_s).
 MAX_ROUNDS = 10_000_000
-
-
-#: Sia's simulator: checkpoint-restore seconds charged per re-allocation, per application (others: the flat
-#: ``restart_delay_s``), from the Sia artifact's simulator.
-SIA_SIM_RESTART_DELAYS_S = {"cifar10": 50.0, "deepspeech2": 25.0, "bert": 120.0, "yolov3": 80.0, "imagenet": 250.0}
-
-
-#: Sia's simulator: each job's true goodput is divided by a calibration slowdown (its jobs observe unslowed
-#: times), from the Sia artifact's simulator.
-SIA_SIM_SLOWDOWNS = {"cifar10": 1.8, "ncf": 1.5, "bert": 1.2, "deepspeech2": 1.2, "imagenet": 1.2, "yolov3": 1.2}
 
 
 def _per_app(name: str, value, minimum: float) -> tuple:
@@ -95,9 +86,15 @@ class SimConfig:
     provision_delay_s: float = 180.0
 
     @classmethod
+    def preset(cls, name: str, **changes) -> SimConfig:
+        """The settings of a paper's simulator (:data:`goodopt.sim.presets.SIM_PRESETS`: ``pollux``, ``sia``),
+        with ``changes`` over them."""
+        return cls(**{**sim_preset(name), **changes})
+
+    @classmethod
     def sia(cls, **changes) -> SimConfig:
         """The settings of Sia's simulator: its per-application restart delays and calibration slowdowns."""
-        return cls(**{"restart_delays_s": SIA_SIM_RESTART_DELAYS_S, "slowdowns": SIA_SIM_SLOWDOWNS, **changes})
+        return cls.preset("sia", **changes)
 
     def restart_delay_of(self, app: str) -> float:
         return dict(self.restart_delays_s).get(app, self.restart_delay_s)

@@ -14,6 +14,8 @@ from goodopt.gavel.generator import check_scale_factors
 from goodopt.solvers.gavel_rounds import GAVEL_RESET_INTERVAL_S
 from goodopt.validation import check_number, check_whole
 
+from .presets import over_rigid_preset, rigid_preset
+
 #: Round mechanisms of a rigid run (:attr:`RigidConfig.mechanism`).
 MECHANISMS = ("goodopt", "gavel")
 
@@ -57,6 +59,12 @@ class RigidConfig:
     mechanism: str = "goodopt"
     #: ``mechanism: gavel``: the least time between two recomputations of the allocation (Gavel: 1,920 s).
     reset_interval_s: float = GAVEL_RESET_INTERVAL_S
+
+    @classmethod
+    def preset(cls, name: str, policy: str = "max_min_fairness", **changes) -> RigidConfig:
+        """The settings of a paper's simulator for ``policy`` (:data:`goodopt.sim.presets.RIGID_PRESETS`:
+        ``gavel``), with ``changes`` over them (LP ``options`` merged option by option)."""
+        return cls(policy=policy, **over_rigid_preset(rigid_preset(name, policy), changes))
 
     def __post_init__(self):
         if self.arrivals not in ("trace", "until_window"):
