@@ -31,40 +31,9 @@ from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet, type_layout
-from .matrix import CscArrays, MatrixModel
+from .matrix import MatrixModel, Rows
 from .objective import ScaledObjective
 from .pattern_block import PatternBlock, pattern_block
-
-
-class _Rows:
-    """Collects rows as (row, column, value) triplets with their bounds."""
-
-    def __init__(self) -> None:
-        self.r: list[Array] = []
-        self.c: list[Array] = []
-        self.v: list[Array] = []
-        self.lo: list[Array] = []
-        self.hi: list[Array] = []
-        self.names: list[str] = []
-        self.m = 0
-
-    def add(self, rows: ArrayIn, cols: ArrayIn, vals: ArrayIn, lo: ArrayIn, hi: ArrayIn, name: str) -> None:
-        """Add rows numbered ``0..len(lo)-1`` locally (``rows`` index into them)."""
-        lo, hi = np.atleast_1d(np.asarray(lo, float)), np.atleast_1d(np.asarray(hi, float))
-        self.r.append(np.asarray(rows, np.int64) + self.m)
-        self.c.append(np.asarray(cols, np.int64))
-        self.v.append(np.asarray(vals, float))
-        self.lo.append(lo)
-        self.hi.append(hi)
-        self.names += [name] * len(lo)
-        self.m += len(lo)
-
-    def matrix(self, n: int) -> tuple[CscArrays, Array, Array]:
-        def cat(xs: list[Array], dt: type) -> Array:
-            return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
-
-        A = CscArrays.from_triplets(cat(self.r, np.int64), cat(self.c, np.int64), cat(self.v, float), (self.m, n))
-        return A, cat(self.lo, float), cat(self.hi, float)
 
 
 def config_matrix(problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None, *,
@@ -79,7 +48,7 @@ def config_matrix(problem: AllocationProblem, configs: ConfigSet, objective: Sca
     """
     pr, cs = problem, configs
     J, C = pr.n_jobs, cs.n_configs
-    rows = _Rows()
+    rows = Rows()
     epigraph = not np.isfinite(pr.p)
     n_extra = (1 + (J if pr.p > 0 else 0)) if epigraph else J
     n = C + n_extra
@@ -129,7 +98,7 @@ def config_matrix(problem: AllocationProblem, configs: ConfigSet, objective: Sca
                        pattern_types=tuple(b.gpu_type for b in blocks), aggregate_types=tuple(aggregate))
 
 
-def _epigraph(pr: AllocationProblem, cs: ConfigSet, rows: _Rows, cost: Array, lower: Array, upper: Array,
+def _epigraph(pr: AllocationProblem, cs: ConfigSet, rows: Rows, cost: Array, lower: Array, upper: Array,
               integer: Array) -> None:
     """(0a) t <= eps + Σ S_c z_c  (p = -inf);  (0b) the same plus S_max (1 - y_j), Σ y = 1  (p = +inf)."""
     J, C = pr.n_jobs, cs.n_configs
@@ -154,7 +123,7 @@ def _epigraph(pr: AllocationProblem, cs: ConfigSet, rows: _Rows, cost: Array, lo
     rows.add(r, c, v, np.full(J, -np.inf), hi, "0a" if pr.p < 0 else "0b")
 
 
-def _capacity_rows(pr: AllocationProblem, cs: ConfigSet, rows: _Rows) -> None:
+def _capacity_rows(pr: AllocationProblem, cs: ConfigSet, rows: Rows) -> None:
     """(R2) GPUs per type, (R3) nodes of multi-node jobs per type, (R4) bin-packing cuts."""
     total, n_nodes, largest = type_layout(pr)
     G = pr.n_gpu_types

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from goodopt.arrays import Array
+from goodopt.arrays import Array, ArrayIn
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,3 +124,34 @@ class CscArrays:
         ucols, urows = uniq // max(m, 1), uniq % max(m, 1)
         indptr = np.concatenate([[0], np.cumsum(np.bincount(ucols, minlength=n))]).astype(np.int64)
         return cls(indptr=indptr, indices=urows.astype(np.int64), data=data, shape=(m, n))
+
+
+class Rows:
+    """Collects rows as (row, column, value) triplets with their bounds."""
+
+    def __init__(self) -> None:
+        self.r: list[Array] = []
+        self.c: list[Array] = []
+        self.v: list[Array] = []
+        self.lo: list[Array] = []
+        self.hi: list[Array] = []
+        self.names: list[str] = []
+        self.m = 0
+
+    def add(self, rows: ArrayIn, cols: ArrayIn, vals: ArrayIn, lo: ArrayIn, hi: ArrayIn, name: str) -> None:
+        """Add rows numbered ``0..len(lo)-1`` locally (``rows`` index into them)."""
+        lo, hi = np.atleast_1d(np.asarray(lo, float)), np.atleast_1d(np.asarray(hi, float))
+        self.r.append(np.asarray(rows, np.int64) + self.m)
+        self.c.append(np.asarray(cols, np.int64))
+        self.v.append(np.asarray(vals, float))
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.names += [name] * len(lo)
+        self.m += len(lo)
+
+    def matrix(self, n: int) -> tuple[CscArrays, Array, Array]:
+        def cat(xs: list[Array], dt: type) -> Array:
+            return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+
+        A = CscArrays.from_triplets(cat(self.r, np.int64), cat(self.c, np.int64), cat(self.v, float), (self.m, n))
+        return A, cat(self.lo, float), cat(self.hi, float)

@@ -85,13 +85,13 @@ from .node_patterns import fillings, partitions
 #: Splits listed per multi-node job size before that size switches to per-configuration chunk columns.
 MAX_SPLITS_PER_SIZE = 400
 
-#: One row family: the arguments of ``_Rows.add`` (rows, columns, values, lower, upper, name).
+#: One row family: the arguments of ``Rows.add`` (rows, columns, values, lower, upper, name).
 RowFamily = tuple[Array, Array, Array, Array, Array, str]
 
 
 @dataclass(frozen=True, eq=False)
 class PatternBlock:
-    """Columns ``col0 .. col0 + n_columns - 1`` and rows (arguments of ``_Rows.add``) of one type's block."""
+    """Columns ``col0 .. col0 + n_columns - 1`` and rows (arguments of ``Rows.add``) of one type's block."""
 
     gpu_type: int
     col0: int

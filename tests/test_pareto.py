@@ -83,6 +83,21 @@ def test_a_point_whose_solve_hit_its_limit_is_listed_as_such():
     assert all(p.status in ("time_limit", "gap not closed") for p in front.points), [p.status for p in front.points]
 
 
+def test_a_node_budget_gives_the_same_front_twice_and_certifies_only_solves_that_closed():
+    """A node budget, unlike a time limit, does not depend on the machine: two runs give the same front, point
+    for point and status for status; a point is certified exactly when its solve closed its gap (a solve the
+    budget stops is listed with its status, as at a time limit above)."""
+    pr = FAMILIES["sia-64"].scenario(0).problem()
+    criteria = parse_criteria("efficiency,fairness", pr)
+    opts = ExactFrontOptions(node_limit=1, max_points=4)
+    first, second = exact_front(pr, criteria, opts), exact_front(pr, criteria, opts)
+    np.testing.assert_array_equal(first.values, second.values)
+    assert [p.status for p in first.points] == [p.status for p in second.points]
+    assert all(p.certified == (p.status == "optimal") for p in first.points)
+    with pytest.raises(ValidationError, match="node_limit"):
+        ExactFrontOptions(node_limit=0)
+
+
 def test_a_capped_front_resolves_its_knee_first_and_every_point_is_certified():
     """With a point limit the levels go where neighbouring points lie farthest apart: the capped front's points are
     certified points of the complete front, and its hypervolume is most of the complete front's."""

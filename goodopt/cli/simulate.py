@@ -203,7 +203,7 @@ def _print_policy_summary(table, n_workloads: int) -> None:
     tab = Table(title=f"{n_workloads} workload(s): mean over workloads and seeds")
     for col in summ.columns:
         tab.add_column(str(col), justify="left" if col == "policy" else "right", overflow="fold")
-    counts = {c for c in summ.columns if str(c).startswith("n_") or c == "restarts"}
+    counts = {c for c in summ.columns if str(c).startswith("n_") or c in ("restarts", "runs")}
     for row in summ.itertuples(index=False):
         tab.add_row(*[v if isinstance(v, str) else _count(v) if col in counts else fmt(float(v), 3)
                       for col, v in zip(summ.columns, row)])

@@ -28,7 +28,9 @@ LEVEL_SLACK = 1e-9
 class ExactFrontOptions:
     """``mip_rel_gap``: each point's certified gap; ``max_points``: per bi-objective front (None: every point);
     ``cost_levels``: cost budgets with three criteria (None: every reachable cost); ``resolution``: the relative
-    width below which an interval of a continuous level closes; ``time_limit_s``: per MILP."""
+    width below which an interval of a continuous level closes; ``time_limit_s``: per MILP (wall clock: the front
+    then depends on the machine's speed and load); ``node_limit``: branch-and-bound nodes per MILP (a budget that
+    gives the same front on every machine)."""
 
     mip_rel_gap: float = 1e-6
     max_points: int | None = 40
@@ -36,6 +38,7 @@ class ExactFrontOptions:
     resolution: float = 1e-4
     time_limit_s: float | None = None
     threads: int = 1
+    node_limit: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.mip_rel_gap < 1:
@@ -48,6 +51,9 @@ class ExactFrontOptions:
             raise ValidationError("resolution", f"must be in (0, 1), got {self.resolution!r}")
         if self.time_limit_s is not None and not self.time_limit_s > 0:
             raise ValidationError("time_limit_s", f"must be > 0 or None, got {self.time_limit_s!r}")
+        n = self.node_limit
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValidationError("node_limit", f"must be a whole number >= 1 or None, got {n!r}")
 
 
 class LevelModel:
@@ -116,8 +122,8 @@ class LevelModel:
         C, J = mm.n_configs, pr.n_jobs
         session = self._session(levels)
         warm = self._columns.get(id(start)) if start is not None else None
-        out, x = session.solve(time_limit_s=self.opts.time_limit_s, warm_start=warm, mip_rel_gap=SOLVER_GAP_SHARE * self.gap,
-                               mip_abs_gap=0.0)
+        out, x = session.solve(time_limit_s=self.opts.time_limit_s, node_limit=self.opts.node_limit, warm_start=warm,
+                               mip_rel_gap=SOLVER_GAP_SHARE * self.gap, mip_abs_gap=0.0)
         self.solves += 1
         if out.termination == Termination.INFEASIBLE:
             return None
@@ -160,8 +166,9 @@ class LevelModel:
 
     def feasible(self, levels: dict[str, float]) -> bool:
         """Whether some allocation meets ``levels`` (a feasibility MILP: it stops at the first one found). A solve
-        stopped by the time limit before finding one counts as no (the front's far end is then not proven)."""
-        out, x = self._session(levels, objective=False).solve(time_limit_s=self.opts.time_limit_s)
+        stopped by the time or node limit before finding one counts as no (the front's far end is then not proven)."""
+        out, x = self._session(levels, objective=False).solve(time_limit_s=self.opts.time_limit_s,
+                                                              node_limit=self.opts.node_limit)
         self.solves += 1
         if x is None and str(out.termination) not in ("infeasible",):
             self.unproven += 1

@@ -4,7 +4,7 @@ A simulation reports its simulated time and jobs done every second or so
 (:func:`goodopt.progress.task_progress`), in this process or in a local
 worker, whose reports reach the parent through a queue. :class:`TaskWatch`
 puts them on the run's progress bar (``simulations 0/2 (generated-1.0-0 /
-pollux: 40/120 jobs, 3.2 h simulated, about 5 min left)``) and, where no
+pollux: 40/120 jobs, 3.2 h simulated, 2 min in)``) and, where no
 terminal shows a bar (``nohup``, CI, a notebook's log), writes a plain progress
 record every :data:`PLAIN_EVERY_S` seconds to the ``goodopt.progress`` logger.
 """
@@ -59,9 +59,11 @@ class TaskWatch:
 
 
 def _describe(label: str, time_s: float, n_done: int, n_jobs: int, first: float) -> str:
+    """One running task's line. No time left is promised: a simulation's last jobs cost more than its first
+    (the queue grows with the load), so jobs done per minute so far underestimate what is left."""
     elapsed = time.monotonic() - first
-    left = f", about {elapsed * (n_jobs - n_done) / n_done / 60:.0f} min left" if n_done and elapsed > 5 else ""
-    return f"{label}: {n_done}/{n_jobs} jobs, {time_s / 3600:.1f} h simulated{left}"
+    since = f", {elapsed / 60:.0f} min in" if elapsed > 5 else ""
+    return f"{label}: {n_done}/{n_jobs} jobs, {time_s / 3600:.1f} h simulated{since}"
 
 
 def _exit_with_parent(parent_pid: int) -> None:

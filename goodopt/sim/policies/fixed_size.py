@@ -97,6 +97,25 @@ class FixedSizePolicy(Policy):
                     break
         return alloc
 
+    def _admit(self, state, order, backfill):
+        """Requested sizes for the jobs in ``order`` while GPUs last (``backfill``: skip a job that does not fit
+        rather than stop there). Shapes: order (J,) -> (J,)."""
+        free = self.cluster.n_gpus
+        sizes = np.zeros(state.n_jobs, dtype=np.int64)
+        for j in order:
+            k = self._requested(state.jobs[j])
+            if k <= free:
+                sizes[j] = k
+                free -= k
+            elif not backfill:
+                break
+        return sizes
+
+    def _place_admitted(self, state, sizes):
+        alloc = self._place(state, sizes)
+        self.last_stats = {"n_unplaced": int(((alloc.sum(axis=1) == 0) & (sizes > 0)).sum())}
+        return alloc
+
 
 #: Placements of the fixed-size policies (see :class:`FixedSizePolicy`).
 PLACEMENTS = ("most-free", "packed")
@@ -197,24 +216,6 @@ class TiresiasPolicy(FixedSizePolicy):
         order = np.lexsort((np.arange(J), demoted, queue))
         sizes = self._admit(state, order, backfill=True)
         return self._place_admitted(state, sizes)
-
-    def _admit(self, state, order, backfill):
-        free = self.cluster.n_gpus
-        sizes = np.zeros(state.n_jobs, dtype=np.int64)
-        for j in order:
-            k = self._requested(state.jobs[j])
-            if k <= free:
-                sizes[j] = k
-                free -= k
-            elif not backfill:
-                break
-        return sizes
-
-    def _place_admitted(self, state, sizes):
-        alloc = self._place(state, sizes)
-        self.last_stats = {"n_unplaced": int(((alloc.sum(axis=1) == 0) & (sizes > 0)).sum())}
-        return alloc
-
 
 class FifoPolicy(TiresiasPolicy):
     """First-come first-served, non-preemptive, no backfilling (head-of-line blocking)."""

@@ -11,6 +11,8 @@ from .base import Policy
 from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
 from .gavel import GavelPolicy
 from .goodput import EqualSharePolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
+from .shockwave import ShockwavePolicy
+from .themis import ThemisPolicy
 
 #: Policy name -> class.
 #: Every policy by name (plug-ins of the ``goodopt.policies`` entry points are added when it is first read).
@@ -24,6 +26,8 @@ POLICIES = PluginRegistry(POLICY_GROUP, lambda name, cls: register_policy(name, 
     "tiresias": TiresiasPolicy,
     "fifo": FifoPolicy,
     "gavel": GavelPolicy,
+    "themis": ThemisPolicy,
+    "shockwave": ShockwavePolicy,
 })
 
 

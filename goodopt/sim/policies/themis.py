@@ -1,0 +1,113 @@
+"""``themis``: Themis's finish-time-fair auction (NSDI'20) for jobs at their requested GPUs and batch.
+
+Each round the jobs furthest from finish-time fairness bid for the cluster's GPUs and the arbiter takes the
+bids of largest Nash social welfare; the model, numbered, is :mod:`goodopt.formulations.themis`. Bids are
+computed from the true remaining work (an oracle, as Optimus+Oracle's). GPUs are leased: a job keeps what
+it won for ``lease_s`` seconds (whole rounds; its GPUs are not offered meanwhile), then bids again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from goodopt.errors import ValidationError
+from goodopt.formulations.themis import auction, bidders, finish_time_fairness, isolated_time
+from goodopt.placement import packed_placement
+from goodopt.validation import check_number
+
+from .fixed_size import FixedSizePolicy
+
+#: The fairness knob's default: the share of the bidding jobs kept out of each auction.
+THEMIS_FAIRNESS_KNOB = 0.8
+
+
+#: How long a job keeps the GPUs it won (seconds) before they are offered again.
+THEMIS_LEASE_S = 600.0
+
+
+class ThemisPolicy(FixedSizePolicy):
+    """Themis: a filter on finish-time fairness, then an auction for efficiency.
+
+    ``fairness_knob`` ``f`` in ``[0, 1)``: of the jobs holding no lease, only the ``ceil((1 - f) J)`` of worst
+    finish-time fairness bid (``f = 0``: every one). Winners run at their requested GPUs for ``lease_s``
+    seconds; GPUs left over go to the other jobs in decreasing finish-time fairness as they fit, on the same
+    lease. ``last_stats`` logs the bidders, winners and the round's worst finish-time fairness
+    (``policy_max_rho``).
+    """
+
+    name = "themis"
+    needs_oracle = True
+
+    def __init__(self, *, fairness_knob: float = THEMIS_FAIRNESS_KNOB, lease_s: float = THEMIS_LEASE_S,
+                 placement: str = "most-free"):
+        super().__init__(placement=placement)
+        self.lease_s = check_number("lease_s", lease_s, minimum=0.0, error=ValidationError)
+        self._lease_end: dict[str, float] = {}
+        self.fairness_knob = check_number("fairness_knob", fairness_knob, minimum=0.0, maximum=1.0,
+                                          error=ValidationError)
+        if self.fairness_knob >= 1.0:
+            raise ValidationError("fairness_knob", f"must be below 1, got {fairness_knob!r}",
+                                  "0 lets every job bid; 0.8 (the default) the worst-off fifth")
+
+    def describe(self) -> dict:
+        """The policy's name and options, for run metadata."""
+        return {**super().describe(), "fairness_knob": self.fairness_knob, "lease_s": self.lease_s}
+
+    def reset(self, cluster, rng) -> None:
+        """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
+        super().reset(cluster, rng)
+        self._lease_end = {}
+
+    def allocate(self, state) -> np.ndarray:
+        """GPUs per (active job, node) for this round.
+
+        Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
+        J, C = state.n_jobs, self.cluster.n_gpus
+        k = np.array([self._requested(job) for job in state.jobs], dtype=np.int64)
+        remaining, total = self._work_s(state, k)
+        elapsed = np.array([state.time_s - job.arrival_s for job in state.jobs])
+        iso = np.maximum(isolated_time(total, k, C, J), 1e-9)  # a job with no work left is finished
+        rho = finish_time_fairness(elapsed, remaining, iso)
+        rho_wait = finish_time_fairness(elapsed + max(self.lease_s, state.config.interval_s), remaining, iso)
+        sizes = np.where(self._leased(state, k), k, 0)
+        pool = np.flatnonzero(sizes == 0)
+        bid = pool[bidders(rho[pool], self.fairness_knob)]
+        free = C - int(sizes.sum())
+        won = bid[auction(np.log(rho_wait[bid] / rho[bid]), k[bid], free)]
+        sizes[won] = k[won]
+        free -= int(k[won].sum())
+        for j in np.lexsort((np.arange(J), -rho)):  # leftovers, worst-off first, as they fit
+            if sizes[j] == 0 and k[j] <= free:
+                sizes[j], free = k[j], free - int(k[j])
+        alloc = self._place_admitted(state, sizes)
+        self._renew(state, alloc.sum(axis=1) > 0)
+        self.last_stats.update(n_bidders=len(bid), n_winners=len(won), max_rho=float(rho.max()) if J else 0.0)
+        return alloc
+
+    def _leased(self, state, k) -> np.ndarray:
+        """Jobs running at their size on a lease that has not ended. Shapes: k (J,) -> (J,) booleans."""
+        running = state.current.sum(axis=1) == k
+        return np.array([running[j] and self._lease_end.get(job.name, -np.inf) > state.time_s + 1e-9
+                         for j, job in enumerate(state.jobs)], dtype=bool)
+
+    def _renew(self, state, placed) -> None:
+        """A lease for every job placed this round that holds none; none for the others."""
+        ends = {}
+        for job, on in zip(state.jobs, placed):
+            if on:
+                old = self._lease_end.get(job.name, -np.inf)
+                ends[job.name] = old if old > state.time_s + 1e-9 else state.time_s + self.lease_s
+        self._lease_end = ends
+
+    def _work_s(self, state, k) -> tuple[np.ndarray, np.ndarray]:
+        """Seconds of work left and in all, at each job's requested GPUs packed onto the fewest nodes."""
+        per_node = int(self.cluster.node_capacity.max())
+        remaining, total = np.zeros(len(k)), np.zeros(len(k))
+        for j, job in enumerate(state.jobs):
+            app = state.truth[job.application]
+            local, accum = app.fixed_config(job.batch_size, int(k[j]),
+                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
+            step_s = app.iteration_time(packed_placement(int(k[j]), per_node), local, accum)
+            remaining[j] = app.remaining_steps(job.progress, job.epoch, job.batch_size) * step_s
+            total[j] = app.remaining_steps(0.0, 0, job.batch_size) * step_s
+        return remaining, total
