@@ -131,3 +131,17 @@ def test_shockwave_runs_every_job_to_the_end_and_twice_the_same_under_a_node_bud
 def test_bad_shockwave_options_name_the_option(truth, options, field):
     with pytest.raises(ValidationError, match=field):
         simulate(workload(), Cluster((NodeGroup("t4", 4, 1),)), "shockwave", truth=truth, policy_options=options)
+
+
+def test_a_sweep_runs_themis_and_shockwave_by_name_and_names_a_bad_option():
+    from goodopt.runs.spec import spec_from_dict
+    from goodopt.runs.tasks import expand
+
+    spec = {"name": "fair", "kind": "simulate", "workloads": ["generated:0.5:0:1"],
+            "policies": ["themis", {"label": "sw-3", "policy": "shockwave", "options": {"window_rounds": 3}}]}
+    tasks = expand(spec_from_dict(spec))
+    assert [t.policy for t in tasks] == ["themis", "shockwave"]
+    assert tasks[1].describe().startswith("generated-0.5-0-1 / sw-3")
+    spec["policies"][1]["options"] = {"window_rounds": 0}
+    with pytest.raises(ValidationError, match="spec.policies.sw-3.options"):
+        spec_from_dict(spec)
