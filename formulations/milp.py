@@ -139,7 +139,7 @@ def build_model(problem: AllocationProblem, configs: ConfigSet, *, level: str = 
     gives the finite-p coefficients (:mod:`goodopt.formulations.objective`);
     by default they are scaled to :func:`reference_fitness` without pruning.
 
-    The model carries ``_goodopt`` metadata used by :func:`decode`.
+    The model carries ``_goodopt`` metadata: its level and sizes.
     """
     if level not in LEVELS:
         raise ValidationError("level", f"must be one of {LEVELS}, got {level!r}")

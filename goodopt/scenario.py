@@ -375,6 +375,6 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
 
 
 def save_scenario(s: Scenario, path, profile_paths: Mapping[str, str] | None = None) -> None:
-    """Write a scenario as YAML (readable back with :func:`load_scenario`)."""
+    """Write a scenario as YAML (readable back with :func:`goodopt.sources.load_scenario`)."""
     write_text(path, yaml.safe_dump(scenario_to_dict(s, profile_paths), sort_keys=False,
                                          default_flow_style=None, width=100))

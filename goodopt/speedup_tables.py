@@ -21,7 +21,7 @@ _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
 def app_pairs(profiles: Mapping[str, Any], type_names: Sequence[str]) -> dict[tuple[str, str], Array]:
     """Measured space sharing between the throughput-only applications of ``profiles`` (application -> its
-    profile, the problem's applications only; see :attr:`AllocationProblem.app_pairs`); ``{}`` when none has
+    profile, the problem's applications only; see :attr:`goodopt.problem.AllocationProblem.app_pairs`); ``{}`` when none has
     pair throughputs."""
     out: dict[tuple[str, str], Array] = {}
     app_of = {getattr(prof, "name", a): a for a, prof in profiles.items()}  # pairs name the other profile

@@ -1,7 +1,7 @@
 """Experiment steps: each writes tidy tables (CSV + JSON metadata) that the plotting scripts read.
 
 The model figures (1, 2) evaluate the shipped profiles directly; the others
-run sweeps (:mod:`goodopt.runs`) from the specs in :mod:`paper_figures.specs`,
+run sweeps (:mod:`goodopt.runs`) from the specs in :mod:`goodopt.paper_figures.specs`,
 cached by input hash under the output folder so a rerun only computes what
 changed.
 """

@@ -398,3 +398,98 @@ def test_goodopt_options_gives_every_own_methods_option_its_meaning():
         missing = [o for o in opts if not known.get(o)]
         assert not missing, f"{method}: no meaning for {missing}"
     assert "queue" in meanings("tiresias", policy=True)["threshold_gpu_s"]
+
+
+# ------------------------------------------------------------------ cross-references in docstrings
+ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj):`~?([^`<]+)`")
+
+
+def _package_modules():
+    import importlib
+    import pkgutil
+
+    import goodopt
+
+    roots = ["goodopt", "goodopt.formulations", "goodopt.solvers", "goodopt.paper_figures"]
+    names = list(roots)
+    for root in roots:
+        pkg = importlib.import_module(root)
+        names += [m.name for m in pkgutil.walk_packages(pkg.__path__, root + ".") if not m.name.endswith("__main__")]
+    assert goodopt  # the namespace every reference lives in
+    return sorted(set(names))
+
+
+def _has(obj, name: str) -> bool:
+    """``obj.name`` exists: an attribute, a dataclass field, an annotation, or (on a class) ``self.name = ...``."""
+    if hasattr(obj, name) or name in getattr(obj, "__dataclass_fields__", {}) or name in getattr(obj, "__annotations__", {}):
+        return True
+    if isinstance(obj, type):
+        try:
+            return re.search(rf"self\.{re.escape(name)}\s*[:=]", inspect.getsource(obj)) is not None
+        except (OSError, TypeError):
+            return False
+    return False
+
+
+def _walk(obj, parts) -> bool:
+    for p in parts:
+        if not _has(obj, p):
+            return False
+        obj = getattr(obj, p, None)
+        if obj is None:  # a field or instance attribute: nothing further to resolve
+            return p == parts[-1]
+    return True
+
+
+def _resolves(module, cls, target: str) -> bool:
+    import builtins
+    import importlib
+
+    if target.startswith("."):
+        dots = len(target) - len(target.lstrip("."))
+        pkg = module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0]
+        for _ in range(dots - 1):
+            pkg = pkg.rpartition(".")[0]
+        target = f"{pkg}.{target.lstrip('.')}".rstrip(".")
+    parts = target.split(".")
+    for i in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            found = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        if _walk(found, parts[i:]):
+            return True
+        break
+    scopes = [module] + ([cls] if cls is not None else []) + [builtins]  # a name relative to where it is written
+    return any(_walk(scope, parts) for scope in scopes)
+
+
+def _unresolved_in(name: str) -> tuple[int, list[str]]:
+    """How many references module ``name``'s docstrings make, and those that name nothing."""
+    import ast
+    import importlib
+
+    module = importlib.import_module(name)
+    unresolved, n = [], 0
+
+    def visit(node, cls):
+        nonlocal n
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            for target in ROLE.findall(ast.get_docstring(node, clean=False) or ""):
+                n += 1
+                if not _resolves(module, cls, target.strip()):
+                    unresolved.append(f"{name}:{getattr(node, 'lineno', 0)} {target}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, getattr(cls or module, child.name, None) if isinstance(child, ast.ClassDef) else cls)
+
+    visit(ast.parse(Path(module.__file__).read_text()), None)
+    return n, unresolved
+
+
+def test_every_cross_reference_in_a_docstring_names_something_that_exists():
+    """A ``:func:``/``:class:``/``:mod:``/``:meth:``/``:attr:``/``:data:`` reference names a module, or a name
+    of the module, class or package it points into: a name that moved or went away is caught here."""
+    counts = [_unresolved_in(name) for name in _package_modules()]
+    assert sum(n for n, _ in counts) > 500
+    unresolved = [u for _, us in counts for u in us]
+    assert not unresolved, unresolved

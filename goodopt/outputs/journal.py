@@ -44,7 +44,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
 def recover(folder: Path) -> None:
     """Finish the renames of output sets whose run was killed while committing them (their journals).
 
-    A journal is goodopt's only if every pair in it is one :meth:`OutputSet.commit` writes: ``final`` inside
+    A journal is goodopt's only if every pair in it is one :meth:`goodopt.outputs.OutputSet.commit` writes: ``final`` inside
     the journal's folder (symbolic links resolved) and ``tmp`` goodopt's temporary of ``final`` beside it, made
     by the journal's own process, a regular file. Any other journal (another shape, a path elsewhere, a
     temporary of another name) is foreign: nothing in it is renamed, and it is left where it is, with a warning.

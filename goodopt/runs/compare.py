@@ -27,7 +27,7 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
     :class:`~goodopt.scenario.Scenario` objects (objects run in this process
     only); ``options`` maps method -> extra options. Returns the tidy table;
     with ``traces`` it has a last column ``trace``: each solve's
-    ``(seconds, incumbent, bound)`` points (:attr:`SolverStats.trace`), for
+    ``(seconds, incumbent, bound)`` points (:attr:`goodopt.solvers.result.SolverStats.trace`), for
     :func:`~goodopt.runs.plots.plot_convergence`.
     """
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:

@@ -10,7 +10,7 @@ options. ``label`` (and a simulation's ``vary``) only name the result.
 
 :func:`expand` turns a :class:`~goodopt.runs.spec.SweepSpec` into tasks;
 :func:`run_task` computes one, on any worker, and returns its JSON-ready
-:class:`TaskResult` mapping ``{"row": {...}, "jobs": [{...}, ...]}``.
+mapping ``{"row": {...}, "jobs": [{...}, ...]}``.
 """
 
 from __future__ import annotations

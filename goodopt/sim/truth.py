@@ -23,7 +23,7 @@ gradient statistics). Two sources of truth share one interface,
   - cumulative progress at each epoch end from the curve at the initial
     batch size (progress counts iterations at the initial batch size).
 
-* :class:`ModelTruth` — the fitted profiles themselves (``scenarios/profiles``):
+* :class:`ModelAppTruth` — the fitted profiles themselves (``scenarios/profiles``):
   step times from the throughput model, the gradient noise scale from the
   profile's per-epoch curve, ``epoch_iterations`` per epoch. It makes the
   embedded default runnable without the traces.

@@ -22,7 +22,7 @@ from .verdict import finish, nothing_left, nothing_to_choose
 
 
 def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions, t_start: float) -> MethodOutcome:
-    """Run the piecewise-linear method. Returns result fields like :func:`solve_milp`.
+    """Run the piecewise-linear method. Returns result fields like :func:`goodopt.solvers.milp.method.solve_milp`.
 
     Never certifies: the decoded counts are placed and repaired heuristically.
     Its bound is the model's bound loosened by the total interpolation error

@@ -13,7 +13,7 @@ node-pattern rows, a relaxation of the placement problem, so ``L_c`` bounds ever
 configuration ``c``. When ``L_c`` lies below the incumbent's value by more than the solver's gap, ``c``
 belongs to no allocation as good as the incumbent, and every later model is built without it. The answer's
 bound stays valid: what was taken out is worth at most ``max L_c`` over the dropped configurations, below
-the incumbent (:attr:`MilpRun.dropped_bound`).
+the incumbent (:attr:`goodopt.solvers.milp.run.MilpRun.dropped_bound`).
 
 Removed, not fixed at 0: with presolve off (this method's default, see
 :func:`~goodopt.solvers.milp.run.config_highs_options`) HiGHS carries fixed
@@ -69,7 +69,7 @@ def lagrangian_bounds(mm: MatrixModel, y: Array) -> tuple[float, Array]:
 
 def lp_config_bounds(run: MilpRun, model: ArrayModel) -> ConfigBounds | None:
     """The bounds ``L_c`` from ``model``'s last LP relaxation (its duals), each the lesser of that and the
-    bound a relaxation gave where the model holds one (:attr:`ArrayModel.relaxation_bounds`); None when there
+    bound a relaxation gave where the model holds one (:attr:`goodopt.solvers.config_model.ArrayModel.relaxation_bounds`); None when there
     are none (no duals, rows added since, or an epigraph model)."""
     mm, y = model.mm, model.session.lp_row_dual
     if y is None or run.objective is None or model.session.n_rows != mm.n_rows or len(y) != mm.n_rows:

@@ -251,7 +251,7 @@ class MilpRun:
             self.record()
 
     def record(self) -> None:
-        """A trace point (:attr:`SolverStats.trace`): the best placed candidate's fitness and the best bound."""
+        """A trace point (:attr:`goodopt.solvers.result.SolverStats.trace`): the best placed candidate's fitness and the best bound."""
         best, bound = self.best()[2], self.fit_bound
         record_point(best if np.isfinite(best) else np.nan, bound if np.isfinite(bound) else np.nan)
 
@@ -297,7 +297,7 @@ class MilpRun:
     @contextlib.contextmanager
     def leaving_time_for_a_start(self) -> Iterator[None]:
         """Within the block, a deadline :data:`START_SHARE` of the way to the run's own, when the run has a time
-        limit and no candidate yet: what is left is kept for greedy's start (see :func:`solve_milp`)."""
+        limit and no candidate yet: what is left is kept for greedy's start (see :func:`goodopt.solvers.milp.method.solve_milp`)."""
         whole = self.deadline
         if whole is not None and not self.candidates:
             now = time.perf_counter()

@@ -42,7 +42,7 @@ class Policy:
         self.cluster = cluster
 
     def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
-        """Refuse (:class:`ValidationError`) a job of ``workload`` this policy can never run on ``cluster``
+        """Refuse (:class:`goodopt.errors.ValidationError`) a job of ``workload`` this policy can never run on ``cluster``
         (``fixed_gpus``: application -> the GPUs the engine fixes it to); called before the first round, and
         by dry runs."""
 
