@@ -87,7 +87,7 @@ def test_a_node_budget_gives_the_same_front_twice_and_certifies_only_solves_that
     """A node budget, unlike a time limit, does not depend on the machine: two runs give the same front, point
     for point and status for status; a point is certified exactly when its solve closed its gap (a solve the
     budget stops is listed with its status, as at a time limit above)."""
-    pr = FAMILIES["sia-64"].scenario(0).problem()
+    pr = FAMILIES["hetero-16"].scenario(0).problem()
     criteria = parse_criteria("efficiency,fairness", pr)
     opts = ExactFrontOptions(node_limit=1, max_points=4)
     first, second = exact_front(pr, criteria, opts), exact_front(pr, criteria, opts)
