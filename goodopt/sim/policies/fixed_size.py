@@ -97,6 +97,20 @@ class FixedSizePolicy(Policy):
                     break
         return alloc
 
+    def _oracle_steps(self, state, k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per job, from the truth: seconds per step at its ``k`` GPUs packed onto the fewest nodes, steps left
+        and steps in all at its batch. Shapes: k (J,) -> three (J,)."""
+        per_node = int(self.cluster.node_capacity.max())
+        step, left, total = (np.zeros(len(k)) for _ in range(3))
+        for j, job in enumerate(state.jobs):
+            app = state.truth[job.application]
+            local, accum = app.fixed_config(job.batch_size, int(k[j]),
+                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
+            step[j] = app.iteration_time(packed_placement(int(k[j]), per_node), local, accum)
+            left[j] = app.remaining_steps(job.progress, job.epoch, job.batch_size)
+            total[j] = app.remaining_steps(0.0, 0, job.batch_size)
+        return step, left, total
+
     def _admit(self, state, order, backfill):
         """Requested sizes for the jobs in ``order`` while GPUs last (``backfill``: skip a job that does not fit
         rather than stop there). Shapes: order (J,) -> (J,)."""

@@ -15,7 +15,6 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.formulations.shockwave import PlanData, fair_finish_time, plan_columns, plan_model, priorities, rank_model
-from goodopt.placement import packed_placement
 from goodopt.validation import check_number, check_whole
 
 from .fixed_size import FixedSizePolicy
@@ -88,17 +87,11 @@ class ShockwavePolicy(FixedSizePolicy):
 
     def _data(self, state) -> PlanData:
         """This round's :class:`PlanData`, each job's finish-time estimate added to its history."""
-        per_node = int(self.cluster.node_capacity.max())
         J, C = state.n_jobs, self.cluster.n_gpus
-        k, done, total, step = (np.zeros(J) for _ in range(4))
-        for j, job in enumerate(state.jobs):
-            app = state.truth[job.application]
-            k[j] = self._requested(job)
-            local, accum = app.fixed_config(job.batch_size, int(k[j]),
-                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
-            step[j] = app.iteration_time(packed_placement(int(k[j]), per_node), local, accum)
-            total[j] = max(app.remaining_steps(0.0, 0, job.batch_size), 1e-9)
-            done[j] = min(total[j] - app.remaining_steps(job.progress, job.epoch, job.batch_size), total[j])
+        k = np.array([self._requested(job) for job in state.jobs], dtype=float)
+        step, left, total = self._oracle_steps(state, k)
+        total = np.maximum(total, 1e-9)
+        done = np.minimum(total - left, total)
         elapsed = np.array([state.time_s - job.arrival_s for job in state.jobs])
         now = fair_finish_time(elapsed, (total - done) * step, min(1.0, C / J))
         fair = np.empty(J)

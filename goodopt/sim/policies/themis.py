@@ -12,7 +12,6 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.formulations.themis import auction, bidders, finish_time_fairness, isolated_time
-from goodopt.placement import packed_placement
 from goodopt.validation import check_number
 
 from .fixed_size import FixedSizePolicy
@@ -64,7 +63,8 @@ class ThemisPolicy(FixedSizePolicy):
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         J, C = state.n_jobs, self.cluster.n_gpus
         k = np.array([self._requested(job) for job in state.jobs], dtype=np.int64)
-        remaining, total = self._work_s(state, k)
+        step, left, steps = self._oracle_steps(state, k)
+        remaining, total = left * step, steps * step
         elapsed = np.array([state.time_s - job.arrival_s for job in state.jobs])
         iso = np.maximum(isolated_time(total, k, C, J), 1e-9)  # a job with no work left is finished
         rho = finish_time_fairness(elapsed, remaining, iso)
@@ -98,16 +98,3 @@ class ThemisPolicy(FixedSizePolicy):
                 old = self._lease_end.get(job.name, -np.inf)
                 ends[job.name] = old if old > state.time_s + 1e-9 else state.time_s + self.lease_s
         self._lease_end = ends
-
-    def _work_s(self, state, k) -> tuple[np.ndarray, np.ndarray]:
-        """Seconds of work left and in all, at each job's requested GPUs packed onto the fewest nodes."""
-        per_node = int(self.cluster.node_capacity.max())
-        remaining, total = np.zeros(len(k)), np.zeros(len(k))
-        for j, job in enumerate(state.jobs):
-            app = state.truth[job.application]
-            local, accum = app.fixed_config(job.batch_size, int(k[j]),
-                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
-            step_s = app.iteration_time(packed_placement(int(k[j]), per_node), local, accum)
-            remaining[j] = app.remaining_steps(job.progress, job.epoch, job.batch_size) * step_s
-            total[j] = app.remaining_steps(0.0, 0, job.batch_size) * step_s
-        return remaining, total
