@@ -119,6 +119,21 @@ class Throttle(logging.Filter):
         return True
 
 
+def plain_progress(verbose: int = 0) -> Throttle | None:
+    """Where standard error is no terminal (a log file, CI): progress records as plain log lines, info level, one
+    per :data:`PLAIN_EVERY_S` unless ``verbose`` (then every one). Returns the filter it put on
+    :data:`PROGRESS` (to take off with ``PROGRESS.removeFilter``); None on a terminal, where a status line
+    shows progress instead (:func:`status_line`), or when ``verbose`` lets every record through."""
+    if sys.stderr.isatty():
+        return None
+    PROGRESS.setLevel(min(PROGRESS.getEffectiveLevel(), logging.INFO))
+    if verbose:
+        return None
+    throttle = Throttle()
+    PROGRESS.addFilter(throttle)
+    return throttle
+
+
 class _StatusHandler(logging.Handler):
     def __init__(self, status, title: str):
         super().__init__(logging.DEBUG)

@@ -15,7 +15,6 @@ import datetime
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from goodopt.errors import GoodoptError, Interrupted
 from goodopt.outputs import write_json, write_text
+from goodopt.progress import plain_progress
 
 from . import experiments, specs
 from .figures import FIGURES
@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--workers", type=int, default=None, help="local processes (default: one per CPU)")
     ap.add_argument("--plot-only", action="store_true", help="redraw from the existing tables")
     ap.add_argument("--no-cache", action="store_true", help="recompute every sweep task")
-    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar, no progress lines")
+    ap.add_argument("-v", "--verbose", action="count", default=0,
+                    help="without a terminal, every progress record (default: one line per 30 s)")
     return ap
 
 
@@ -62,8 +64,8 @@ def main(argv=None) -> int:
     """Run the experiments, then the plots, then the index; returns the exit status (130 on Ctrl-C)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if not sys.stderr.isatty():  # no bar to show (nohup, CI): plain progress lines instead of silence
-        logging.getLogger("goodopt.progress").setLevel(logging.INFO)
+    if not args.quiet:  # without a terminal (nohup, CI): plain progress lines, one per 30 s unless -v
+        plain_progress(args.verbose)
     con = Console(highlight=False)
     out = args.out or default_out(args.scale)
     try:

@@ -149,3 +149,22 @@ def test_ctrl_c_during_the_figures_is_one_line_and_status_130(tmp_path, monkeypa
     out = capsys.readouterr().out
     assert "interrupted" in out and "Traceback" not in out
     assert set(json.loads((tmp_path / "index.json").read_text())) == {"fig1"}  # fig1 finished and is recorded
+
+
+@pytest.mark.slow  # two figure runs, 10 s
+def test_without_a_terminal_the_figures_print_one_progress_line_per_30_seconds_and_every_one_at_v(tmp_path):
+    """Written to a file (nohup, CI), figure 4's solves at tiny scale (a few seconds, a score of stage
+    milestones) print one progress line; with -v every milestone."""
+    import subprocess
+    import sys
+
+    def lines(*extra):
+        p = subprocess.run([sys.executable, "-m", "goodopt.paper_figures", "--only", "fig4", "--scale", "tiny",
+                            "--workers", "1", "--no-cache", "--out", str(tmp_path / f"out{len(extra)}"), *extra],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return [line for line in p.stderr.splitlines() if "goodopt.progress" in line]
+
+    plain, verbose = lines(), lines("-v")
+    assert len(plain) == 1
+    assert len(verbose) > 5 and plain[0] == verbose[0]

@@ -62,13 +62,11 @@ def run(argv=None) -> int:
     _configure_logging(0)  # warnings while the arguments are read (a plug-in that fails to load) are shown too
     args = build_parser().parse_args(argv)
     _configure_logging(args.verbose)
-    from ..progress import Throttle
+    from ..progress import PROGRESS, plain_progress
 
-    progress, throttle = logging.getLogger("goodopt.progress"), Throttle()
-    if not sys.stderr.isatty() and not getattr(args, "quiet", False) and not getattr(args, "json", False):
-        progress.setLevel(logging.INFO)  # no bar to show: plain progress lines, one per 30 s unless -v
-        if args.verbose == 0:
-            progress.addFilter(throttle)
+    throttle = None
+    if not getattr(args, "quiet", False) and not getattr(args, "json", False):
+        throttle = plain_progress(args.verbose)  # no bar to show: plain progress lines, one per 30 s unless -v
     from ..solvers.highs_watch import on_stuck_interrupt
 
     on_stuck_interrupt(_exit_now)
@@ -85,7 +83,8 @@ def run(argv=None) -> int:
         return 2
     finally:
         on_stuck_interrupt(None)
-        progress.removeFilter(throttle)
+        if throttle is not None:
+            PROGRESS.removeFilter(throttle)
 
 
 def _exit_now() -> None:
