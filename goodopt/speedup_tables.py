@@ -4,6 +4,7 @@ space sharing of throughput-only applications."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,7 +64,6 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
     good = np.zeros(shape)
     local = np.zeros(shape, dtype=np.int64)
     accum = np.zeros(shape, dtype=np.int64)
-    k = np.arange(k_max + 1)[None, :]
     rate_tables: dict[tuple[int, str], Array] = {}  # one per profile object and type (jobs share profiles)
     for j, prof in enumerate(profiles):
         if isinstance(prof, ThroughputProfile):  # measured rates at a fixed batch, efficiency 1
@@ -75,7 +75,6 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
                 local[j, g] = np.where(good[j, g] > 0, prof.batch_size, 0)
     per_job = (k_max + 1) * n_candidates
     step = max(1, _TABLE_CHUNK // per_job)
-    names = gp.ThroughputParams.names()
     for g, t in enumerate(type_names):
         groups = _application_groups(profiles, t)
         top = k_max if k_caps is None else min(k_max, int(k_caps[g]))
@@ -84,8 +83,7 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
             m0, m_max, m_min, m_top = shared[7:]
             rows = np.array(members, dtype=np.int64)
             for m, t_m in enumerate(tops):
-                scored = gp.scored_candidates(dict(zip(names, shared[:7])), k[:, :t_m + 1], bool(m), m0, m_max,
-                                              m_min, m_top, n_candidates=n_candidates)  # (C, 1, t_m + 1)
+                scored = _scored(shared, t_m, bool(m), n_candidates)  # (C, 1, t_m + 1)
                 for start in range(0, len(rows), step):
                     block = rows[start:start + step]
                     out = gp.best_candidate(scored, phi[block][:, None], m0)
@@ -95,6 +93,37 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
     good[:, :, :2, 1] = good[:, :, :2, 0]
     local[:, :, :2, 1] = local[:, :, :2, 0]
     return good, local, accum
+
+
+#: Scored candidates remembered per process, and the largest remembered (candidates x GPU counts): a
+#: simulation asks for the same job's candidates round after round until its agent refits.
+SCORED_CACHE_SIZE = 1024
+SCORED_CACHE_MAX = 20_000
+
+
+_Scored = tuple[Array, Array, Array, Array, Array]
+
+
+def _scored(shared: tuple[float, ...], top: int, multi: bool, n_candidates: int) -> _Scored:
+    """:func:`goodopt.goodput.scored_candidates` for 0..``top`` GPUs of one group (``shared``: the seven
+    parameters and the four batch limits, see :func:`_application_groups`), remembered when small; the arrays
+    are read-only. Shapes: -> five arrays (C, 1, top + 1)."""
+    if (top + 1) * n_candidates > SCORED_CACHE_MAX:
+        return _score(shared, top, multi, n_candidates)
+    return _score_remembered(shared, top, multi, n_candidates)
+
+
+def _score(shared: tuple[float, ...], top: int, multi: bool, n_candidates: int) -> _Scored:
+    m0, m_max, m_min, m_top = shared[7:]
+    params = dict(zip(gp.ThroughputParams.names(), shared[:7]))
+    out = gp.scored_candidates(params, np.arange(top + 1)[None, :], multi, m0, m_max, m_min, m_top,
+                               n_candidates=n_candidates)
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+_score_remembered = functools.lru_cache(maxsize=SCORED_CACHE_SIZE)(_score)
 
 
 def _application_groups(profiles: Sequence[Any], gpu_type: str) -> dict[tuple[float, ...], list[int]]:
