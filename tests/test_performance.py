@@ -227,3 +227,25 @@ def test_a_solve_counts_its_lp_iterations_and_counts_them_again_the_same():
     assert work == [st["lp_iterations"] for st in again]
     assert first[0]["model"].endswith("LP relaxation") and work[0] > 0
     assert all(isinstance(w, int) and w >= 0 for w in work)
+
+
+def test_the_simulator_speed_table_gives_cpu_per_simulated_hour_and_the_ratio_to_pollux(monkeypatch):
+    """``make bench --only sim-speed`` on a small cluster: one row per policy, each simulated to its last job
+    (or to the window), CPU per simulated hour their ratio, and Pollux's (the first) ratio exactly 1."""
+    import goodopt.bench.sim_speed as ss
+    from goodopt.generate import testbed_cluster
+
+    scales = (("small", lambda: testbed_cluster(4, 4), 1.0, None, ("pollux", "greedy")),
+              ("small-window", lambda: testbed_cluster(4, 4), 1.0, 2400.0, ("pollux", "greedy")))
+    monkeypatch.setattr(ss, "SCALES", scales)
+    rows = ss.run(seed=0)
+    assert [(r["scale"], r["policy"]) for r in rows] == [(s, p) for s, *_, ps in scales for p in ps]
+    for r in rows:
+        assert r["simulated_h"] > 0 and r["cpu_s"] > 0
+        assert r["cpu_s_per_sim_h"] == r["cpu_s"] / r["simulated_h"]
+    whole, window = rows[:2], rows[2:]
+    assert all(r["jobs_done"] == r["n_jobs"] for r in whole)
+    assert all(r["simulated_h"] * 3600 >= 2400.0 and r["n_rounds"] > 0 and r["jobs_done"] < r["n_jobs"]
+               for r in window)
+    assert whole[0]["ratio_to_pollux"] == window[0]["ratio_to_pollux"] == 1.0
+    assert whole[1]["ratio_to_pollux"] == whole[0]["cpu_s_per_sim_h"] / whole[1]["cpu_s_per_sim_h"]

@@ -17,7 +17,7 @@ from rich.table import Table
 from .. import provenance
 from ..provenance import stamp
 from ..runs.tables import write_table
-from . import evaluator, mip_solvers, pareto, sia_ilp, simulation, solvers
+from . import evaluator, mip_solvers, pareto, sia_ilp, sim_speed, simulation, solvers
 
 
 def _table(title, df, cols, digits=1):
@@ -156,6 +156,18 @@ def _part_solvers(con, bar, out, args) -> None:
                       "same_optimum"], digits=3))
 
 
+def _part_sim_speed(con, bar, out, args) -> None:
+    task = bar.add_task("simulator speed", total=sum(len(s[-1]) for s in sim_speed.SCALES))
+    df = _save(out, "sim_speed", sim_speed.run(args.seed, progress=lambda: bar.advance(task)), args.seed,
+               "the Pollux policy at the same scale in this run")
+    con.print(_table("Simulator speed: CPU seconds per simulated hour per policy (the whole simulation, one "
+                     "process), at Pollux's and Sia's 64 GPUs and at 2,048 GPUs (its first "
+                     f"{sim_speed.LARGE_WINDOW_S / 60:g} minutes); ratio: Pollux's CPU per simulated hour at "
+                     "that scale over the policy's", df,
+                     ["scale", "n_gpus", "policy", "n_jobs", "jobs_done", "n_rounds", "simulated_h", "cpu_s",
+                      "cpu_s_per_sim_h", "policy_share", "ratio_to_pollux"], digits=2))
+
+
 def _part_sia(con, bar, out, args) -> None:
     task = bar.add_task("beside a Sia-style ILP", total=sum(len(s) for _, s in sia_ilp.INSTANCES))
     rows, summary = sia_ilp.sia_table(progress=lambda: bar.advance(task))
@@ -186,6 +198,7 @@ PARTS = {
     "ga": _part_ga,
     "milp": _part_milp,
     "simulation": _part_simulation,
+    "sim-speed": _part_sim_speed,
     "choices": _part_choices,
     "quality": _part_quality,
     "ga-scale": _part_ga_scale,
