@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -10,23 +11,28 @@ from goodopt.cluster import Cluster
 
 from .agent import HeteroAgent, JobAgent
 
+if TYPE_CHECKING:  # for the annotation only
+    from .truth import Truth
+
 
 @dataclass(frozen=True)
 class RoundState:
     """What a policy sees in one round.
 
     ``jobs`` are the active jobs in arrival order; ``current`` (J, N) their
-    allocations; ``truth`` is set only for policies that declare
-    ``needs_oracle`` (Optimus+Oracle).
+    allocations; ``config`` the run's settings; ``truth`` is set only for
+    policies that declare ``needs_oracle`` (Optimus+Oracle).
     """
 
     time_s: float
     round_index: int
     cluster: Cluster
-    jobs: tuple  # the active SimJobs
+    jobs: tuple[SimJob, ...]
     current: np.ndarray
-    config: object  # the run's SimConfig
-    truth: object = None
+    # the run's SimConfig (None in the states an auto-scaler builds for the sizes it tries); not annotated as
+    # one because the settings module imports the auto-scalers, which build these states (an import circle)
+    config: object
+    truth: Truth | None = None
 
     @property
     def n_jobs(self) -> int:
