@@ -39,6 +39,20 @@ def test_yaml_nan_is_a_float():
     assert math.isnan(load_yaml(".NaN"))
 
 
+def test_a_text_read_again_gives_the_same_answer_as_a_copy_of_its_own():
+    """A remembered parse: changing what one reader got does not reach the next reader of the same text, and
+    an anchor's sharing is kept within each copy."""
+    from goodopt.yaml12 import _parse
+
+    text = "base: &b {x: [1, 2]}\nrun: *b\nlimit: 1e-6\n"
+    first = load_yaml(text)
+    assert first == _parse(text) and first["run"] is first["base"]
+    first["base"]["x"].append(3)
+    second = load_yaml(text)
+    assert second == {"base": {"x": [1, 2]}, "run": {"x": [1, 2]}, "limit": 1e-6}
+    assert second["run"] is second["base"] and second["base"] is not first["base"]
+
+
 def test_a_scenario_reads_yaml_1_2_integers_and_names(tmp_path):
     text = (ROOT / "scenarios" / "small-2node.yaml").read_text().replace("n_nodes: 2", "n_nodes: 010")
     text = text.replace("name: ncf-1,", "name: no,")
