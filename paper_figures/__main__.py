@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from goodopt.errors import GoodoptError, Interrupted
 from goodopt.outputs import write_json, write_text
-from goodopt.progress import plain_progress
+from goodopt.progress import PROGRESS, plain_progress
 
 from . import experiments, specs
 from .figures import FIGURES
@@ -64,8 +64,8 @@ def main(argv=None) -> int:
     """Run the experiments, then the plots, then the index; returns the exit status (130 on Ctrl-C)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if not args.quiet:  # without a terminal (nohup, CI): plain progress lines, one per 30 s unless -v
-        plain_progress(args.verbose)
+    # without a terminal (nohup, CI): plain progress lines, one per 30 s unless -v
+    throttle = None if args.quiet else plain_progress(args.verbose)
     con = Console(highlight=False)
     out = args.out or default_out(args.scale)
     try:
@@ -79,6 +79,9 @@ def main(argv=None) -> int:
     except GoodoptError as exc:
         con.print(f"paper_figures: error: {exc}")
         return 2
+    finally:
+        if throttle is not None:
+            PROGRESS.removeFilter(throttle)
 
 
 def _run(args, out: Path, con: Console) -> int:

@@ -42,13 +42,10 @@ SCALES: tuple[tuple[str, Callable[[], Any], float, float | None, tuple[str, ...]
 )
 
 
-def run(seed: int = 0, progress: Callable[[], None] | None = None,
-        scales: tuple[str, ...] | None = None) -> list[dict]:
-    """One row per (scale, policy); ``scales`` picks some of :data:`SCALES` by name."""
+def run(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict]:
+    """One row per (scale, policy) of :data:`SCALES`."""
     rows = []
     for name, make_cluster, hours, window, policies in SCALES:
-        if scales is not None and name not in scales:
-            continue
         cluster = make_cluster()
         load = cluster.n_gpus / 64
         wl = generate_workload(seed, load=load, hours=hours, mix=APP_MIX, name=f"bench-{name}")
@@ -74,10 +71,8 @@ def _one(scale: str, cluster: Any, wl: Any, truth: Any, window: float | None, po
         share = s["policy_s"] / max(s["policy_s"] + s["engine_s"], 1e-12)
     else:
         engine = Engine(wl, cluster, make_policy(policy), truth, SimConfig(), np.random.default_rng(seed))
-        engine.start()
         with threadpool_limits(1):  # as simulate() runs
-            while engine.t < window and engine.step():
-                pass
+            engine.run(until_s=window)
         done, rounds, sim_s, share = engine.n_done, engine.r, float(engine.t), float("nan")
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     sim_h = sim_s / 3600.0

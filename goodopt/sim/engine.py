@@ -115,16 +115,19 @@ class Engine:
         return make_autoscaler(config.autoscale, **dict(config.autoscale_options))
 
     # ----------------------------------------------------------------- loop
-    def run(self, progress=None):
+    def run(self, progress=None, until_s: float | None = None):
         """Run rounds until every job has completed (a :class:`SimulationError` at ``max_time_s`` names the
-        unfinished ones); ``progress(time_s, n_done, n_jobs)`` is called after each round."""
+        unfinished ones), or with ``until_s`` until the simulated time first reaches it (jobs may then be
+        unfinished); ``progress(time_s, n_done, n_jobs)`` is called after each round."""
         self.start()
-        while True:
+        while until_s is None or self.t < until_s:
             r = self.r
             if not self.step():
                 break
             if progress is not None and self.r > r:
                 progress(self.t, self.n_done, len(self.jobs))
+        if until_s is not None:
+            return self
         missing = [j.name for j in self.jobs if j.completion_s is None]
         if missing:
             raise SimulationError(f"jobs never completed: {missing[:5]}")
