@@ -5,6 +5,9 @@ from goodopt.solvers.ga_operators import RepairData, mutate, refill, repair
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from goodopt.cluster import Cluster, NodeGroup
+from goodopt.generate import random_scenario
+
 from .conftest import random_population
 
 
@@ -87,3 +90,53 @@ def test_refill_counts_the_restart_a_running_job_would_pay():
         pr = make_problem(speedups, capacity=[3], current=[[1], [0]], realloc=[factor, 1.0], p=-1.0)
         out = refill(pr.current[None].copy(), RepairData(pr), np.random.default_rng(0))[0]
         assert out[0, 0] == a_gets and out[1, 0] >= 1, (factor, out.tolist())
+
+
+_CLUSTERS = {
+    "one type": Cluster((NodeGroup("t4", 4, 3),)),
+    "two types": Cluster((NodeGroup("t4", 4, 2), NodeGroup("v100", 8, 1))),
+    "three types": Cluster((NodeGroup("t4", 4, 2), NodeGroup("a100", 8, 1), NodeGroup("rtx2080ti", 8, 1))),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cluster=st.sampled_from(sorted(_CLUSTERS)), n_jobs=st.integers(1, 12),
+       avoidance=st.booleans(), restarts_cost=st.booleans(), density=st.sampled_from([0.0, 0.2, 0.8, 1.0]),
+       p=st.sampled_from([1.0, 0.5, -1.0, -10.0, -np.inf]))
+def test_compiled_repair_and_refill_follow_the_array_statement_draw_for_draw(seed, cluster, n_jobs, avoidance,
+                                                                            restarts_cost, density, p):
+    # The kernels must give the rules' own answer (tests/ga_reference.py, whole-population array operations) to
+    # the last GPU, and leave the generator where the statement leaves it, on any population: negative and
+    # over-full cells, rows on several types and nodes, empty members, every p and re-allocation factor.
+    import dataclasses
+
+    from . import ga_reference
+
+    pr = random_scenario(seed, _CLUSTERS[cluster], n_jobs, running_fraction=0.7).problem()
+    g = np.random.default_rng(seed)
+    pr = dataclasses.replace(pr, interference_avoidance=avoidance, p=p,
+                             realloc=g.uniform(0.01, 1.0, n_jobs) if restarts_cost else np.ones(n_jobs))
+    data = RepairData(pr)
+    pop = g.integers(-2, 9, size=(12, pr.n_jobs, pr.n_nodes)) * (g.random((12, pr.n_jobs, pr.n_nodes)) < density)
+    pop[:3] = pr.current  # members on the current allocation (unchanged rows go first)
+    r_ref, r_new = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    expected = ga_reference.repair(pop, data, r_ref)
+    assert np.array_equal(repair(pop, data, r_new), expected)
+    holes = expected.copy()
+    holes[:, ::2] = 0
+    assert np.array_equal(refill(holes.copy(), data, r_new), ga_reference.refill(holes.copy(), data, r_ref))
+    assert r_new.random() == r_ref.random()
+
+
+def test_compiled_refill_breaks_exact_ties_like_the_statement():
+    # Four identical idle jobs on two nodes: every gain ties, so only the noise and the job order decide
+    from . import ga_reference
+    from .synthetic import make_problem
+
+    pr = make_problem([[1.0, 1.9, 2.7, 3.4]] * 4, capacity=[4, 4], current=[[0, 0]] * 4, p=-1.0)
+    data = RepairData(pr)
+    for s in range(20):
+        empty = np.zeros((5, 4, 2), np.int64)
+        r_ref, r_new = np.random.default_rng(s), np.random.default_rng(s)
+        assert np.array_equal(refill(empty.copy(), data, r_new), ga_reference.refill(empty.copy(), data, r_ref))
+        assert r_new.random() == r_ref.random()
