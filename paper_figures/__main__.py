@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from goodopt.errors import GoodoptError, Interrupted
 from goodopt.outputs import write_json, write_text
 from goodopt.progress import PROGRESS, plain_progress
+from goodopt.runs.execute import kept_workers
 
 from . import experiments, specs
 from .figures import FIGURES
@@ -95,8 +96,10 @@ def _run(args, out: Path, con: Console) -> int:
     workers = args.workers or (os.cpu_count() or 1)
     start = time.perf_counter()
     timings = {}
+    # one pool of workers for every experiment's tasks, not one started per sweep
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=con, disable=args.quiet, transient=False) as bar:
+                  console=con, disable=args.quiet, transient=False) as bar, \
+            kept_workers(1 if args.plot_only else workers):
         ctx = experiments.Context(tables=tables, cache=cache, scale=args.scale,
                                   traces=experiments.find_traces(args.traces), workers=workers,
                                   progress=bar if not args.quiet else False)

@@ -183,6 +183,29 @@ def test_a_task_error_names_the_task_and_keeps_the_others(workers):
     assert exc.value.failures[1] == ("#3", "item[3]: is odd (use even numbers)")
 
 
+def _pid(x):
+    import time
+
+    time.sleep(0.05)  # long enough that both workers take some
+    return os.getpid()
+
+
+def test_kept_workers_serve_every_call_in_their_block_and_fresh_ones_start_outside_it():
+    from goodopt.runs.execute import kept_workers
+
+    with kept_workers(2):
+        first = set(map_tasks(_pid, range(6), workers=2, progress=False))
+        with pytest.raises(TaskError):  # a failed task does not end the kept workers
+            map_tasks(_fail_on_odd, [0, 1], workers=2, progress=False)
+        second = set(map_tasks(_pid, range(6), workers=2, progress=False))
+        inline = set(map_tasks(_pid, range(3), workers=1, progress=False))  # one worker asked: this process
+    assert len(first | second) <= 2 and os.getpid() not in first | second
+    assert second <= first or first <= second
+    assert inline == {os.getpid()}
+    after = set(map_tasks(_pid, range(6), workers=2, progress=False))
+    assert not after & (first | second)
+
+
 def test_cli_sweep_with_a_missing_scenario_is_one_line_before_any_task(tmp_path):
     spec = tmp_path / "s.yaml"
     spec.write_text(yaml.safe_dump({**GREEDY, "scenarios": ["family:tiny:0", "nowhere.yaml"]}))

@@ -15,7 +15,9 @@
   count of finished tasks;
 * local workers are fresh interpreters that ignore Ctrl-C (the parent decides)
   and exit by themselves when their parent process is gone, even after a
-  ``SIGKILL`` of the parent.
+  ``SIGKILL`` of the parent; each call starts its own, except inside a
+  :func:`kept_workers` block, whose workers serve every call in it (the
+  figures' many sweeps).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 from goodopt.errors import GoodoptError, Interrupted, TaskError, ValidationError
 from goodopt.progress import set_task_sink
 
-from .watch import TaskWatch, watching
+from .watch import Route, TaskWatch, report_queue, watching
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +133,37 @@ def open_executor(workers: int = 1, dask: str | None = None, progress_queue=None
         yield None
 
 
+class _Kept:
+    """A local pool kept open by :func:`kept_workers`, its report route, and whether a stop has ended it."""
+
+    def __init__(self, pool: cf.ProcessPoolExecutor, route: Route) -> None:
+        self.pool, self.route, self.stopped = pool, route, False
+
+
+_KEPT: list[_Kept] = []  # the innermost kept_workers block's pool last
+
+
+@contextlib.contextmanager
+def kept_workers(workers: int):
+    """Keep ``workers`` local processes for every :func:`map_tasks` call with local workers inside the block,
+    instead of starting fresh interpreters for each call (each start imports goodopt, about 2 s of CPU).
+    Results do not depend on it: a task's answer depends only on its inputs. With ``workers`` <= 1 the
+    block runs as it would without it."""
+    if workers <= 1:
+        yield
+        return
+    with report_queue() as (q, route):
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_worker_init, initargs=(os.getpid(), q))
+        kept = _Kept(pool, route)
+        _KEPT.append(kept)
+        try:
+            yield
+        finally:
+            _KEPT.remove(kept)
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def stop_pool(ex, futures=()) -> None:
     """Cancel ``futures`` (the pending tasks of ``ex``) and end a local pool's worker processes now."""
     for fut in futures:
@@ -205,9 +238,10 @@ def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None =
             bar.advance(row)
             watch.show()
 
+        kept = _KEPT[-1] if _KEPT and workers > 1 and not dask and not _KEPT[-1].stopped else None
         try:
-            with watching(watch, local_workers=workers > 1 and not dask) as queue:
-                _run_all(fn, items, workers, dask, watch, describe, arrived, queue)
+            with watching(watch, local_workers=workers > 1 and not dask, route=kept.route if kept else None) as queue:
+                _run_all(fn, items, workers, dask, watch, describe, arrived, queue, kept)
         except KeyboardInterrupt:
             raise Interrupted(tally.done, tally.total, tally.cached) from None
         finally:
@@ -219,8 +253,8 @@ def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None =
     return [results[i] for i in range(len(items))]
 
 
-def _run_all(fn, items, workers, dask, watch, describe, arrived, queue) -> None:
-    with open_executor(workers, dask, queue) as ex:
+def _run_all(fn, items, workers, dask, watch, describe, arrived, queue, kept: _Kept | None = None) -> None:
+    with (contextlib.nullcontext(kept.pool) if kept else open_executor(workers, dask, queue)) as ex:
         if ex is None:
             for i, item in enumerate(items):
                 watch.current = describe(item)
@@ -236,6 +270,8 @@ def _run_all(fn, items, workers, dask, watch, describe, arrived, queue) -> None:
         except BaseException:
             with _ignoring_sigint():
                 stop_pool(ex, futures)
+            if kept is not None:
+                kept.stopped = True
             raise
 
 

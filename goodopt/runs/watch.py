@@ -18,10 +18,11 @@ import queue as queue_module
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from goodopt.progress import PLAIN_EVERY_S, report, set_task_sink
 
-__all__ = ["PLAIN_EVERY_S", "TaskWatch", "watching"]
+__all__ = ["PLAIN_EVERY_S", "Route", "TaskWatch", "report_queue", "watching"]
 
 
 class TaskWatch:
@@ -76,28 +77,34 @@ def _exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="goodopt-parent-watch", daemon=True).start()
 
 
+class Route:
+    """Where the workers' reports go now: ``target`` (a :meth:`TaskWatch.update`), or nowhere (None)."""
+
+    def __init__(self) -> None:
+        self.target: Callable[..., None] | None = None
+
+    def deliver(self, *message) -> None:
+        target = self.target
+        if target is not None:
+            target(*message)
+
+
 @contextlib.contextmanager
-def watching(watch: TaskWatch, local_workers: bool):
-    """Route task reports to ``watch`` while the block runs: directly in this process, and for local workers
-    through a queue (yielded, for the workers' initializer; None without workers)."""
-    set_task_sink(watch.update)
-    if not local_workers:
-        try:
-            yield None
-        finally:
-            set_task_sink(None)
-        return
+def report_queue():
+    """A queue local workers put their reports on, drained in this process to the yielded :class:`Route`'s
+    target while the block runs. Yields (queue, route)."""
     from multiprocessing.managers import SyncManager
 
     manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
     manager.start(initializer=_exit_with_parent, initargs=(os.getpid(),))  # gone with a killed parent, too
     q = manager.Queue()
+    route = Route()
     stop = threading.Event()
 
     def drain():
         while not stop.is_set():
             try:
-                watch.update(*q.get(timeout=0.25))
+                route.deliver(*q.get(timeout=0.25))
             except queue_module.Empty:
                 continue
             except (EOFError, OSError, TypeError):  # the manager went away
@@ -106,9 +113,32 @@ def watching(watch: TaskWatch, local_workers: bool):
     thread = threading.Thread(target=drain, name="goodopt-progress", daemon=True)
     thread.start()
     try:
-        yield q
+        yield q, route
     finally:
         stop.set()
         thread.join(timeout=2)
-        set_task_sink(None)
         manager.shutdown()
+
+
+@contextlib.contextmanager
+def watching(watch: TaskWatch, local_workers: bool, route: Route | None = None):
+    """Route task reports to ``watch`` while the block runs: directly in this process, and for local workers
+    through a queue (yielded, for the workers' initializer; None without workers). Given the ``route`` of an
+    open :func:`report_queue` (workers that outlive this block), its reports go to ``watch`` until the block
+    ends and None is yielded."""
+    set_task_sink(watch.update)
+    try:
+        if route is not None:
+            route.target = watch.update
+            try:
+                yield None
+            finally:
+                route.target = None
+        elif local_workers:
+            with report_queue() as (q, own):
+                own.target = watch.update
+                yield q
+        else:
+            yield None
+    finally:
+        set_task_sink(None)
