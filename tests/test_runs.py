@@ -128,6 +128,13 @@ def test_no_module_over_400_lines_and_no_function_over_60():
     assert big == [] and long_ == [], f"modules over 400 lines: {big}; functions over 60 lines: {long_}"
 
 
+def test_no_test_module_over_600_lines():
+    # a test module past that holds several subjects: split it by subject (the solver tests are four)
+    big = [f"{f.name} ({f.read_text().count(chr(10))} lines)" for f in (ROOT / "tests").glob("*.py")
+           if f.read_text().count("\n") > 600]
+    assert big == [], f"test modules over 600 lines: {big}"
+
+
 def test_documented_import_paths_keep_working():
     from goodopt.runs import compare as c1
     from goodopt.runs import run_sweep as r1
