@@ -128,6 +128,16 @@ def test_no_module_over_400_lines_and_no_function_over_60():
     assert big == [] and long_ == [], f"modules over 400 lines: {big}; functions over 60 lines: {long_}"
 
 
+def test_no_class_over_250_lines():
+    big = []
+    for folder in ("goodopt", "solvers", "formulations", "paper_figures"):
+        for f in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(f.read_text())):
+                if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 250:
+                    big.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert big == [], f"classes over 250 lines: {big}"
+
+
 def test_no_test_module_over_600_lines():
     # a test module past that holds several subjects: split it by subject (the solver tests are four)
     big = [f"{f.name} ({f.read_text().count(chr(10))} lines)" for f in (ROOT / "tests").glob("*.py")

@@ -51,12 +51,14 @@ from typing import cast
 import numpy as np
 
 from goodopt.cluster import Cluster
-from goodopt.errors import GoodoptError, SimulationError, ValidationError
+from goodopt.errors import SimulationError, ValidationError
 
 from .agent import HeteroAgent, JobAgent
+from .allocation_check import ask_policy, check_allocation
 from .autoscale import ScaleState, make_autoscaler
 from .config import SimConfig, check_elastic_setup, check_per_app_settings, fixed_gpus
 from .elastic import NodePool, PoolView
+from .job_steps import advance_job
 from .state import RoundState, SimJob
 
 log = logging.getLogger(__name__)
@@ -244,57 +246,9 @@ class Engine:
             return np.zeros_like(current)
         state = RoundState(t, r, view.cluster, tuple(active), current[:, view.index], self.config,
                            self.truth if self.policy.needs_oracle else None)
-        alloc = self._check(self._ask_policy(state), state, self.node_type[view.index])
+        alloc = check_allocation(ask_policy(self.policy, state), state, self.node_type[view.index],
+                                 self.types if self.hetero else None, self.policy.name)
         return view.to_full(alloc, self.cluster.n_nodes) if view.cluster is not self.cluster else alloc
-
-    def _ask_policy(self, state: RoundState):
-        """The policy's answer; a plug-in's exception (a policy not of goodopt's own) ends the run as a
-        :class:`SimulationError` naming the policy and the round, its traceback chained."""
-        if type(self.policy).__module__.split(".")[0] == "goodopt":
-            return self.policy.allocate(state)
-        try:
-            return self.policy.allocate(state)
-        except GoodoptError:
-            raise
-        except Exception as exc:  # noqa: BLE001 -- someone else's code: its failure is its run's
-            raise SimulationError(f"round {state.round_index} (t={state.time_s:g}s): plug-in policy "
-                                  f"{self.policy.name!r} raised {type(exc).__name__}: {exc}") from exc
-
-    # ------------------------------------------------------------ checking
-    def _check(self, alloc, state: RoundState, node_type: np.ndarray) -> np.ndarray:
-        J, N = state.n_jobs, state.cluster.n_nodes
-        where = f"round {state.round_index} (t={state.time_s:g}s), policy {self.policy.name!r}"
-        try:
-            a = np.asarray(alloc)
-        except (TypeError, ValueError):
-            raise SimulationError(f"{where}: the allocation is not an array of GPU counts") from None
-        if a.shape != (J, N):
-            raise SimulationError(f"{where}: allocation has shape {a.shape}, expected {(J, N)}")
-        if a.dtype.kind not in "iufb" or (a.dtype.kind == "f" and not np.all(np.isfinite(a))):
-            raise SimulationError(f"{where}: the allocation holds {a.dtype} values, not whole GPU counts")
-        if a.dtype.kind not in "iu":
-            if not np.all(a == np.round(a)):
-                raise SimulationError(f"{where}: allocation holds fractional GPUs")
-            a = a.astype(np.int64)
-        if np.any(a < 0):
-            raise SimulationError(f"{where}: negative GPU counts")
-        over = np.flatnonzero(a.sum(axis=0) > state.cluster.node_capacity)
-        if len(over):
-            n = over[0]
-            raise SimulationError(f"{where}: node {state.cluster.node_names[n]} over capacity "
-                                  f"({a[:, n].sum()} > {state.cluster.node_capacity[n]})")
-        if self.hetero:
-            per_type = np.stack([(a[:, node_type == g]).sum(axis=1) for g in range(len(self.types))], axis=1)
-            mixed = np.flatnonzero((per_type > 0).sum(axis=1) > 1)
-            if len(mixed):
-                j = mixed[0]
-                raise SimulationError(f"{where}: job {state.jobs[j].name} spans GPU types "
-                                      f"{[self.types[g] for g in np.flatnonzero(per_type[j])]}")
-        for j, job in enumerate(state.jobs):
-            if job.fixed_gpus is not None and a[j].sum() not in (0, job.fixed_gpus):
-                raise SimulationError(f"{where}: job {job.name} must run on exactly {job.fixed_gpus} GPU(s), "
-                                      f"got {a[j].sum()}")
-        return a
 
     # ------------------------------------------------------------ progress
     def _apply_and_advance(self, active, alloc, t):
@@ -327,7 +281,8 @@ class Engine:
             if cfg.interference_slowdown and multi[j] and np.any(shared & (row > 0)):
                 slow = 1.0 - cfg.interference_slowdown
             before = job.progress
-            self._advance(job, t, cfg.interval_s, slow, adaptive)
+            advance_job(job, self._truth(job), t, cfg.interval_s, slow, self.config.slowdown_of(job.application),
+                        adaptive, hetero=self.hetero)
             if job.progress < before:
                 raise SimulationError(f"job {job.name}: progress went backwards at t={t:g}s")
             held = cfg.interval_s if job.completion_s is None else job.completion_s - t
@@ -352,41 +307,3 @@ class Engine:
             return job.agent.choose(job.placement, gpu_type=job.gpu_type) if self.hetero \
                 else job.agent.choose(job.placement)
         return app.fixed_config(job.batch_size, job.n_gpus, single_gpu_accumulation=self.config.single_gpu_accumulation)
-
-    def _advance(self, job, t, seconds, slow, adaptive):
-        """Run ``job`` for ``seconds`` from ``t`` on its allocation (no-op while restarting)."""
-        app = self._truth(job)
-        kind = {"gpu_type": job.gpu_type} if self.hetero else {}
-        wait = min(job.restart_left_s, seconds)
-        job.restart_left_s -= wait
-        left = seconds - wait
-        now = t + wait
-        target = app.target_epochs
-        placement = job.placement
-        slowdown = self.config.slowdown_of(job.application)  # the truth is slowed; the job observes it unslowed
-        observed = False
-        while left > 1e-9:
-            batch = job.local_bsz * job.n_gpus * (job.accum_steps + 1)
-            step, sync = app.times(placement, job.local_bsz)
-            t_iter = step + job.accum_steps * max(step - sync, 0.0)
-            rate = app.gain(batch, job.epoch) / t_iter * slow / slowdown  # progress per second
-            if not observed:
-                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), **kind)
-                observed = True
-            boundary = app.epoch_end_progress[job.epoch]
-            need = (boundary - job.progress) / rate
-            if need > left:
-                job.progress += rate * left
-                now += left
-                left = 0.0
-            else:
-                job.progress = float(boundary)
-                job.epoch += 1
-                now += need
-                left -= need
-                if job.epoch >= target:
-                    job.completion_s = now
-                    return
-                job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), **kind)
-                if adaptive and job.agent.fixed_batch is None:
-                    job.local_bsz, job.accum_steps = job.agent.choose(placement, refit=False, **kind)

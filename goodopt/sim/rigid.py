@@ -59,7 +59,6 @@ import logging
 import time
 
 import numpy as np
-import pandas as pd
 
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.gavel import PACKED, GavelThroughputs, ThroughputMatrix, entity_fields, spread, useful_pairs
@@ -67,7 +66,8 @@ from goodopt.solvers.gavel import solve_gavel
 from goodopt.solvers.gavel_rounds import GavelRounds
 from goodopt.solvers.rounds import RoundMechanism
 
-from .rigid_config import RIGID_JOB_COLUMNS, RigidConfig, RigidResult, check_inputs
+from .rigid_config import RigidConfig, RigidResult, check_inputs
+from .rigid_report import job_table, run_summary
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: 
                np.random.default_rng(seed), more)
     t0 = time.perf_counter()
     run.until_window_done(set(range(*window)))
-    return RigidResult(run.job_table(window), run.summary(window, time.perf_counter() - t0))
+    return RigidResult(job_table(run, window), run_summary(run, window, time.perf_counter() - t0))
 
 
 def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, capacity: dict,
@@ -365,34 +365,3 @@ class _Run:
         alone = np.stack([self.rate[ga], self.rate[gb]], axis=1)
         out[~useful_pairs(alone[None], out[None])[0]] = 0.0
         return out if out.any() else None
-
-    def job_table(self, window) -> pd.DataFrame:
-        end = self.t
-        rows = []
-        for i, j in enumerate(self.jobs):
-            done = not np.isnan(self.completion[i])
-            rows.append({"job": j.name, "entity": j.entity, "job_type": j.job_type, "scale_factor": j.scale_factor,
-                         "arrival_s": j.arrival_s, "completion_s": self.completion[i] if done else np.nan,
-                         "jct": (self.completion[i] if done else max(end, j.arrival_s)) - j.arrival_s
-                         if j.arrival_s <= end else np.nan,
-                         "duration_s": j.duration_s, "in_window": window[0] <= i < window[1],
-                         "gpu_s": self.gpu_s[i], "shared_s": self.shared_s[i],
-                         "n_type_changes": int(self.changes[i])})
-        return pd.DataFrame(rows, columns=list(RIGID_JOB_COLUMNS))
-
-    def summary(self, window, wall_s) -> dict:
-        """Window statistics; an unfinished job counts at its age so far (a lower bound), and a window job that
-        had not even arrived when the run stopped makes them undefined (NaN: the run ended too early)."""
-        w = slice(*window)
-        arrival = np.array([j.arrival_s for j in self.jobs[w]])
-        jct = np.where(np.isnan(self.completion[w]), self.t, self.completion[w]) - arrival
-        unarrived = int((arrival > self.t).sum())
-        if unarrived:
-            log.warning("rigid run stopped at %g s, before %d job(s) of the window arrived: its JCTs are "
-                        "undefined (raise max_time_s)", self.t, unarrived)
-            jct = np.full_like(jct, np.nan)
-        unfinished = int(np.isnan(self.completion[w]).sum())
-        return {"n_jobs": len(self.jobs), "n_window": window[1] - window[0], "avg_jct": float(jct.mean()),
-                "median_jct": float(np.median(jct)), "p99_jct": float(np.percentile(jct, 99)),
-                "saturated": unfinished > 0, "n_unfinished": unfinished, "n_unarrived": unarrived, "end_s": self.t,
-                "n_rounds": self.n_rounds, "n_solves": self.n_solves, "policy_s": self.lp_s, "wall_s": wall_s}
