@@ -200,8 +200,8 @@ def _moves(a: Array, k: Array, nodes: Array, node_of: Array, free: Array, kept: 
     K = util_single.shape[2] - 1
     grow = np.full((P, J), -1.0)  # the gain of one more GPU where a job may grow and gains
     active = np.zeros(P, np.bool_)  # members with idle GPUs
-    n_start, n_grow = 0, 0
-    for p in range(P):  # counted first, so that the arrays are allocated once at their size
+    n_idle, n_grow = 0, 0
+    for p in range(P):  # counted first, so that the arrays are allocated once (first placements: at most N each)
         for n in range(N):
             if free[p, n] > 0:
                 active[p] = True
@@ -210,9 +210,7 @@ def _moves(a: Array, k: Array, nodes: Array, node_of: Array, free: Array, kept: 
             continue
         for j in range(J):
             if k[p, j] == 0:
-                for n in range(N):
-                    if free[p, n] >= need_clip[j] and start_gains[j, n]:
-                        n_start += 1
+                n_idle += 1
                 continue
             n = node_of[p, j]
             t = node_type[n]
@@ -225,25 +223,28 @@ def _moves(a: Array, k: Array, nodes: Array, node_of: Array, free: Array, kept: 
             if np.isfinite(gg) and gg > 0:
                 grow[p, j] = gg
                 n_grow += 1
-    M = n_start + n_grow
+    M = n_idle * N + n_grow
     mp = np.empty(M, np.int64)
     mj = np.empty(M, np.int64)
     mn = np.empty(M, np.int64)
     gain = np.empty(M, np.float64)
-    s, g = 0, n_start
-    for p in range(P):
-        if not active[p]:
-            continue
-        for j in range(J):
-            if k[p, j] == 0:
-                for n in range(N):
-                    if free[p, n] >= need_clip[j] and start_gains[j, n]:
-                        mp[s], mj[s], mn[s], gain[s] = p, j, n, gain_start[j, n]
-                        s += 1
-            elif grow[p, j] > 0:
-                mp[g], mj[g], mn[g], gain[g] = p, j, node_of[p, j], grow[p, j]
-                g += 1
-    return mp, mj, mn, gain, n_start
+    s = 0
+    for p in range(P):  # first placements in (member, job, node) order
+        if active[p]:
+            for j in range(J):
+                if k[p, j] == 0:
+                    for n in range(N):
+                        if free[p, n] >= need_clip[j] and start_gains[j, n]:
+                            mp[s], mj[s], mn[s], gain[s] = p, j, n, gain_start[j, n]
+                            s += 1
+    n_start = s
+    for p in range(P):  # then the grows in (member, job) order
+        if active[p]:
+            for j in range(J):
+                if grow[p, j] > 0:
+                    mp[s], mj[s], mn[s], gain[s] = p, j, node_of[p, j], grow[p, j]
+                    s += 1
+    return mp[:s], mj[:s], mn[:s], gain[:s], n_start
 
 
 @_jit
