@@ -1,8 +1,9 @@
 """``python -m paper_figures [--only fig1 fig3 ...] [--scale tiny|default|full]``.
 
-Runs each figure's experiment (tidy tables under ``out/tables``), then its
+Runs every figure's cacheable tasks (sweeps, solves, simulations) in one pool, the longest first, then
+each figure's experiment (tidy tables under ``out/tables``, read from those tasks' cache), then its
 plotting scripts (which read only those tables), then writes the index
-``out/README.md``, which says for each figure at which scale it was made. Sweep
+``out/README.md``, which says for each figure at which scale it was made. Task
 results are cached under ``out/cache`` by input hash: an interrupted run
 resumes, and ``--plot-only`` redraws from the tables. The tiny and full scales
 write to their own folders (``out-tiny``, ``out-full``) by default.
@@ -25,10 +26,12 @@ from goodopt.errors import GoodoptError, Interrupted
 from goodopt.outputs import write_json, write_text
 from goodopt.progress import PROGRESS, plain_progress
 from goodopt.runs.execute import kept_workers
+from goodopt.runs.sweep import longest_first, run_cached
 
 from . import experiments, specs
 from .figures import FIGURES
 
+log = logging.getLogger(__name__)
 _HERE = Path(__file__).resolve().parent
 #: Default output: ``paper_figures/out`` in a checkout; ``goodopt-figures/`` in the current folder when run
 #: from an installed copy (``goodopt-figures``), never inside the installation.
@@ -103,6 +106,9 @@ def _run(args, out: Path, con: Console) -> int:
         ctx = experiments.Context(tables=tables, cache=cache, scale=args.scale,
                                   traces=experiments.find_traces(args.traces), workers=workers,
                                   progress=bar if not args.quiet else False)
+        if not args.plot_only:
+            run_all_tasks(ctx, ids)
+        tasks_s = round(time.perf_counter() - start, 1)
         steps = sum(len(FIGURES[i].plots) + (0 if args.plot_only else 1) for i in ids)
         task = bar.add_task("figures", total=steps)
         for fid in ids:
@@ -124,10 +130,22 @@ def _run(args, out: Path, con: Console) -> int:
     wall = time.perf_counter() - start
     if not args.plot_only:
         write_json(tables / f"run-{args.scale}.json",
-                   {"scale": args.scale, "figures": timings, "wall_s": round(wall, 1), "workers": workers})
+                   {"scale": args.scale, "tasks_s": tasks_s, "figures": timings, "wall_s": round(wall, 1),
+                    "workers": workers})
     n = sum(len(FIGURES[i].plots) for i in ids)
     con.print(f"wrote {n} figures ({', '.join(ids)}) to {out} in {wall:.1f} s; index: {out / 'README.md'}")
     return 0
+
+
+def run_all_tasks(ctx: experiments.Context, ids) -> int:
+    """Every cacheable task of the figures ``ids`` in one pool, the longest first, into the cache the
+    experiments then read: the workers stay busy to the end instead of idling through each sweep's last
+    task. Returns how many were computed now."""
+    tasks = longest_first(task for fid in ids for task in FIGURES[fid].tasks(ctx))
+    log.info("%d distinct tasks of %d figure(s)", len(tasks), len(ids))
+    _, computed = run_cached(tasks, "figures' tasks", cache_dir=ctx.cache, workers=ctx.workers,
+                             progress=ctx.progress)
+    return computed
 
 
 def record_figure(out: Path, fid: str, *, scale: str, traces: bool, seconds: float, plot_only: bool) -> None:

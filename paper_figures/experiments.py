@@ -24,7 +24,7 @@ from goodopt.profiles import shipped_profile
 from goodopt.runs import run_sweep, spec_from_dict, spec_to_dict
 from goodopt.runs.sweep import run_tasks
 from goodopt.runs.tables import write_table as _write_csv
-from goodopt.runs.tasks import sim_task
+from goodopt.runs.tasks import check_sim_tasks, expand, sim_task
 from goodopt.sim import SimConfig, simulate
 from goodopt.sim.workload import APP_MIX, Workload, WorkloadJob, generate_workload
 from goodopt.traces import POLLUX_APPS, SIA_CLUSTERS, measurements, traces_dir
@@ -166,6 +166,15 @@ def speedup_tables(ctx: Context) -> list[Path]:
     return [write_table(speedup_types_table(), ctx.tables, "speedup_types", note="half-way through training")]
 
 
+def sweep_tables(specs_of):
+    """The experiment step that runs the sweeps ``specs_of(ctx)`` gives (cached) and writes their tables."""
+    def experiment(ctx: Context) -> list[Path]:
+        return [sweep_table(ctx, spec) for spec in specs_of(ctx)]
+
+    experiment.__doc__ = specs_of.__doc__
+    return experiment
+
+
 def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
     """Run one sweep spec (cached) and write its tables, its spec (YAML) and metadata."""
     sp = spec_from_dict(spec, base_dir=base_dir)
@@ -176,24 +185,34 @@ def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
                      computed=res.n_computed, from_cache=res.n_cached)
 
 
-def fairness_tables(ctx: Context) -> list[Path]:
+def spec_tasks(sweeps: list[dict]) -> list:
+    """Every task of the sweep specs ``sweeps``, checked as :func:`goodopt.runs.run_sweep` checks them."""
+    tasks: list = []
+    for spec in sweeps:
+        batch = expand(spec_from_dict(spec))
+        check_sim_tasks(batch)
+        tasks += batch
+    return tasks
+
+
+def fairness_specs(ctx: Context) -> list[dict]:
     """Figure 3: the exact optimum for each p of the fairness knob."""
-    return [sweep_table(ctx, specs.fairness(ctx.scale))]
+    return [specs.fairness(ctx.scale)]
 
 
-def exact_vs_heuristic_tables(ctx: Context) -> list[Path]:
+def exact_vs_heuristic_specs(ctx: Context) -> list[dict]:
     """Figure 4: every method on homogeneous clusters of growing size."""
-    return [sweep_table(ctx, specs.exact_vs_heuristic(ctx.scale))]
+    return [specs.exact_vs_heuristic(ctx.scale)]
 
 
-def runtime_tables(ctx: Context) -> list[Path]:
+def runtime_specs(ctx: Context) -> list[dict]:
     """Figure 7: every method on heterogeneous clusters of growing size."""
-    return [sweep_table(ctx, specs.runtime_scaling(ctx.scale))]
+    return [specs.runtime_scaling(ctx.scale)]
 
 
-def solver_tables(ctx: Context) -> list[Path]:
+def solver_specs(ctx: Context) -> list[dict]:
     """Figure 9: the open MILP solvers on the reference model of the shipped families."""
-    return [sweep_table(ctx, specs.solver_comparison(ctx.scale))]
+    return [specs.solver_comparison(ctx.scale)]
 
 
 def _need_traces(ctx: Context, what: str) -> str:
@@ -203,10 +222,10 @@ def _need_traces(ctx: Context, what: str) -> str:
     return ctx.traces
 
 
-def simulation_tables(ctx: Context) -> list[Path]:
+def simulation_specs(ctx: Context) -> list[dict]:
     """Figure 5: the simulation sweeps (policies x workloads x loads; interval; interference)."""
     traces = _need_traces(ctx, "simulation") if ctx.scale == "full" else None
-    return [sweep_table(ctx, spec) for spec in specs.simulation(ctx.scale, traces)]
+    return specs.simulation(ctx.scale, traces)
 
 
 def hetero_workloads(ctx: Context) -> list[str]:
@@ -222,31 +241,50 @@ def hetero_workloads(ctx: Context) -> list[str]:
     return paths
 
 
-def heterogeneity_tables(ctx: Context) -> list[Path]:
-    """Figure 6: heterogeneity-aware and unaware policies on Sia's cluster."""
+def heterogeneity_specs(ctx: Context) -> list[dict]:
+    """Figure 6: heterogeneity-aware and unaware policies on Sia's cluster (the default scale's workloads written
+    first)."""
     if ctx.scale == "full":
-        return [sweep_table(ctx, specs.heterogeneity("full", _need_traces(ctx, "heterogeneity")))]
-    return [sweep_table(ctx, specs.heterogeneity(ctx.scale, workloads=hetero_workloads(ctx)))]
+        return [specs.heterogeneity("full", _need_traces(ctx, "heterogeneity"))]
+    return [specs.heterogeneity(ctx.scale, workloads=hetero_workloads(ctx))]
+
+
+def autoscaling_specs(ctx: Context) -> list[dict]:
+    """Figure 8's sweeps: cost vs JCT of the auto-scalers on the embedded default."""
+    traces = _need_traces(ctx, "auto-scaling") if ctx.scale == "full" else None
+    return specs.autoscaling(ctx.scale, traces)
 
 
 def autoscaling_tables(ctx: Context) -> list[Path]:
-    """Figure 8: cost vs JCT of the auto-scalers on the embedded default; one job alone on an elastic cluster."""
-    traces = _need_traces(ctx, "auto-scaling") if ctx.scale == "full" else None
-    return [*(sweep_table(ctx, spec) for spec in specs.autoscaling(ctx.scale, traces)), *single_job_tables(ctx)]
+    """Figure 8: cost vs JCT of the auto-scalers; one job alone on an elastic cluster."""
+    return [*(sweep_table(ctx, spec) for spec in autoscaling_specs(ctx)), *single_job_tables(ctx)]
+
+
+def autoscaling_tasks(ctx: Context) -> list:
+    """Every task of figure 8: its sweeps' and the lone job's on fixed clusters."""
+    return [*spec_tasks(autoscaling_specs(ctx)), *single_job_tasks(ctx)[1]]
 
 
 def _t4_nodes(n: int) -> dict:
     return {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": n}]}
 
 
-def single_job_tables(ctx: Context) -> list[Path]:
-    """One job alone (ImageNet at the default scale): fixed clusters of several sizes (cached tasks) and an
-    elastic cluster under Pollux's auto-scaler, whose rounds give how its size follows the job's training."""
+def single_job_tasks(ctx: Context) -> tuple[Workload, list]:
+    """The lone job (ImageNet at the default scale; its workload file written) and its runs on fixed clusters of
+    several sizes."""
     app, sizes = specs.single_job(ctx.scale)
     job = WorkloadJob(app, 0.0, app, 4, shipped_profile(app).init_batch_size)
     wl = Workload((job,), name=f"{app}-alone")
     path = str(wl.save(ctx.tables / "workloads" / f"{wl.name}.csv"))
-    tasks = [sim_task(path, "pollux", _t4_nodes(n), label=f"fixed {n} node{'s' if n > 1 else ''}") for n in sizes]
+    return wl, [sim_task(path, "pollux", _t4_nodes(n), label=f"fixed {n} node{'s' if n > 1 else ''}")
+                for n in sizes]
+
+
+def single_job_tables(ctx: Context) -> list[Path]:
+    """One job alone: fixed clusters of several sizes (cached tasks) and an elastic cluster under Pollux's
+    auto-scaler, whose rounds give how its size follows the job's training."""
+    app, sizes = specs.single_job(ctx.scale)
+    wl, tasks = single_job_tasks(ctx)
     table, _, computed = run_tasks(tasks, "autoscaling_single", cache_dir=ctx.cache, workers=ctx.workers,
                                    progress=ctx.progress)
     table.insert(2, "max_nodes", sizes)

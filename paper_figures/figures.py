@@ -23,6 +23,13 @@ class Figure:
     title: str
     experiment: Callable  # (Context) -> [table paths]
     plots: tuple[Plot, ...]
+    #: (Context) -> the cacheable tasks its experiment runs, so that every figure's run in one pool first
+    tasks: Callable = lambda ctx: []
+
+
+def _sweeps(specs_of: Callable) -> dict:
+    """A figure made of the sweeps ``specs_of(ctx)``: its experiment step and its tasks."""
+    return {"experiment": ex.sweep_tables(specs_of), "tasks": lambda ctx: ex.spec_tasks(specs_of(ctx))}
 
 
 FIGURES: dict[str, Figure] = {f.id: f for f in (
@@ -42,12 +49,12 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "Goodput speedup over one GPU of the same type vs GPU count, per application, on the five "
              "profiled GPU types (half-way through training)"),
     )),
-    Figure("fig3", "The fairness knob p", ex.fairness_tables, (
+    Figure("fig3", "The fairness knob p", plots=(
         Plot("fairness_knob", plot_solvers.plot_fairness,
              "Exact (MILP) allocations and per-job speedups as p goes from 1 (total speedup) to -inf "
              "(max-min) on one contended scenario"),
-    )),
-    Figure("fig4", "Exact vs heuristic allocation", ex.exact_vs_heuristic_tables, (
+    ), **_sweeps(ex.fairness_specs)),
+    Figure("fig4", "Exact vs heuristic allocation", plots=(
         Plot("exact_vs_heuristic", plot_solvers.plot_exact_vs_heuristic,
              "Fitness relative to the best proven bound and solve time vs cluster size for the exact MILP, "
              "the piecewise-linear MILP at several K, the GA and greedy; crosses mark runs stopped at a limit "
@@ -55,22 +62,22 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
         Plot("pwl_error", plot_solvers.plot_pwl_error,
              "Piecewise-linear MILP: the solver's a-priori error bound and the fitness actually lost vs the "
              "number of breakpoints K"),
-    )),
-    Figure("fig5", "Simulated job completion times", ex.simulation_tables, (
+    ), **_sweeps(ex.exact_vs_heuristic_specs)),
+    Figure("fig5", "Simulated job completion times", plots=(
         Plot("sim_policies", plot_simulation.plot_policies,
              "Average JCT per policy per workload, and vs job load (Pollux Fig. 8a)"),
         Plot("sim_jct_cdf", plot_simulation.plot_cdf, "Distribution of job completion times per policy"),
         Plot("sim_sensitivity", plot_simulation.plot_sensitivity,
              "Average JCT vs scheduling interval (Pollux Fig. 8b) and vs interference slowdown with and "
              "without interference avoidance (Fig. 8c)"),
-    )),
-    Figure("fig6", "Heterogeneous cluster", ex.heterogeneity_tables, (
+    ), **_sweeps(ex.simulation_specs)),
+    Figure("fig6", "Heterogeneous cluster", plots=(
         Plot("heterogeneity", plot_simulation.plot_heterogeneity,
              "Average JCT, makespan and finish-time fairness on a heterogeneous cluster (named in the title): "
              "Sia's and Pollux's objectives in the exact MILP, Gavel's max-min and finish-time fairness, and "
              "heterogeneity-unaware Pollux"),
-    )),
-    Figure("fig7", "Scheduler runtime vs cluster size", ex.runtime_tables, (
+    ), **_sweeps(ex.heterogeneity_specs)),
+    Figure("fig7", "Scheduler runtime vs cluster size", plots=(
         Plot("scheduler_runtime", plot_solvers.plot_runtime,
              "Solve time and fitness relative to the best proven bound of one scheduling round vs cluster "
              "size per method, on heterogeneous clusters of two to five GPU types (the families in the title); "
@@ -80,8 +87,8 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "instance; the methods run on every instance): the fraction of instances each method solves (reaches the best answer found, to 1e-4) "
              "within a factor tau of the fastest, and the fraction within a factor tau of the best fitness; the "
              "legend gives instances solved and shifted geometric mean seconds"),
-    )),
-    Figure("fig8", "Elastic cloud cluster: cost vs JCT", ex.autoscaling_tables, (
+    ), **_sweeps(ex.runtime_specs)),
+    Figure("fig8", "Elastic cloud cluster: cost vs JCT", ex.autoscaling_tables, tasks=ex.autoscaling_tasks, plots=(
         Plot("autoscaling", plot_simulation.plot_autoscaling,
              "Cost and average JCT on an elastic cluster of 1-16 nodes of 4 T4 (on-demand prices) under Pollux's "
              "utility-band auto-scaler, the throughput-only baseline and the exact MILP-per-size auto-scaler, with "
@@ -89,7 +96,7 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "auto-scaler bills as training proceeds (its batch grows with the gradient noise scale), and its "
              "cost and time against fixed cluster sizes"),
     )),
-    Figure("fig9", "MILP solvers on the same models", ex.solver_tables, (
+    Figure("fig9", "MILP solvers on the same models", plots=(
         Plot("solver_seconds", plot_solvers.plot_solver_seconds,
              "The reference model of each shipped family (seeds 0-2; `formulation: reference`, the same arrays "
              "for every solver) on HiGHS, SCIP, CBC and CP-SAT: seconds of the whole solve per instance (crosses: "
@@ -98,8 +105,8 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "Dolan-Moré performance profiles of the four solvers over the same instances: the fraction each "
              "solves within a factor tau of the fastest, and within a factor tau of the best fitness; the legend "
              "gives instances solved and shifted geometric mean seconds"),
-    )),
-    Figure("fig10", "Benchmark on the shipped library", lb.library_tables, (
+    ), **_sweeps(ex.solver_specs)),
+    Figure("fig10", "Benchmark on the shipped library", lb.library_tables, tasks=lb.library_tasks, plots=(
         Plot("library_profiles", lb.plot_library_profiles,
              "Dolan-Moré performance profiles of the methods and MILP solvers over the shipped library's instances "
              "(every family up to 512 GPUs, both objectives): an instance counts as solved when the answer, "
@@ -111,12 +118,12 @@ FIGURES: dict[str, Figure] = {f.id: f for f in (
              "Average ranks on the primal integral (Berthold's, against the certified value) with the Friedman "
              "test and Nemenyi's critical difference: methods joined by a bar do not differ significantly"),
     )),
-    Figure("fig11", "Sia's configuration set against every configuration", lb.sia_tables, (
+    Figure("fig11", "Sia's configuration set against every configuration", plots=(
         Plot("sia_configurations", lb.plot_sia_configurations,
              "The certified optimum of each library instance over Sia's configuration set (`configs: sia`: on one "
              "node a power-of-two GPU count, else whole nodes, at most 64 GPUs) relative to the optimum over "
              "every configuration, and the seconds of both solves"),
-    )),
+    ), **_sweeps(lb.sia_specs)),
     Figure("fig12", "Efficiency against fairness: the Pareto front", plot_pareto.pareto_tables, (
         Plot("pareto_fronts", plot_pareto.plot_pareto,
              "The front of efficiency (mean t) and fairness (the worst job's t) of a homogeneous (cluster-64) and a "

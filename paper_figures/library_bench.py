@@ -16,7 +16,7 @@ import pandas as pd
 
 from goodopt.library import shipped
 from goodopt.runs.benchmark import library_references
-from goodopt.runs.compare import compare
+from goodopt.runs.compare import compare, compare_tasks
 from goodopt.runs.measures import measures_table, time_to_target_curve
 from goodopt.runs.plots import draw_critical_difference, draw_profiles, draw_time_to_target
 from goodopt.runs.statistics import friedman, scores
@@ -28,19 +28,32 @@ from .style import plain_log, save
 TABLE = "library_benchmark"
 
 
-def library_tables(ctx: Context) -> list[Path]:
-    """Every method of :func:`specs.library_benchmark` on its instances, with each solve's measures."""
+def _calls(ctx: Context):
+    """The benchmark's compare calls: ``(label, method, compare's keywords)`` per method, and the library."""
     spec = specs.library_benchmark(ctx.scale)
     lib = library_references(shipped())
     scenarios = [str(lib.scenarios[n]) for n in spec["instances"]]
-    parts = []
+    calls = []
     for m in spec["methods"]:
         opts = dict(m["options"])
         if m["method"].startswith("milp"):
             opts["node_limit"] = spec["node_limit"]
-        t = compare(scenarios, [m["method"]], options={m["method"]: opts}, time_limit_s=spec["time_limit_s"],
-                    progress=False, traces=True, workers=ctx.workers)
-        parts.append(t.assign(method=m["label"], solver_method=m["method"]))
+        calls.append((m["label"], m["method"], {"scenarios": scenarios, "methods": [m["method"]],
+                                                "options": {m["method"]: opts}, "time_limit_s": spec["time_limit_s"]}))
+    return calls, lib, spec
+
+
+def library_tasks(ctx: Context) -> list:
+    """Every solve of :func:`library_tables`."""
+    return [task for _, _, call in _calls(ctx)[0] for task in compare_tasks(**call)]
+
+
+def library_tables(ctx: Context) -> list[Path]:
+    """Every method of :func:`specs.library_benchmark` on its instances, with each solve's measures (the solves
+    cached as a sweep's are)."""
+    calls, lib, spec = _calls(ctx)
+    parts = [compare(**call, progress=False, traces=True, workers=ctx.workers, cache_dir=ctx.cache)
+             .assign(method=label, solver_method=method) for label, method, call in calls]
     table = pd.concat(parts, ignore_index=True)
     measures = measures_table(table, lib.values, horizon=spec["time_limit_s"])
     table = pd.concat([table.drop(columns="trace"), measures.drop(columns=["scenario", "method", "seed"])], axis=1)
@@ -73,11 +86,9 @@ def plot_library_ranks(tables: Path, out: Path):
     return save(draw_critical_difference(result), out, "library_ranks")
 
 
-def sia_tables(ctx: Context) -> list[Path]:
+def sia_specs(ctx: Context) -> list[dict]:
     """Figure 11: ``milp`` over every configuration and over Sia's set on the library's instances."""
-    from .experiments import sweep_table
-
-    return [sweep_table(ctx, specs.sia_configurations(ctx.scale))]
+    return [specs.sia_configurations(ctx.scale)]
 
 
 def plot_sia_configurations(tables: Path, out: Path):

@@ -79,6 +79,18 @@ def test_tiny_tables_hold_the_grid(tiny):
 
 
 @pytest.mark.slow  # the tiny figures run
+def test_every_task_of_every_figure_runs_first_in_one_pool(tiny):
+    """The figures' experiments find every task they ask for in the cache the first phase filled: no sweep
+    computes a task of its own (a figure whose tasks the first phase missed would idle a worker)."""
+    sweeps = [m for m in (tiny / "tables").glob("*.meta.json") if "computed" in json.loads(m.read_text())]
+    assert len(sweeps) >= 12
+    for meta in sweeps:
+        assert json.loads(meta.read_text())["computed"] == 0, meta.name
+    run = json.loads((tiny / "tables" / "run-tiny.json").read_text())
+    assert 0 < run["tasks_s"] < run["wall_s"]
+
+
+@pytest.mark.slow  # the tiny figures run
 def test_plots_read_only_tables_and_pdfs_are_byte_stable(tiny, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(tiny / "tables", copy / "tables")  # no cache, no workloads besides the tables folder

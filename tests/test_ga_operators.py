@@ -140,3 +140,29 @@ def test_compiled_refill_breaks_exact_ties_like_the_statement():
         r_ref, r_new = np.random.default_rng(s), np.random.default_rng(s)
         assert np.array_equal(refill(empty.copy(), data, r_new), ga_reference.refill(empty.copy(), data, r_ref))
         assert r_new.random() == r_ref.random()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1),
+       p=st.one_of(st.just(-np.inf), st.sampled_from([1.0, 0.0, -1.0, 1e-9, -1e-9]), st.floats(-50, 1)))
+def test_known_scores_are_the_evaluators_own_to_the_last_bit(testbed, hetero_scenario, seed, p):
+    """A score looked up for a repeated allocation is the one evaluating it again gives: each allocation is
+    scored on its own, whatever else is in the batch (duplicates, infeasible rows, one or two GPU types)."""
+    from goodopt.solvers.genetic import KnownScores
+
+    rng = np.random.default_rng(seed)
+    for sc in (testbed, hetero_scenario):
+        pr = sc.with_objective(p=p).problem()
+        ev = pr.evaluator()
+        pop = rng.integers(0, 3, size=(12, pr.n_jobs, pr.n_nodes))
+        pop = np.concatenate([pop, pop[rng.integers(0, 12, size=12)]])  # every second half a repeat
+        full = ev.evaluate(pop)
+        expected = np.where(full.violation == 0, full.fitness, -np.inf)
+        scores = KnownScores(ev)
+        first = scores(pop[:7])
+        assert np.array_equal(first, expected[:7])
+        assert np.array_equal(scores(pop), expected)  # the first seven looked up, the rest evaluated
+        alone = np.array([scores.known[row.tobytes()] for row in pop])
+        assert np.array_equal(alone, expected)
+        one = ev.evaluate(pop[3:4])  # one allocation alone scores as it does in the batch
+        assert np.array_equal(np.where(one.violation == 0, one.fitness, -np.inf), expected[3:4])

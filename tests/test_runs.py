@@ -337,7 +337,7 @@ def test_concurrent_sweeps_share_one_cache(tmp_path):
 def test_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch):
     import importlib
 
-    rc = importlib.import_module("goodopt.runs.compare")  # the package attribute is the function
+    rc = importlib.import_module("goodopt.runs.sweep")  # compare runs its solves through the sweep runner
     monkeypatch.setattr(rc, "map_tasks", lambda *a, **k: pytest.fail("work started"))
     (tmp_path / "adir").mkdir()
     assert main(["compare", "family:tiny:0", "--methods", "greedy", "--out", str(tmp_path / "adir")]) == 2

@@ -26,8 +26,7 @@ import pandas as pd
 from goodopt.errors import ValidationError
 from goodopt.outputs import OutputSet, check_output, output_set
 from goodopt.provenance import stamp
-from goodopt.runs.cache import task_key
-from goodopt.runs.sweep import as_spec, jobs_path, run_sweep, run_tasks
+from goodopt.runs.sweep import as_spec, jobs_path, longest_first, run_sweep, run_tasks
 from goodopt.runs.tables import write_table_into
 from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s, expand
 from goodopt.traces import traces_dir
@@ -93,14 +92,13 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
 
 def all_tasks(names, root: Path, quick: bool) -> list:
     """The distinct tasks of the experiments ``names``, checked, the longest (estimated) first."""
-    tasks: dict[str, object] = {}
+    tasks: list = []
     for name in names:
         for spec in EXPERIMENTS[name].specs(root, quick):
             batch = list(spec.tasks) if isinstance(spec, TaskBatch) else expand(as_spec(spec))
             check_sim_tasks(batch)
-            for task in batch:
-                tasks.setdefault(task_key(task), task)
-    return sorted(tasks.values(), key=estimated_cpu_s, reverse=True)
+            tasks += batch
+    return longest_first(tasks)
 
 
 def _compute_all(names, root: Path, out: Path, quick: bool, **run) -> None:

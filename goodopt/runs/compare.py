@@ -14,13 +14,14 @@ from goodopt.scenario import Scenario
 from goodopt.solvers.api import METHODS, RANDOMISED
 from goodopt.sources import load_scenario
 
-from .execute import map_tasks
+from .sweep import run_cached
 from .tables import COLUMNS, add_reference_columns, frame
-from .tasks import run_task, solve_task
+from .task_types import SolveTask
+from .tasks import solve_task
 
 
 def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=None, progress=True,
-            workers: int = 1, traces: bool = False) -> pd.DataFrame:
+            workers: int = 1, traces: bool = False, cache_dir=None) -> pd.DataFrame:
     """Solve every scenario with every method (randomised ones with ``n_seeds`` seeds).
 
     ``scenarios`` are files, shipped names, ``family:NAME:SEED`` or
@@ -28,8 +29,26 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
     only); ``options`` maps method -> extra options. Returns the tidy table;
     with ``traces`` it has a last column ``trace``: each solve's
     ``(seconds, incumbent, bound)`` points (:attr:`goodopt.solvers.result.SolverStats.trace`), for
-    :func:`~goodopt.runs.plots.plot_convergence`.
+    :func:`~goodopt.runs.plots.plot_convergence`. With ``cache_dir`` (scenarios given by name or file only),
+    solves found in that sweep cache are read from it and the others stored there, as a sweep's are.
     """
+    tasks = compare_tasks(scenarios, methods, n_seeds=n_seeds, time_limit_s=time_limit_s, options=options)
+    inline = any(isinstance(t.scenario, Scenario) for t in tasks)
+    if inline and cache_dir is not None:
+        raise ValidationError("cache_dir", "a scenario given as an object has no cache key",
+                              "pass its file or name, or no cache_dir")
+    results, _ = run_cached(tasks, "solving", cache_dir=cache_dir, workers=1 if inline else workers,
+                            progress=progress)
+    df = frame(r["row"] for r in results)
+    df = add_reference_columns(df, by=["scenario"])
+    df = df[list(COLUMNS)]
+    if traces:
+        df["trace"] = [[tuple(p) for p in r.get("trace", [])] for r in results]
+    return df
+
+
+def compare_tasks(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=None) -> list[SolveTask]:
+    """The solve tasks of :func:`compare` (checked: methods known, every scenario readable), in its order."""
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValidationError("seeds", f"must be a whole number >= 1, got {n_seeds!r}")
     for m in methods:
@@ -47,13 +66,4 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
                 opts["time_limit_s"] = time_limit_s
             for seed in (range(n_seeds) if m in RANDOMISED else [None]):
                 tasks.append(solve_task(sc, m, opts, seed=seed))
-    if any(isinstance(t.scenario, Scenario) for t in tasks):
-        workers = 1
-    results = map_tasks(run_task, tasks, workers=workers, progress=progress, label="solving",
-                        describe=lambda t: t.describe())
-    df = frame(r["row"] for r in results)
-    df = add_reference_columns(df, by=["scenario"])
-    df = df[list(COLUMNS)]
-    if traces:
-        df["trace"] = [[tuple(p) for p in r.get("trace", [])] for r in results]
-    return df
+    return tasks

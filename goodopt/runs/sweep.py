@@ -44,7 +44,7 @@ from .cache import TaskCache, task_key
 from .execute import map_tasks
 from .spec import SweepSpec, load_spec, spec_from_dict, spec_to_dict
 from .tables import add_reference_columns, frame, table_outputs, write_table_into
-from .tasks import check_sim_tasks, expand, named_rows, run_task
+from .tasks import check_sim_tasks, estimated_cpu_s, expand, named_rows, run_task
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,18 @@ def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask:
               progress=True) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """Run ``tasks`` (any kinds of :mod:`goodopt.runs.tasks`) with the cache of ``cache_dir`` as
     :func:`run_sweep` does: ``(table, per-job table, number computed now)``, one table row per task."""
+    results, n_computed = run_cached(tasks, name, cache_dir=cache_dir, workers=workers, dask=dask,
+                                     progress=progress)
+    rows = [named_rows(task, [res["row"]])[0] for task, res in zip(tasks, results)]
+    jobs = [r for task, res in zip(tasks, results) for r in named_rows(task, res["jobs"])]
+    return frame(rows), frame(jobs), n_computed
+
+
+def run_cached(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask: str | None = None,
+               progress=True) -> tuple[list[dict], int]:
+    """Every result of ``tasks`` (:func:`~goodopt.runs.tasks.run_task`'s), in their order: those found in the
+    cache of ``cache_dir`` read from it, the others computed and stored as each arrives; with how many were
+    computed now. ``cache_dir=None`` computes them all."""
     cache = TaskCache(cache_dir) if cache_dir is not None else None
     keys: list[str] = [task_key(t) for t in tasks] if cache is not None else [""] * len(tasks)
     done: dict[int, dict] = {}
@@ -133,7 +145,7 @@ def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask:
             if hit is not None:
                 done[i] = hit
     todo = [i for i in range(len(tasks)) if i not in done]
-    log.info("sweep %s: %d tasks, %d cached, %d to run", name, len(tasks), len(done), len(todo))
+    log.info("%s: %d tasks, %d cached, %d to run", name, len(tasks), len(done), len(todo))
 
     def store(n, result):
         i = todo[n]
@@ -144,6 +156,14 @@ def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask:
     map_tasks(run_task, [tasks[i] for i in todo], workers=workers, dask=dask, progress=progress,
               label=name, describe=lambda t: t.describe(), on_result=store, n_before=len(done),
               cached=cache is not None)
-    rows = [named_rows(tasks[i], [done[i]["row"]])[0] for i in range(len(tasks))]
-    jobs = [r for i in range(len(tasks)) for r in named_rows(tasks[i], done[i]["jobs"])]
-    return frame(rows), frame(jobs), len(todo)
+    return [done[i] for i in range(len(tasks))], len(todo)
+
+
+def longest_first(tasks) -> list:
+    """``tasks`` once each (tasks with the same cache key are one), the longest first by
+    :func:`~goodopt.runs.tasks.estimated_cpu_s`: run in one pool in this order, the workers stay busy to the end
+    instead of idling through each batch's last task."""
+    distinct: dict[str, object] = {}
+    for task in tasks:
+        distinct.setdefault(task_key(task), task)
+    return sorted(distinct.values(), key=estimated_cpu_s, reverse=True)

@@ -68,19 +68,26 @@ def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *
                      int(seed), label or cfg.policy + ("-agnostic" if cfg.agnostic else ""), dict(vary or {}))
 
 
-#: Rough CPU seconds per workload job of a simulation, by policy (measured on the papers' workloads, 2026-11,
-#: one core), and per job of a rigid run (finish-time fairness about 1.3 times that). Only to start long tasks
-#: first; no result depends on them.
-EST_CPU_PER_JOB = {"pollux": 0.6, "sia": 0.3, "optimus": 0.05}
+#: Rough CPU seconds per workload job of a simulation at one round a minute, by policy (pollux, sia and optimus
+#: measured on the papers' workloads, 2026-11; milp and greedy on the embedded default's, 2026-12; one core), and
+#: per job of a rigid run (finish-time fairness about 1.3 times that). Only to start long tasks first; no result
+#: depends on them.
+EST_CPU_PER_JOB = {"pollux": 0.6, "sia": 0.3, "milp": 0.45, "greedy": 0.25, "optimus": 0.05}
 EST_CPU_PER_JOB_OTHER = 0.02
 EST_CPU_PER_RIGID_JOB = 0.006
+#: A simulation's rough least CPU seconds (one long job alone still runs many rounds): every simulation is started
+#: before the solves, which take about a second each.
+EST_CPU_SIM_FLOOR = 5.0
 
 
 def estimated_cpu_s(task: Task) -> float:
-    """A rough estimate of ``task``'s CPU seconds (:data:`EST_CPU_PER_JOB`), for ordering tasks longest
-    first."""
+    """A rough estimate of ``task``'s CPU seconds (:data:`EST_CPU_PER_JOB`; rounds scale it by 60 s over the
+    interval, an auto-scaler doubles it), for ordering tasks longest first."""
     if isinstance(task, SimTask):
-        return EST_CPU_PER_JOB.get(task.policy, EST_CPU_PER_JOB_OTHER) * _workload_jobs(str(task.workload))
+        per_round = EST_CPU_PER_JOB.get(task.policy, EST_CPU_PER_JOB_OTHER) * _workload_jobs(str(task.workload))
+        rounds = 60.0 / float(task.config.get("interval_s") or 60.0)
+        scaled = 2.0 if task.config.get("autoscale", "none") != "none" else 1.0
+        return max(per_round * rounds * scaled, EST_CPU_SIM_FLOOR)
     if isinstance(task, RigidTask):
         return EST_CPU_PER_RIGID_JOB * task.n_jobs * (1.3 if "finish_time" in str(task.config.get("policy")) else 1.0)
     return 1.0
