@@ -282,3 +282,40 @@ def test_a_nul_byte_in_an_input_or_output_name_is_an_error_not_a_traceback(tmp_p
     assert main(["compare", "small-2node", "--methods", "greedy", "--out", str(tmp_path / "c\0.csv"),
                  "--quiet"]) == 2
     assert "Traceback" not in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- the arithmetic a table was made on
+def test_every_table_says_on_which_arithmetic_it_was_made(tmp_path):
+    from goodopt.provenance import math_paths
+    from goodopt.runs.tables import write_table
+
+    write_table(pd.DataFrame({"x": [1.0]}), tmp_path / "t.csv")
+    meta = json.loads((tmp_path / "t.meta.json").read_text())
+    assert meta["math"] == math_paths()
+    assert meta["math"].startswith("numpy exp/log/power: ") and "; BLAS: " in meta["math"]
+
+
+def test_the_arithmetic_stamp_tells_apart_numpys_dispatch_and_the_blas_kernels():
+    """numpy's exp/log/power and OpenBLAS pick their code by processor, and each rounds differently: two
+    processes that differ only there must not carry the same stamp."""
+    import platform
+
+    import numpy as np
+    from numpy.lib.introspect import opt_func_info
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the dispatch targets switched off here are x86-64's")
+    current = opt_func_info(func_name="^exp$", signature="float64")["exp"]["dd"]["current"]
+    if current.startswith("baseline"):
+        pytest.skip("numpy's exp already runs its baseline code on this processor: nothing to switch off")
+    code = "from goodopt.provenance import math_paths; print(math_paths())"
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(
+        f for f in ("X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR")
+        if np._core._multiarray_umath.__cpu_features__.get(f)),
+        "OPENBLAS_CORETYPE": "Sandybridge"}
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    pinned = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env=env).stdout
+    assert f"numpy exp/log/power: {current}" in plain
+    assert "numpy exp/log/power: baseline" in pinned and "(Sandybridge)" in pinned
+    assert plain != pinned

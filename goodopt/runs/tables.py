@@ -20,6 +20,7 @@ import pandas as pd
 
 from goodopt._version import __version__
 from goodopt.outputs import OutputSet, json_default, meta_path, output_set, sha256_file, table_matches_meta
+from goodopt.provenance import math_paths
 
 #: Columns of a ``compare`` table.
 COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status", "stopped_by_clock",
@@ -113,7 +114,7 @@ def write_table_into(out: OutputSet, table: pd.DataFrame, path, **metadata) -> P
     table.to_csv(tmp, index=False)
     meta = {"goodopt_version": __version__, "python": platform.python_version(), "columns": list(table.columns),
             "n_rows": len(table), "table": path.name, "table_sha256": sha256_file(tmp), "run_id": out.run_id,
-            **metadata}
+            "math": math_paths(), **metadata}
     out.path(meta_path(path)).write_text(json.dumps(meta, indent=2, default=json_default))
     return path
 

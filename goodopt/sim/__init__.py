@@ -21,6 +21,7 @@ from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
 from goodopt.placement import packed_placement
 from goodopt.progress import task_progress
+from goodopt.provenance import math_paths
 
 from .config import FIXED_APPS, SimConfig
 from .engine import Engine
@@ -78,6 +79,7 @@ def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, 
         "workload": workload.name, "policy": pol.describe(), "cluster": cluster.describe(),
         "truth": truth.source, "seed": seed if not isinstance(seed, np.random.Generator) else "generator",
         "config": {k: (dict(v) if k == "fixed_apps" else v) for k, v in config.__dict__.items()},
+        "math": math_paths(),  # a trajectory is bit-identical only on the same arithmetic (goodopt.provenance)
     })
     log.info("%s / %s: avg JCT %.0f s, makespan %.0f s, %d rounds in %.1f s", workload.name, pol.name,
              result.summary["avg_jct"], result.summary["makespan"], result.summary["n_rounds"], wall)
