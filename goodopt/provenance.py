@@ -61,7 +61,9 @@ def math_paths() -> str:
     ``numpy exp/log/power: X86_V4; BLAS: openblas 0.3.31 (Haswell); libc: glibc 2.36; CPU: avx2 avx512f fma``.
     A part that cannot be read says ``unknown``."""
     parts = [f"numpy exp/log/power: {_numpy_targets()}", f"BLAS: {_blas()}",
-             f"libc: {' '.join(platform.libc_ver()) or 'unknown'}", f"CPU: {_cpu_flags()}"]
+             f"libc: {' '.join(platform.libc_ver()) or 'unknown'}"
+             + (f" ({os.environ['GLIBC_TUNABLES']})" if os.environ.get("GLIBC_TUNABLES") else ""),
+             f"CPU: {_cpu_flags()}"]
     return "; ".join(parts)
 
 

@@ -196,4 +196,7 @@ def write_index(out: Path) -> Path:
 
 
 if __name__ == "__main__":
+    from goodopt.portable_math import restart_if_asked
+
+    restart_if_asked()  # GOODOPT_MATH=portable: the same arithmetic on every x86-64 processor
     raise SystemExit(main())

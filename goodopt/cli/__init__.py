@@ -39,8 +39,17 @@ def console() -> int:
     interrupt" mark set even when goodopt catches it, and the interpreter then ends itself by SIGINT after the
     clean return (status -2, 3 of 72 runs interrupted 0.05-1 s after start). So an interrupted program flushes
     its output and logs and ends at once; its outputs were already put in place or cleared by then. A caller of
-    :func:`main` in its own process (a notebook) gets the status back instead.
+    :func:`main` in its own process (a notebook) gets the status back instead. Under ``GOODOPT_MATH=portable`` the
+    program first starts itself again with the arithmetic pinned (:mod:`goodopt.portable_math`).
     """
+    from ..errors import GoodoptError
+    from ..portable_math import restart_if_asked
+
+    try:
+        restart_if_asked()
+    except GoodoptError as exc:
+        print(f"goodopt: error: {exc}", file=sys.stderr)
+        return 2
     status = main()
     if status == INTERRUPTED:
         _exit_interrupted(say=False)

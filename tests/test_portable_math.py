@@ -1,0 +1,61 @@
+"""GOODOPT_MATH=portable: the processor-chosen arithmetic pinned, so that a run takes the same path anywhere."""
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from goodopt.errors import ValidationError
+from goodopt.portable_math import VARIABLE, is_pinned, mode, pinned_env
+
+x86_linux = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux"),
+                               reason="the portable arithmetic is defined for x86-64 Linux")
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE",
+                                                            "GLIBC_TUNABLES", VARIABLE)}
+    return {**env, **extra}
+
+
+def test_the_mode_is_native_unless_portable_is_asked_for_and_anything_else_is_refused():
+    assert mode({}) == "native" and mode({VARIABLE: ""}) == "native"
+    assert mode({VARIABLE: " Portable "}) == "portable"
+    with pytest.raises(ValidationError) as err:
+        mode({VARIABLE: "fast"})
+    assert err.value.field == VARIABLE and "portable" in str(err.value)
+
+
+@x86_linux
+def test_the_pins_are_the_three_switches_the_libraries_read_as_they_load():
+    pins = pinned_env()
+    assert set(pins) == {"NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "GLIBC_TUNABLES"}
+    assert is_pinned(pins) and not is_pinned({**pins, "OPENBLAS_CORETYPE": "Haswell"})
+
+
+@x86_linux
+def test_a_portable_program_restarts_itself_on_the_pinned_arithmetic_whatever_the_environment_chose():
+    """The user's own choice of kernels (as another processor would make it) is replaced: the process that does
+    the work runs numpy's baseline code and OpenBLAS's Nehalem kernels."""
+    code = ("import sys; from goodopt.portable_math import restart_if_asked; restart_if_asked(); "
+            "from goodopt.provenance import math_paths; print(math_paths()); print(sys.argv[1:])")
+    native = subprocess.run([sys.executable, "-c", code, "x"], capture_output=True, text=True, check=True,
+                            env=_env(OPENBLAS_CORETYPE="Sandybridge")).stdout
+    portable = subprocess.run([sys.executable, "-c", code, "x"], capture_output=True, text=True, check=True,
+                              env=_env(OPENBLAS_CORETYPE="Sandybridge", NPY_DISABLE_CPU_FEATURES="",
+                                       **{VARIABLE: "portable"})).stdout
+    assert "(Sandybridge)" in native
+    assert "numpy exp/log/power: baseline" in portable and "(Nehalem)" in portable and "Sandybridge" not in portable
+    assert portable.splitlines()[1] == "['x']"  # the same command line
+
+
+@x86_linux
+def test_the_goodopt_program_refuses_an_unknown_mode_naming_the_variable():
+    p = subprocess.run([sys.executable, "-m", "goodopt.cli", "--version"], capture_output=True, text=True,
+                       env=_env(**{VARIABLE: "fast"}), timeout=120)
+    assert p.returncode == 2 and VARIABLE in p.stderr and "portable" in p.stderr
+    ok = subprocess.run([sys.executable, "-m", "goodopt.cli", "--version"], capture_output=True, text=True,
+                        env=_env(**{VARIABLE: "portable"}), timeout=120)
+    assert ok.returncode == 0 and "goodopt" in ok.stdout
