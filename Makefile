@@ -12,6 +12,9 @@ export GOODOPT_TRACES
 # make figures FULL=1: paper scale on the published traces (hours, not minutes).
 FIGURE_ARGS := $(if $(FULL),--scale full,)
 FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8 fig9 fig10 fig11 fig12
+# The figures on pinned arithmetic where it is defined (x86-64 Linux; goodopt.portable_math), so that their tables
+# are the same on every such machine; FIGURES_MATH=native for the processor's own code paths.
+FIGURES_MATH ?= $(if $(filter Linux x86_64,$(shell uname -s) $(shell uname -m)),$(if $(filter-out Linux x86_64,$(shell uname -s) $(shell uname -m)),native,portable),native)
 
 .PHONY: venv test test-slow test-all test-latest lock lint figures $(FIGS) docs-figure docs docs-lock bench fit reproduce library clean
 
@@ -82,11 +85,11 @@ test-all: $(STAMP)
 	GOODOPT_LOCKED=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 figures: $(STAMP)
-	$(BIN)/python -m paper_figures $(FIGURE_ARGS)
+	GOODOPT_MATH=$(FIGURES_MATH) $(BIN)/python -m paper_figures $(FIGURE_ARGS)
 
 # one figure alone, e.g. make fig5 (its tables, plots and the index)
 $(FIGS): $(STAMP)
-	$(BIN)/python -m paper_figures --only $@ $(FIGURE_ARGS)
+	GOODOPT_MATH=$(FIGURES_MATH) $(BIN)/python -m paper_figures --only $@ $(FIGURE_ARGS)
 
 # the README's picture, docs/exact_vs_heuristic.png: figure 4 at the default scale, put in place whole
 DOCS_FIGURE := docs/exact_vs_heuristic.png

@@ -59,3 +59,22 @@ def test_the_goodopt_program_refuses_an_unknown_mode_naming_the_variable():
     ok = subprocess.run([sys.executable, "-m", "goodopt.cli", "--version"], capture_output=True, text=True,
                         env=_env(**{VARIABLE: "portable"}), timeout=120)
     assert ok.returncode == 0 and "goodopt" in ok.stdout
+
+
+@x86_linux
+def test_a_cached_result_is_not_reused_on_other_arithmetic():
+    """The cache key holds the arithmetic: the same task keys alike in two processes on the same code paths,
+    and apart when the BLAS kernels differ (as on another processor), so results of the two are never mixed."""
+    code = ("from goodopt.runs.cache import task_key; from goodopt.runs.tasks import sim_task; "
+            "print(task_key(sim_task('generated:0.5:0:0.5', 'greedy', 'family:tiny:0')))")
+
+    def key(**extra):
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env=_env(**extra), timeout=120).stdout.strip()
+
+    import numpy  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    native = {i.get("architecture") for i in threadpool_info() if i.get("user_api") == "blas"}
+    other = "Sandybridge" if "Nehalem" in native else "Nehalem"
+    assert key() == key() != key(OPENBLAS_CORETYPE=other)

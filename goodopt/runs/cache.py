@@ -7,7 +7,9 @@ The key (:func:`task_key`) is the SHA-256 of
   file and the profile files it references, a workload CSV, a cluster's
   scenario, the traces folder when the ground truth is the traces,
 * the shipped scenarios and profiles (any scenario may fall back on them),
-* goodopt's version and the source of its packages (:func:`code_digest`).
+* goodopt's version and the source of its packages (:func:`code_digest`),
+* the processor-chosen arithmetic (:func:`goodopt.provenance.math_paths`), so that a result made on other
+  code paths (another processor's, or ``GOODOPT_MATH=portable``'s) is computed again, not mixed in.
 
 A stored entry ``<key>.json`` holds the task's inputs and its result; it is
 used only if its recorded inputs equal the requested task's and its result
@@ -31,6 +33,7 @@ from pathlib import Path
 from goodopt import sources
 from goodopt._version import __version__
 from goodopt.outputs import atomic_path, json_default, remove_debris, sha256_file
+from goodopt.provenance import math_paths
 from goodopt.sources import scenario_inputs
 
 from .task_types import ParetoTask, RigidTask, SimTask, SolveTask, Task
@@ -109,7 +112,7 @@ def task_key(task: Task) -> str:
     if isinstance(task, SimTask) and task.truth != "model" and Path(task.truth).is_dir():
         folders[task.truth] = folder_digest(task.truth)
     blob = json.dumps({"task": task.inputs(), "files": files, "folders": folders, "shipped": shipped_digest(),
-                       "goodopt": __version__, "code": code_digest()}, sort_keys=True, default=str)
+                       "goodopt": __version__, "code": code_digest(), "math": math_paths()}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
