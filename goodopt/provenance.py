@@ -87,7 +87,9 @@ def _blas() -> str:
         libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     except (ImportError, OSError, RuntimeError):
         return "unknown"
-    return ", ".join(f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')})" for i in libs) or "unknown"
+    # sorted: threadpoolctl lists the loaded libraries in no fixed order from one process to the next
+    return ", ".join(sorted(f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')})"
+                            for i in libs)) or "unknown"
 
 
 def _cpu_flags() -> str:
