@@ -214,6 +214,9 @@ def test_the_quick_reproduction_writes_a_complete_report(traces, tmp_path):
     report = (tmp_path / "r" / "report.md").read_text()
     assert "quick mode" in report and "Sia SOSP'23, Table 3" in report and "Gavel OSDI'20" in report
     assert report.count("CPU time of its tasks") == len(EXPERIMENTS)
+    from goodopt.provenance import math_paths
+
+    assert f"{math_paths()}." in report and meta["math"] == math_paths()  # which arithmetic made the rows
     assert all((tmp_path / "r" / f"{name}.png").is_file() for name in EXPERIMENTS)
 
 

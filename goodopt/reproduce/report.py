@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from goodopt._version import __version__
+from goodopt.provenance import math_paths
 
 
 def _num(v: float) -> str:
@@ -29,7 +30,9 @@ def write_report(results: pd.DataFrame, experiments, seconds: dict, quick: bool,
                                           "result, Gavel's simulator on the same window)." if quick else "full mode."), "",
              f"Wall time of the whole run: {seconds.get('all', math.nan):.0f} s (every experiment's tasks in one pool, "
              "the longest first)"
-             + (f"; CPU time of all tasks: {sum(cpu_seconds.values()):.0f} s." if cpu_seconds else "."), ""]
+             + (f"; CPU time of all tasks: {sum(cpu_seconds.values()):.0f} s." if cpu_seconds else "."), "",
+             f"Arithmetic (what this process's code paths were; GOODOPT_MATH=portable pins them): {math_paths()}. "
+             "The rows repeat to the last digit only on the same arithmetic.", ""]
     for exp in experiments:
         rows = results[results.experiment == exp.name]
         judged = rows[rows.verdict.isin(["pass", "FAIL"])]
