@@ -14,7 +14,7 @@ FIGURE_ARGS := $(if $(FULL),--scale full,)
 FIGS := fig1 fig2 fig3 fig4 fig5 fig6 fig7 fig8 fig9 fig10 fig11 fig12
 # The figures on pinned arithmetic where it is defined (x86-64 Linux; goodopt.portable_math), so that their tables
 # are the same on every such machine; FIGURES_MATH=native for the processor's own code paths.
-FIGURES_MATH ?= $(if $(filter Linux x86_64,$(shell uname -s) $(shell uname -m)),$(if $(filter-out Linux x86_64,$(shell uname -s) $(shell uname -m)),native,portable),native)
+FIGURES_MATH ?= $(if $(filter Linux-x86_64,$(shell uname -s)-$(shell uname -m)),portable,native)
 
 .PHONY: venv test test-slow test-all test-latest lock lint figures $(FIGS) docs-figure docs docs-lock bench fit reproduce library clean
 

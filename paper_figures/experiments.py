@@ -22,9 +22,9 @@ from goodopt.errors import TraceError
 from goodopt.outputs import meta_path, write_text
 from goodopt.profiles import shipped_profile
 from goodopt.runs import run_sweep, spec_from_dict, spec_to_dict
-from goodopt.runs.sweep import run_tasks
+from goodopt.runs.sweep import checked_tasks, run_tasks
 from goodopt.runs.tables import write_table as _write_csv
-from goodopt.runs.tasks import check_sim_tasks, expand, sim_task
+from goodopt.runs.tasks import sim_task
 from goodopt.sim import SimConfig, simulate
 from goodopt.sim.workload import APP_MIX, Workload, WorkloadJob, generate_workload
 from goodopt.traces import POLLUX_APPS, SIA_CLUSTERS, measurements, traces_dir
@@ -187,12 +187,7 @@ def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
 
 def spec_tasks(sweeps: list[dict]) -> list:
     """Every task of the sweep specs ``sweeps``, checked as :func:`goodopt.runs.run_sweep` checks them."""
-    tasks: list = []
-    for spec in sweeps:
-        batch = expand(spec_from_dict(spec))
-        check_sim_tasks(batch)
-        tasks += batch
-    return tasks
+    return [task for spec in sweeps for task in checked_tasks(spec_from_dict(spec))]
 
 
 def fairness_specs(ctx: Context) -> list[dict]:

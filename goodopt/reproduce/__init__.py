@@ -26,9 +26,9 @@ import pandas as pd
 from goodopt.errors import ValidationError
 from goodopt.outputs import OutputSet, check_output, output_set
 from goodopt.provenance import stamp
-from goodopt.runs.sweep import as_spec, jobs_path, longest_first, run_sweep, run_tasks
+from goodopt.runs.sweep import checked_tasks, jobs_path, longest_first, run_sweep, run_tasks
 from goodopt.runs.tables import write_table_into
-from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s, expand
+from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s
 from goodopt.traces import traces_dir
 from goodopt.validation import suggest
 
@@ -95,9 +95,11 @@ def all_tasks(names, root: Path, quick: bool) -> list:
     tasks: list = []
     for name in names:
         for spec in EXPERIMENTS[name].specs(root, quick):
-            batch = list(spec.tasks) if isinstance(spec, TaskBatch) else expand(as_spec(spec))
-            check_sim_tasks(batch)
-            tasks += batch
+            if isinstance(spec, TaskBatch):
+                check_sim_tasks(spec.tasks)
+                tasks += spec.tasks
+            else:
+                tasks += checked_tasks(spec)
     return longest_first(tasks)
 
 

@@ -106,8 +106,7 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
     cached); Ctrl-C raises :class:`~goodopt.errors.Interrupted`.
     """
     spec = as_spec(spec)
-    tasks = expand(spec)
-    check_sim_tasks(tasks)
+    tasks = checked_tasks(spec)
     table, jobs, n_computed = run_tasks(tasks, spec.name, cache_dir=cache_dir, workers=workers, dask=dask,
                                         progress=progress)
     n_cached = len(table) - n_computed
@@ -118,6 +117,14 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
 
         table = judged(table, jobs, spec)
     return SweepResult(table, jobs, spec, n_computed, n_cached)
+
+
+def checked_tasks(spec: SweepSpec | Mapping | str | Path) -> list:
+    """Every task of ``spec`` (:func:`~goodopt.runs.tasks.expand`), each simulation's setup checked before any
+    runs (:func:`~goodopt.runs.tasks.check_sim_tasks`), as :func:`run_sweep` runs them."""
+    tasks = expand(as_spec(spec))
+    check_sim_tasks(tasks)
+    return tasks
 
 
 def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask: str | None = None,
