@@ -30,7 +30,9 @@ The sync term is the slowest link's ``alpha`` plus ``beta * max(GPUs - 2, 0)``
 (:func:`goodopt.goodput.sync_time`). Where Pollux's RMS terms have a kink at an
 exact fit, goodopt smooths them (``sqrt(mean(r^2) + delta^2)``,
 :data:`RMS_SMOOTHING`), so the minimum is a smooth one, and minimises with
-L-BFGS-B on the exact (hand-derived) gradient, each parameter in units of
+L-BFGS-B (scipy's, driven by :func:`goodopt.lbfgsb.minimize_lbfgsb`: the
+answer of :func:`scipy.optimize.minimize` without its per-call wrapper) on the
+exact (hand-derived) gradient, each parameter in units of
 its observed magnitude (:func:`search_scale`), from Pollux's start values and
 two further fixed starts (the problem is not convex), keeping the lowest
 objective: the answer does not depend on floating-point detail or on where
@@ -44,10 +46,10 @@ import logging
 import math
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .errors import FitError
 from .goodput import ThroughputParams
+from .lbfgsb import minimize_lbfgsb
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +205,7 @@ def _fit(n, k, m, step, sync, optimism, start) -> ThroughputParams:
         best = None
         for s in (x0, *(np.where(free, np.clip(e, lower, upper), x0) for e in EXTRA_STARTS)):
             u0 = np.clip((s / scale)[free], lo, hi)
-            res = minimize(reduced, u0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
-                           options={"maxiter": 2000, "ftol": 1e-12, "gtol": 1e-9})
+            res = minimize_lbfgsb(reduced, u0, lo, hi, maxiter=2000, ftol=1e-12, gtol=1e-9)
             log.debug("agent fit: %d iterations, %d evaluations, f %.9g, %s", res.nit, res.nfev, res.fun, res.message)
             if np.all(np.isfinite(res.x)) and np.isfinite(res.fun) and (best is None or res.fun < best.fun - 1e-9):
                 best = res
