@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 
 import numpy as np
 
+from .agent_objective import GAMMA_WEIGHT, RMS_SMOOTHING, objective_and_gradient  # noqa: F401
 from .errors import FitError
 from .goodput import ThroughputParams
 from .lbfgsb import minimize_lbfgsb
@@ -62,10 +62,6 @@ UPPER = np.array([np.inf] * 6 + [10.0])
 EXTRA_STARTS = (np.array([1e-2, 1e-4, 1e-2, 1e-3, 1e-2, 1e-3, 2.0]), np.array([1.0, 1e-3, 1.0, 1e-1, 1.0, 1e-1, 5.0]))
 #: Upper end of the search for every alpha and beta (seconds): no step of a job takes longer.
 MAX_SECONDS = 1e4
-#: Weight of the pull of gamma towards 1.
-GAMMA_WEIGHT = 1e-3
-#: Smoothing of the RMS terms (log-time units).
-RMS_SMOOTHING = 1e-3
 
 
 def search_scale(local_bsz, compute_time, step_time) -> np.ndarray:
@@ -98,47 +94,29 @@ def fixed_parameters(num_nodes, num_replicas, local_bsz, compute_time) -> dict[i
 
 
 class _Objective:
-    """The agent's objective and its exact gradient in the seven parameters.
+    """The agent's objective and its exact gradient in the seven parameters
+    (:func:`goodopt.agent_objective.objective_and_gradient`, which states the formula).
 
-    With ``A = [1, m] @ (alpha_c, beta_c)`` the compute time and ``N = X @ (alpha_n, beta_n, alpha_r, beta_r)
-    + none`` the sync time (``X`` selects the slowest link's parameters per observation; ``none`` is the
-    1e-8 s of an observation on one GPU), both terms and their gradients are a few array operations.
+    ``xa`` selects the compute-time parameters per observation (``[1, m]``), ``xn`` the slowest link's sync
+    parameters; ``none`` is the 1e-8 s of an observation on one GPU.
     """
 
     def __init__(self, n, k, m, compute, step, optimism: float):
         inter, intra = n > 1, (n == 1) & (k > 1)
         extra = np.maximum(k - 2, 1e-8)
-        self.xa = np.stack([np.ones_like(m), m], axis=1)  # (O, 2)
-        self.xn = np.stack([inter, inter * extra, intra, intra * extra], axis=1).astype(float)  # (O, 4)
+        self.xa = np.ascontiguousarray(np.stack([np.ones_like(m), m], axis=1), dtype=float)  # (O, 2)
+        self.xn = np.ascontiguousarray(np.stack([inter, inter * extra, intra, intra * extra], axis=1),
+                                       dtype=float)  # (O, 4)
         self.none = np.where(inter | intra, 0.0, 1e-8 * (1 + extra))
         self.log_c, self.log_s = np.log(compute), np.log(step)
         self.n_obs = len(m)
-        self.optimism = optimism
+        self.optimism = float(optimism)
 
     def __call__(self, p) -> tuple[float, np.ndarray]:
-        g = p[6]
-        a_time = self.xa @ p[:2]
-        net = self.xn @ p[2:6] + self.none
-        la, ln = np.log(a_time), np.log(net)
-        log_step = np.logaddexp(g * la, g * ln) / g
-        w_a = np.exp(g * (la - log_step))  # A^g / (A^g + N^g)
-        w_n = 1.0 - w_a
-        e1, e2 = la - self.log_c, log_step - self.log_s
-        r1 = math.sqrt(e1 @ e1 / self.n_obs + RMS_SMOOTHING ** 2)
-        r2 = math.sqrt(e2 @ e2 / self.n_obs + RMS_SMOOTHING ** 2)
-        c1, c2 = e1 / (self.n_obs * r1), e2 / (self.n_obs * r2)  # d r / d e, per observation
         grad = np.empty(7)
-        grad[:2] = self.xa.T @ ((c1 + c2 * w_a) / a_time)
-        grad[2:6] = self.xn.T @ (c2 * w_n / net)
-        grad[6] = c2 @ ((w_a * la + w_n * ln) - log_step) / g + 2 * GAMMA_WEIGHT * (g - 1)
-        an, bn, ar, br = p[2:6]
-        w = self.optimism
-        grad[2] -= 2 * w * bn * bn / an ** 3
-        grad[3] += 2 * w * bn / (an * an)
-        grad[4] -= 2 * w * br * br / ar ** 3
-        grad[5] += 2 * w * br / (ar * ar)
-        reg = GAMMA_WEIGHT * (g - 1) ** 2 + w * ((bn / an) ** 2 + (br / ar) ** 2)
-        return r1 + r2 + reg, grad
+        f = objective_and_gradient(self.xa, self.xn, self.none, self.log_c, self.log_s, self.optimism,
+                                   np.asarray(p, dtype=float), grad)
+        return f, grad
 
 
 #: Fits remembered per process: jobs of one application that saw the same configurations ask for the same fit

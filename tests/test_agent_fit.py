@@ -113,3 +113,55 @@ def test_the_same_observations_give_the_remembered_fit_and_others_a_fresh_one():
 def test_observation_arrays_of_different_lengths_are_refused():
     with pytest.raises(FitError, match="one length"):
         fit_agent([1, 1], [1, 2], [64, 64], [0.1, 0.2], [0.0])
+
+
+def _objective_as_written(obj, p):
+    """The objective of :mod:`goodopt.agent_objective`'s docstring, term by term with Python's math module (the C
+    library's exp, log and log1p) and sums in observation order: the arithmetic the compiled loop promises."""
+    import math
+
+    from goodopt.agent_objective import GAMMA_WEIGHT, RMS_SMOOTHING
+
+    def log_add_exp(x, y):  # numpy's logaddexp formula
+        if x == y:
+            return x + math.log(2.0)
+        return x + math.log1p(math.exp(y - x)) if x > y else y + math.log1p(math.exp(x - y))
+
+    g, s1, s2 = p[6], 0.0, 0.0
+    for i in range(obj.n_obs):
+        la = math.log(obj.xa[i, 0] * p[0] + obj.xa[i, 1] * p[1])
+        ln = math.log(obj.xn[i, 0] * p[2] + obj.xn[i, 1] * p[3] + obj.xn[i, 2] * p[4] + obj.xn[i, 3] * p[5]
+                      + obj.none[i])
+        s1 += (la - obj.log_c[i]) ** 2
+        s2 += (log_add_exp(g * la, g * ln) / g - obj.log_s[i]) ** 2
+    reg = GAMMA_WEIGHT * (g - 1) ** 2 + obj.optimism * ((p[3] / p[2]) ** 2 + (p[5] / p[4]) ** 2)
+    return (math.sqrt(s1 / obj.n_obs + RMS_SMOOTHING ** 2) + math.sqrt(s2 / obj.n_obs + RMS_SMOOTHING ** 2)) + reg
+
+
+@pytest.mark.parametrize("name", list(HISTORIES))
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_objective_is_its_formula_to_the_last_bit(name, seed):
+    """The same value as the formula written out (no BLAS kernel, no vector code path decides a bit), and the
+    gradient within rounding of the whole-array statement, at random points, gamma 1 (where both terms of the
+    log-sum tie for equal times) to 10, and at a point where compute and sync time are equal."""
+    n, k, m, step, sync = _observe(HISTORIES[name], 0.05, seed)
+    obj = _Objective(n.astype(float), k.astype(float), m.astype(float), step - sync, step, 1e-2)
+    rng = np.random.default_rng(seed)
+    points = [np.r_[rng.uniform(1e-3, 0.1, 6), g] for g in (1.0, rng.uniform(1, 10), 10.0)]
+    points.append(np.r_[0.01, 0.0, 0.01, 0.0, 0.01, 0.0, 2.0])  # A = N on every multi-GPU observation
+    for p in points:
+        f, grad = obj(p)
+        assert f == _objective_as_written(obj, p)
+        # the gradient as whole-array operations, the statement before the loop
+        a_time, net = obj.xa @ p[:2], obj.xn @ p[2:6] + obj.none
+        la, ln = np.log(a_time), np.log(net)
+        log_step = np.logaddexp(p[6] * la, p[6] * ln) / p[6]
+        w_a = np.exp(p[6] * (la - log_step))
+        e1, e2 = la - obj.log_c, log_step - obj.log_s
+        c1 = e1 / (obj.n_obs * np.sqrt(e1 @ e1 / obj.n_obs + 1e-6))
+        c2 = e2 / (obj.n_obs * np.sqrt(e2 @ e2 / obj.n_obs + 1e-6))
+        want = np.r_[obj.xa.T @ ((c1 + c2 * w_a) / a_time), obj.xn.T @ (c2 * (1 - w_a) / net),
+                     c2 @ (w_a * la + (1 - w_a) * ln - log_step) / p[6] + 2e-3 * (p[6] - 1)]
+        w, (an, bn, ar, br) = 1e-2, p[2:6]
+        want[2:6] += [-2 * w * bn * bn / an ** 3, 2 * w * bn / an ** 2, -2 * w * br * br / ar ** 3, 2 * w * br / ar ** 2]
+        np.testing.assert_allclose(grad, want, rtol=1e-12, atol=1e-15)
