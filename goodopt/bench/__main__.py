@@ -17,7 +17,7 @@ from rich.table import Table
 from .. import provenance
 from ..provenance import stamp
 from ..runs.tables import write_table
-from . import evaluator, mip_solvers, pareto, sia_ilp, sim_speed, simulation, solvers
+from . import beside_pollux, evaluator, mip_solvers, pareto, sia_ilp, sim_speed, simulation, solvers
 
 
 def _table(title, df, cols, digits=1):
@@ -168,6 +168,22 @@ def _part_sim_speed(con, bar, out, args) -> None:
                       "cpu_s_per_sim_h", "policy_share", "ratio_to_pollux"], digits=2))
 
 
+def _part_beside_pollux(con, bar, out, args) -> None:
+    if args.pollux_artifact is None:
+        con.print("beside-pollux: skipped (give --pollux-artifact DIR, the Pollux artifact's simulator/ folder, and "
+                  "--pollux-python PY, a Python with its requirements)")
+        return
+    task = bar.add_task("beside the Pollux artifact's simulator (minutes)", total=1)
+    rows = beside_pollux.beside_table(args.pollux_artifact, args.pollux_python)
+    bar.advance(task)
+    df = _save(out, "beside_pollux", rows, args.seed, "goodopt's simulation of the same workload in this run")
+    con.print(_table("goodopt's simulator beside the Pollux artifact's (the Pollux policy, the same workload, one "
+                     "process each): CPU seconds, simulated hours, CPU per simulated hour, average JCT, and each "
+                     "one's CPU per simulated hour over goodopt's", df,
+                     ["simulator", "workload", "cpu_s", "wall_s", "simulated_h", "cpu_s_per_sim_h", "avg_jct_s",
+                      "n_rounds", "ratio_to_goodopt"], digits=2))
+
+
 def _part_sia(con, bar, out, args) -> None:
     task = bar.add_task("beside a Sia-style ILP", total=sum(len(s) for _, s in sia_ilp.INSTANCES))
     rows, summary = sia_ilp.sia_table(progress=lambda: bar.advance(task))
@@ -199,6 +215,7 @@ PARTS = {
     "milp": _part_milp,
     "simulation": _part_simulation,
     "sim-speed": _part_sim_speed,
+    "beside-pollux": _part_beside_pollux,
     "choices": _part_choices,
     "quality": _part_quality,
     "ga-scale": _part_ga_scale,
@@ -215,6 +232,11 @@ def main(argv=None) -> int:
     ap.add_argument("--against", default=None, metavar="DIR",
                     help="an earlier run's --out folder (a release's, say): the exact-solve table adds the ratio "
                          "of this run's CPU seconds to that run's")
+    ap.add_argument("--pollux-artifact", default=None, metavar="DIR",
+                    help="the Pollux OSDI'21 artifact's simulator/ folder: beside-pollux runs it on the same "
+                         "workload as goodopt's simulator (skipped without it)")
+    ap.add_argument("--pollux-python", default=None, metavar="PY",
+                    help="a Python interpreter with the artifact's simulator/requirements.txt installed")
     ap.add_argument("--only", nargs="*",
                     choices=list(PARTS),
                     help="run only these parts")
