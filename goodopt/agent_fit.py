@@ -46,7 +46,12 @@ import logging
 
 import numpy as np
 
-from .agent_objective import GAMMA_WEIGHT, RMS_SMOOTHING, objective_and_gradient  # noqa: F401
+from .agent_objective import (  # noqa: F401  (GAMMA_WEIGHT, RMS_SMOOTHING: read here too)
+    GAMMA_WEIGHT,
+    RMS_SMOOTHING,
+    objective_and_gradient,
+    reduced_objective_and_gradient,
+)
 from .errors import FitError
 from .goodput import ThroughputParams
 from .lbfgsb import minimize_lbfgsb
@@ -112,6 +117,12 @@ class _Objective:
         self.n_obs = len(m)
         self.optimism = float(optimism)
 
+    def reduced(self, x0, free, scale, u, grad) -> float:
+        """The objective at ``x0`` with ``x0[free] = u * scale[free]``; its gradient in ``u`` written into
+        ``grad`` (:func:`goodopt.agent_objective.reduced_objective_and_gradient`)."""
+        return reduced_objective_and_gradient(self.xa, self.xn, self.none, self.log_c, self.log_s, self.optimism,
+                                              x0, free, scale, np.asarray(u, dtype=float), grad)
+
     def __call__(self, p) -> tuple[float, np.ndarray]:
         grad = np.empty(7)
         f = objective_and_gradient(self.xa, self.xn, self.none, self.log_c, self.log_s, self.optimism,
@@ -171,9 +182,11 @@ def _fit(n, k, m, step, sync, optimism, start) -> ThroughputParams:
         x[free] = u * scale[free]
         return x
 
-    def reduced(u):
-        f, g = objective(to_x(u))
-        return f, (g * scale)[free]
+    free_at = np.flatnonzero(free)
+
+    def reduced(u):  # objective(to_x(u)) and its gradient times scale[free], in one compiled call
+        g = np.empty(len(free_at))
+        return objective.reduced(x0, free_at, scale, u, g), g
 
     if not free.any():
         x = x0

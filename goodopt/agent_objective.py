@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from .arrays import Array
@@ -90,3 +91,20 @@ def objective_and_gradient(xa: Array, xn: Array, none: Array, log_c: Array, log_
     grad[5] += 2 * optimism * br / (ar * ar)
     reg = GAMMA_WEIGHT * (g - 1) ** 2 + optimism * ((bn / an) ** 2 + (br / ar) ** 2)
     return r1 + r2 + reg
+
+
+@njit(cache=True, nogil=True)
+def reduced_objective_and_gradient(xa: Array, xn: Array, none: Array, log_c: Array, log_s: Array,
+                                   optimism: float, x0: Array, free: Array, scale: Array, u: Array,
+                                   reduced: Array) -> float:
+    """The objective in the search's own variables: ``p = x0`` but ``p[free[i]] = u[i] scale[free[i]]``; the
+    gradient with respect to ``u`` (``grad[free] * scale[free]``) written into ``reduced``. Shapes: x0, scale
+    (7,), free (F,) int, u, reduced (F,)."""
+    p = x0.copy()
+    for i in range(free.shape[0]):
+        p[free[i]] = u[i] * scale[free[i]]
+    grad = np.empty(7)
+    f = objective_and_gradient(xa, xn, none, log_c, log_s, optimism, p, grad)
+    for i in range(free.shape[0]):
+        reduced[i] = grad[free[i]] * scale[free[i]]
+    return f

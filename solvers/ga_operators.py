@@ -29,6 +29,7 @@ from pymoo.core.sampling import Sampling
 from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
 
+from .ga_breeding import apply_mutations
 from .ga_kernels import refill_rows, repair_rows
 
 
@@ -156,21 +157,28 @@ def initial_population(data: RepairData, seeds: Iterable[ArrayIn], n_samples: in
 def mutate(pop: Array, data: RepairData, rng: np.random.Generator, rate: float) -> Array:
     """Row-wise mutation: each row is hit with probability ``rate``; a hit row is reset to the current
     allocation, has each entry zeroed with probability 1/2, or grows by 1 to a node's capacity on a random
-    node (one of the three at random). Random numbers are drawn only for the rows hit.
+    node (one of the three at random). Random numbers are drawn only for the rows hit
+    (:func:`mutation_draws`); they are applied by a compiled loop
+    (:func:`goodopt.solvers.ga_breeding.apply_mutations`).
     Shapes: (P, J, N) -> (P, J, N) (new array)."""
-    pr = data.pr
-    a = pop.copy()
+    a = np.array(pop, dtype=np.int64)
     P, J, N = a.shape
+    apply_mutations(a, *mutation_draws(P, J, N, data.pr.node_capacity, rng, rate), data.pr.current)
+    return a
+
+
+def mutation_draws(P: int, J: int, N: int, capacity: Array, rng: np.random.Generator,
+                   rate: float) -> tuple[Array, Array, Array, Array, Array, Array]:
+    """The random numbers of one mutation of ``P`` members, in the order they are drawn: which rows are hit
+    (``hp``, ``hj``: one uniform per row, below ``rate``), each hit's operation (0 reset, 1 zero entries, 2 grow),
+    one uniform per entry of each row to zero, and per row to grow its node and the GPUs it gains
+    (1 to the node's capacity). Shapes: capacity (N,) -> (H,), (H,), (H,), (H1, N), (H2,), (H2,)."""
     hp, hj = np.nonzero(rng.random((P, J)) < rate)
     op = rng.integers(0, 3, size=len(hp))
-    rp, rj = hp[op == 0], hj[op == 0]
-    a[rp, rj] = pr.current[rj]
-    zp, zj = hp[op == 1], hj[op == 1]
-    a[zp, zj] *= rng.random((len(zp), N)) >= 0.5
-    gp, gj = hp[op == 2], hj[op == 2]
-    node = rng.integers(0, N, size=len(gp))
-    a[gp, gj, node] += rng.integers(1, pr.node_capacity[node] + 1)
-    return a
+    zero_u = rng.random((int(np.count_nonzero(op == 1)), N))
+    node = rng.integers(0, N, size=int(np.count_nonzero(op == 2)))
+    add = rng.integers(1, capacity[node] + 1)
+    return hp, hj, op, zero_u, node, add
 
 
 class AllocationMutation(Mutation):  # type: ignore[misc]  # pymoo publishes no types

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from goodopt.formulations.ga import AllocationGAProblem
@@ -43,6 +43,7 @@ from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
 from .config_ga import evolve
+from .ga_breeding import apply_mutations, breed, gather
 from .ga_operators import (
     AllocationMutation,
     AllocationRepair,
@@ -50,9 +51,8 @@ from .ga_operators import (
     RepairData,
     RowCrossover,
     initial_population,
-    mutate,
+    mutation_draws,
     repair,
-    row_crossover,
 )
 from .options import GaOptions, Nsga2Options, stall_for
 from .result import MethodOutcome, Termination
@@ -183,7 +183,7 @@ class KnownScores:
         self.known: dict[bytes, float] = {}
 
     def __call__(self, pop: Array) -> Array:
-        keys = [row.tobytes() for row in pop]
+        keys = _row_bytes(pop)
         new: dict[bytes, int] = {}
         for i, key in enumerate(keys):
             if key not in self.known and key not in new:
@@ -192,6 +192,32 @@ class KnownScores:
             ev = self.evaluator.evaluate(pop[list(new.values())])
             self.known.update(zip(new, np.where(ev.violation == 0, ev.fitness, -np.inf).tolist()))
         return np.array([self.known[key] for key in keys])
+
+
+def _offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generator, crossover_prob: float,
+               rate: float) -> Array:
+    """One generation's children before repair: binary tournaments, row crossover
+    (:func:`~goodopt.solvers.ga_operators.row_crossover`'s draws), then mutation
+    (:func:`~goodopt.solvers.ga_operators.mutate`'s), as compiled loops (:mod:`goodopt.solvers.ga_breeding`) on
+    the random numbers those statements draw, in their order. Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
+    P, J, N = pop.shape
+    n_pairs = (P + 1) // 2
+    cand = rng.integers(0, P, size=(2, 2 * n_pairs))  # binary tournaments
+    mask_u = rng.random((n_pairs, J))  # row_crossover's draws
+    cross_u = rng.random(n_pairs)
+    kids = breed(pop, fit, cand, mask_u, cross_u, crossover_prob, P)
+    apply_mutations(kids, *mutation_draws(P, J, N, data.pr.node_capacity, rng, rate), data.pr.current)
+    return kids
+
+
+def _row_bytes(pop: Array) -> list[bytes]:
+    """Each member's ``tobytes()``, made in one call through a view of each member as one opaque item. Shapes:
+    (P, J, N) -> P."""
+    if pop.size == 0:
+        return [row.tobytes() for row in pop]
+    rows = np.ascontiguousarray(pop).reshape(len(pop), -1)
+    # a void item's tolist() is its bytes (numpy types it as bytes or a tuple, the tuple being for structured items)
+    return cast(list[bytes], rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist())
 
 
 def _solve_numpy(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptions | Nsga2Options, t_start: float,
@@ -216,19 +242,11 @@ def _solve_numpy(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptio
         if deadline is not None and time.perf_counter() >= deadline:
             status = Termination.TIME_LIMIT
             break
-        n_pairs = (P + 1) // 2
-        cand = rng.integers(0, P, size=(2, 2 * n_pairs))  # binary tournaments
-        parents = np.where(fit[cand[0]] >= fit[cand[1]], cand[0], cand[1]).reshape(2, n_pairs)
-        A, B = pop[parents[0]], pop[parents[1]]
-        c1, c2 = row_crossover(A, B, rng)
-        cross = (rng.random(n_pairs) < opts.crossover_prob)[:, None, None]
-        kids = np.concatenate([np.where(cross, c1, A), np.where(cross, c2, B)])[:P]
-        kids = repair(mutate(kids, data, rng, rate), data, rng)
-        merged = np.concatenate([pop, kids])
+        kids = repair(_offspring(pop, fit, data, rng, opts.crossover_prob, rate), data, rng)
         merged_fit = np.concatenate([fit, score(kids)])
         best = np.argsort(-merged_fit, kind="stable")[:P]
         since_best = 0 if merged_fit[best[0]] > fit[0] else since_best + 1
-        pop, fit = merged[best], merged_fit[best]
+        pop, fit = gather(pop, kids, best), merged_fit[best]
         n_eval += len(kids)
         gen += 1
         _report_generation(gen, opts.n_gen, fit[0])

@@ -190,3 +190,39 @@ def _rth_best(pp: Array, jj: Array, nn: Array, score: Array, rank: Array, N: int
     pick = start[has] + rank.reshape(-1)[has] % n_cand[has]
     pn, nn_pick = np.divmod(has, N)
     return pn, nn_pick, jj[order[pick]]
+
+
+def mutate(pop: Array, data: RepairData, rng: np.random.Generator, rate: float) -> Array:
+    """Row-wise mutation as whole-population array operations (what ``ga_operators.mutate`` must match): each
+    row is hit with probability ``rate``; a hit row is reset to the current allocation, has each entry zeroed
+    with probability 1/2, or grows by 1 to a node's capacity on a random node. Shapes: (P, J, N) -> (P, J, N)."""
+    pr = data.pr
+    a = pop.copy()
+    P, J, N = a.shape
+    hp, hj = np.nonzero(rng.random((P, J)) < rate)
+    op = rng.integers(0, 3, size=len(hp))
+    rp, rj = hp[op == 0], hj[op == 0]
+    a[rp, rj] = pr.current[rj]
+    zp, zj = hp[op == 1], hj[op == 1]
+    a[zp, zj] *= rng.random((len(zp), N)) >= 0.5
+    gp, gj = hp[op == 2], hj[op == 2]
+    node = rng.integers(0, N, size=len(gp))
+    a[gp, gj, node] += rng.integers(1, pr.node_capacity[node] + 1)
+    return a
+
+
+def offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generator, crossover_prob: float,
+              rate: float) -> Array:
+    """One generation's children before repair as whole-population array operations: binary tournaments (the
+    fitter wins, the first on ties), row crossover of the winners' pairs, then :func:`mutate`. Shapes: pop
+    (P, J, N), fit (P,) -> (P, J, N)."""
+    P = len(pop)
+    n_pairs = (P + 1) // 2
+    cand = rng.integers(0, P, size=(2, 2 * n_pairs))
+    parents = np.where(fit[cand[0]] >= fit[cand[1]], cand[0], cand[1]).reshape(2, n_pairs)
+    A, B = pop[parents[0]], pop[parents[1]]
+    mask = (rng.random(A.shape[:2]) < 0.5)[:, :, None]
+    c1, c2 = np.where(mask, A, B), np.where(mask, B, A)
+    cross = (rng.random(n_pairs) < crossover_prob)[:, None, None]
+    kids = np.concatenate([np.where(cross, c1, A), np.where(cross, c2, B)])[:P]
+    return mutate(kids, data, rng, rate)

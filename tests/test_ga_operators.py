@@ -166,3 +166,42 @@ def test_known_scores_are_the_evaluators_own_to_the_last_bit(testbed, hetero_sce
         assert np.array_equal(alone, expected)
         one = ev.evaluate(pop[3:4])  # one allocation alone scores as it does in the batch
         assert np.array_equal(np.where(one.violation == 0, one.fitness, -np.inf), expected[3:4])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cluster=st.sampled_from(sorted(_CLUSTERS)), n_jobs=st.integers(1, 12),
+       pop_size=st.sampled_from([1, 2, 7, 20]), rate=st.sampled_from([0.0, 0.2, 1.0]),
+       crossover_prob=st.sampled_from([0.0, 0.9, 1.0]), ties=st.booleans())
+def test_compiled_breeding_follows_the_array_statement_draw_for_draw(seed, cluster, n_jobs, pop_size, rate,
+                                                                    crossover_prob, ties):
+    # Tournaments, crossover and mutation of one generation (the numpy engine's loop) give the statement's
+    # children to the last GPU and leave the generator where it leaves it: odd and even populations, every or
+    # no row hit or crossed, fitness with ties and infeasible (-inf) members, negative and over-full cells.
+    from goodopt.solvers.genetic import _offspring
+
+    from . import ga_reference
+
+    pr = random_scenario(seed, _CLUSTERS[cluster], n_jobs, running_fraction=0.7).problem()
+    g = np.random.default_rng(seed)
+    data = RepairData(pr)
+    pop = g.integers(-2, 9, size=(pop_size, pr.n_jobs, pr.n_nodes))
+    fit = g.choice([1.0, 2.0, -np.inf], size=pop_size) if ties else g.normal(size=pop_size)
+    r_ref, r_new = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    expected = ga_reference.offspring(pop, fit, data, r_ref, crossover_prob, rate)
+    assert np.array_equal(_offspring(pop, fit, data, r_new, crossover_prob, rate), expected)
+    assert np.array_equal(mutate(pop, data, r_new, rate), ga_reference.mutate(pop, data, r_ref, rate))
+    assert r_new.random() == r_ref.random()
+
+
+def test_the_survivors_and_the_score_keys_are_gathered_as_the_arrays_would_be():
+    from goodopt.solvers.ga_breeding import gather
+    from goodopt.solvers.genetic import _row_bytes
+
+    rng = np.random.default_rng(0)
+    pop, kids = rng.integers(0, 5, size=(4, 3, 2)), rng.integers(0, 5, size=(3, 3, 2))
+    rows = np.array([6, 0, 4, 4, 1])
+    assert np.array_equal(gather(pop, kids, rows), np.concatenate([pop, kids])[rows])
+    for shape in [(5, 3, 2), (3, 0, 4), (0, 3, 4)]:
+        a = rng.integers(0, 5, size=shape)
+        assert _row_bytes(a) == [row.tobytes() for row in a]
+        assert _row_bytes(a[::-1]) == [row.tobytes() for row in a[::-1]]

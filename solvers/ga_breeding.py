@@ -1,0 +1,87 @@
+"""One generation's offspring of the numpy GA engine as compiled loops (numba): binary tournaments and row
+crossover in one pass, the mutations applied from their draws, and the survivors gathered from parents and
+children.
+
+The random numbers are drawn by the caller with numpy, in the order the whole-array statements drew them
+(:func:`goodopt.solvers.ga_operators.row_crossover`, :func:`~goodopt.solvers.ga_operators.mutate`), and these
+loops only copy, compare and add integers, so a seed gives the same generations as those statements, to the
+last GPU; ``tests/test_ga_operators.py`` holds them to it. What they save is the dozen whole-population copies
+(fancy indexing, ``np.where``, concatenation) each generation made, which cost more than the work on the
+simulator's problems (tens of jobs and nodes, a population of 100).
+
+Shapes: populations (P, J, N) int64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from goodopt.arrays import Array
+
+_jit = njit(cache=True, nogil=True)
+
+
+@_jit
+def breed(pop: Array, fit: Array, cand: Array, mask_u: Array, cross_u: Array, prob: float, n_kids: int) -> Array:
+    """The children of ``M`` pairs of tournament winners: ``cand`` (2, 2M) are the tournaments (the fitter of
+    each column wins, the first on ties), winners ``0..M-1`` pair with ``M..2M-1``. A pair crosses when
+    ``cross_u < prob``: child 0 takes each job's row from the first parent where ``mask_u < 0.5``, else from
+    the second, child 1 the other; a pair that does not cross is copied. Children ``0..M-1`` are the pairs'
+    first, ``M..2M-1`` their second; the first ``n_kids`` are returned. Shapes: fit (P,), mask_u (M, J),
+    cross_u (M,) -> (n_kids, J, N)."""
+    M = cross_u.shape[0]
+    J, N = pop.shape[1], pop.shape[2]
+    win = np.empty(2 * M, np.int64)
+    for i in range(2 * M):
+        a, b = cand[0, i], cand[1, i]
+        win[i] = a if fit[a] >= fit[b] else b
+    kids = np.empty((n_kids, J, N), pop.dtype)
+    for i in range(M):
+        crossed = cross_u[i] < prob
+        for c in range(2):
+            row = c * M + i
+            if row >= n_kids:
+                continue
+            for j in range(J):
+                from_first = ((mask_u[i, j] < 0.5) == (c == 0)) if crossed else c == 0
+                src = win[i] if from_first else win[M + i]
+                for n in range(N):
+                    kids[row, j, n] = pop[src, j, n]
+    return kids
+
+
+@_jit
+def apply_mutations(a: Array, hp: Array, hj: Array, op: Array, zero_u: Array, node: Array, add: Array,
+                    current: Array) -> None:
+    """Mutate the hit rows ``(hp[h], hj[h])`` of ``a`` in place by their operation ``op[h]``: 0 resets the row to
+    ``current``, 1 zeroes each entry whose draw (the next row of ``zero_u``) is below 1/2, 2 adds ``add`` GPUs
+    on node ``node`` (the next of each). Shapes: hp, hj, op (H,), zero_u (H1, N), node, add (H2,),
+    current (J, N)."""
+    N = a.shape[2]
+    z, g = 0, 0
+    for h in range(hp.shape[0]):
+        p, j = hp[h], hj[h]
+        if op[h] == 0:
+            for n in range(N):
+                a[p, j, n] = current[j, n]
+        elif op[h] == 1:
+            for n in range(N):
+                if zero_u[z, n] < 0.5:
+                    a[p, j, n] = 0
+            z += 1
+        else:
+            a[p, j, node[g]] += add[g]
+            g += 1
+
+
+@_jit
+def gather(pop: Array, kids: Array, rows: Array) -> Array:
+    """Members ``rows`` of the parents followed by the children (row ``i >= P`` is child ``i - P``).
+    Shapes: pop (P, J, N), kids (C, J, N), rows (R,) -> (R, J, N)."""
+    P = pop.shape[0]
+    out = np.empty((rows.shape[0], pop.shape[1], pop.shape[2]), pop.dtype)
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        out[r] = pop[i] if i < P else kids[i - P]
+    return out
