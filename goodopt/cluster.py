@@ -26,7 +26,7 @@ class NodeGroup:
     n_nodes: int
     prefix: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.gpu_type:
             raise ScenarioError("gpu_type", "must be a non-empty string")
         if not 1 <= self.gpus_per_node <= MAX_GPUS_PER_NODE:
@@ -42,7 +42,7 @@ class Cluster:
 
     groups: tuple[NodeGroup, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.groups:
             raise ScenarioError("cluster.node_groups", "must list at least one node group")
         object.__setattr__(self, "groups", tuple(self.groups))

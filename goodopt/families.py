@@ -13,16 +13,19 @@ wherever a scenario name is accepted (``goodopt solve family:testbed-over:3``).
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .cluster import Cluster, NodeGroup
 from .errors import ValidationError
 from .generate import random_scenario
+from .objective import Objective
 from .outputs import atomic_dir
 from .profiles import save_profile
-from .scenario import Objective, Scenario, save_scenario
+from .scenario import Scenario, save_scenario
 from .validation import suggest
 
 
@@ -127,7 +130,7 @@ MAX_EXPORT_SEEDS = 1000
 EXPORT_COLUMNS = ("file", "family", "seed", "n_gpus", "n_nodes", "n_jobs", "gpu_types", "p", "description")
 
 
-def export_families(out_dir, seeds: int = 3, names=None) -> Path:
+def export_families(out_dir: str | os.PathLike[str], seeds: int = 3, names: Iterable[str] | None = None) -> Path:
     """Write every family's scenarios for seeds ``0 .. seeds-1`` as self-contained instance files.
 
     ``out_dir`` gets ``NAME-SEED.yaml`` per scenario (goodopt's scenario format, readable with

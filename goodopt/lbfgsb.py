@@ -25,6 +25,7 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -70,7 +71,8 @@ def minimize_lbfgsb(fun: ValueAndGradient, x0: Array, lower: Array, upper: Array
     return _drive(fun, x0, lower, upper, maxiter, ftol, gtol, maxcor, maxls, maxfun)
 
 
-def _through_minimize(fun, x0, lower, upper, maxiter, ftol, gtol, maxcor, maxls, maxfun) -> LbfgsbResult:
+def _through_minimize(fun: ValueAndGradient, x0: Array, lower: Array, upper: Array, maxiter: int, ftol: float,
+                      gtol: float, maxcor: int, maxls: int, maxfun: int) -> LbfgsbResult:
     res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=list(zip(lower, upper)),
                    options={"maxiter": maxiter, "ftol": ftol, "gtol": gtol, "maxcor": maxcor, "maxls": maxls,
                             "maxfun": maxfun})
@@ -86,7 +88,8 @@ def _bounds(lower: Array, upper: Array) -> tuple[Array, Array, Array]:
     return np.where(has_lo, lower, 0.0), np.where(has_up, upper, 0.0), kind
 
 
-def _drive(fun, x0, lower, upper, maxiter, ftol, gtol, maxcor, maxls, maxfun) -> LbfgsbResult:
+def _drive(fun: ValueAndGradient, x0: Array, lower: Array, upper: Array, maxiter: int, ftol: float, gtol: float,
+           maxcor: int, maxls: int, maxfun: int) -> LbfgsbResult:
     """scipy's ``_minimize_lbfgsb`` loop around ``setulb``, the objective called directly."""
     from scipy.optimize import _lbfgsb
 
@@ -134,7 +137,7 @@ def kernel_agrees() -> bool:
     """Whether this process's scipy kernel, driven here, gives :func:`scipy.optimize.minimize`'s answer to the
     last bit on a bounded test problem (one bound active); False when it cannot be called."""
     lower, upper, x0 = np.array([-2.0, -2.0, 0.5]), np.array([2.0, 2.0, 0.9]), np.array([-1.2, 1.0, 0.6])
-    opts = dict(maxiter=2000, ftol=1e-12, gtol=1e-9, maxcor=10, maxls=20, maxfun=15000)
+    opts: dict[str, Any] = dict(maxiter=2000, ftol=1e-12, gtol=1e-9, maxcor=10, maxls=20, maxfun=15000)
     try:
         mine = _drive(_check_problem, x0, lower, upper, **opts)
     except (ImportError, AttributeError, TypeError, ValueError) as exc:

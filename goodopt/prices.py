@@ -9,6 +9,7 @@ names it. Prices are per GPU: an instance's hourly price divided by its GPUs.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 
 #: On-demand price per GPU-hour (USD) of each shipped GPU type with a published cloud price.
 PRICES_PER_GPU_H = {
@@ -20,7 +21,7 @@ PRICES_PER_GPU_H = {
 }
 
 
-def price_per_gpu_h(gpu_type: str, overrides=()) -> float:
+def price_per_gpu_h(gpu_type: str, overrides: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> float:
     """The price of one GPU of ``gpu_type`` per hour: ``overrides`` (pairs or mapping) first, then
     :data:`PRICES_PER_GPU_H`, else NaN (no published price: e.g. RTX 2080Ti, Quadro RTX 6000)."""
     own = dict(overrides)

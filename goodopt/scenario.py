@@ -60,7 +60,8 @@ import yaml
 
 from .cluster import Cluster, NodeGroup
 from .errors import ScenarioError
-from .objective import Objective, objective_from_dict  # Objective: also importable from here, as documented
+from .objective import Objective as Objective  # also importable from here, as documented
+from .objective import objective_from_dict
 from .outputs import write_text
 from .problem import AllocationProblem
 from .profiles import AppProfile, ThroughputProfile, load_profile, shipped_profile, shipped_profile_names

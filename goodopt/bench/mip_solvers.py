@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import resource
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -53,8 +54,8 @@ def _row(family: str, seed: int, objective: str, solver: str, time_limit_s: floa
             else None, "message": r.message[:160]}
 
 
-def solver_table(time_limit_s: float = TIME_LIMIT_S, instances=INSTANCES, objectives=("own", "sia"),
-                 progress=None) -> list[dict[str, Any]]:
+def solver_table(time_limit_s: float = TIME_LIMIT_S, instances: Sequence[tuple[str, int]] = INSTANCES,
+                 objectives: Sequence[str] = ("own", "sia"), progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """One row per instance x objective x solver; ``ratio_to_highs`` (CPU) and ``same_optimum`` (fitness within
     1e-6 of HiGHS's where both are optimal) against HiGHS's row of the same instance in this run."""
     rows: list[dict[str, Any]] = []

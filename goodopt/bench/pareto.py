@@ -4,6 +4,7 @@ the exact front's, both measured in this run (:mod:`goodopt.pareto`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..families import FAMILIES
@@ -21,7 +22,7 @@ ALGORITHMS = ("nsga2", "nsga3")
 SEEDS = (0, 1, 2)
 
 
-def pareto_table(progress=None) -> list[dict[str, Any]]:
+def pareto_table(progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """One row per instance and heuristic run: its front's size, CPU seconds and indicators, with the exact front's
     size, certified points and CPU seconds; then per instance and heuristic one row per attainment surface over
     its seeds (``surface``: best, median, worst; its CPU seconds those of all its seeds)."""

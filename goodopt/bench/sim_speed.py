@@ -42,7 +42,7 @@ SCALES: tuple[tuple[str, Callable[[], Any], float, float | None, tuple[str, ...]
 )
 
 
-def run(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict]:
+def run(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """One row per (scale, policy) of :data:`SCALES`."""
     rows = []
     for name, make_cluster, hours, window, policies in SCALES:
@@ -61,7 +61,7 @@ def run(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict]
     return rows
 
 
-def _one(scale: str, cluster: Any, wl: Any, truth: Any, window: float | None, policy: str, seed: int) -> dict:
+def _one(scale: str, cluster: Any, wl: Any, truth: Any, window: float | None, policy: str, seed: int) -> dict[str, Any]:
     """One simulation, whole (``window`` None) or its first ``window`` simulated seconds."""
     cpu, wall = time.process_time(), time.perf_counter()
     if window is None:

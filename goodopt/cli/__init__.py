@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
 #: The exit status of an interrupted command (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
@@ -56,7 +57,7 @@ def console() -> int:
     return status
 
 
-def _import_the_command_line():
+def _import_the_command_line() -> Callable[[list[str] | None], int]:
     """:func:`goodopt.cli.app.run`, imported with Ctrl-C held back; a Ctrl-C meanwhile ends the process at once
     with status 130 and one line (nothing was done yet).
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 
-from .common import console, fmt
+from .common import AddParser, console, fmt
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``check`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("check", help="judge an answer (an allocation file, or a solver's .sol for the exported model) "
                           "against an instance, trusting nothing in it")
@@ -21,7 +22,7 @@ def add_parser(add) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """Exit 0 when the answer is feasible and beats no certified value or bound, 1 otherwise."""
     from ..library.check import check
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,9 @@ from rich.console import Console
 
 from ..errors import ValidationError
 from ..yaml12 import load_yaml
+
+#: What a sub-command's ``add_parser`` is handed: ``add(name, **kw)`` makes the sub-command's parser.
+AddParser = Callable[..., argparse.ArgumentParser]
 
 log = logging.getLogger("goodopt.cli")
 

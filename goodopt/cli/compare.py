@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ from rich.table import Table
 from .common import (
     SECONDS,
     SEEDS,
+    AddParser,
     LazyHelp,
     NamesAction,
     check_figure_path,
@@ -20,7 +22,7 @@ from .common import (
 )
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``compare`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("compare", help="compare methods on scenarios; writes a tidy CSV")
     p.add_argument("scenarios", nargs="*", help="scenario files, shipped names, or family:NAME:SEED (with "
@@ -85,7 +87,7 @@ def method_options(items, methods) -> dict:
     return per_method
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt compare``: methods x scenarios x seeds into one tidy CSV."""
     from ..errors import ValidationError
     from ..outputs import check_output

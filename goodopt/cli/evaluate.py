@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from rich.table import Table
 
-from .common import console, fmt
+from .common import AddParser, console, fmt
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``evaluate`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("evaluate", help="score an allocation of a scenario")
     p.add_argument("scenario")
@@ -18,7 +19,7 @@ def add_parser(add) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt evaluate``: score an allocation file on a scenario."""
     from ..errors import ScenarioError
     from ..sources import load_scenario

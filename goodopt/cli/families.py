@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 from rich.table import Table
 
-from .common import EXPORT_SEEDS, LazyHelp, NamesAction, console, family_names
+from .common import EXPORT_SEEDS, AddParser, LazyHelp, NamesAction, console, family_names
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``families`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("families", help="the shipped scenario families; --export writes their instances as files")
     p.add_argument("--export", default=None, metavar="DIR",
@@ -18,7 +20,7 @@ def add_parser(add) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt families``: list the shipped families, or export their instances (``--export DIR``)."""
     from ..families import FAMILIES, export_families
 

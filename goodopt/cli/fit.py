@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -9,10 +10,10 @@ import yaml
 from rich.table import Table
 
 from ..yaml12 import load_yaml
-from .common import console
+from .common import AddParser, console
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``fit`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("fit", help="fit application profiles from the published traces")
     p.add_argument("--traces", default=None, help="traces folder (default: $GOODOPT_TRACES or ../shared/traces)")
@@ -24,7 +25,7 @@ def add_parser(add) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt fit``: fit application profiles (and Gavel's) from the traces; every changed file is put in
     place together when all fits are done (an interrupted fit changes nothing)."""
     from ..fitting import fit_application

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 from rich.table import Table
 
-from .common import console, fmt, warn_pinned
+from .common import AddParser, console, fmt, warn_pinned
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``info`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("info", help="summarise a scenario (file or shipped name)")
     p.add_argument("scenario")
@@ -15,7 +17,7 @@ def add_parser(add) -> None:
 
 
 # ------------------------------------------------------------------ commands
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt info``: print a scenario's cluster, objective and jobs."""
     from ..sources import load_scenario
 

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from .common import EXPORT_SEEDS, LazyHelp, NamesAction, console, family_names
+from .common import EXPORT_SEEDS, AddParser, LazyHelp, NamesAction, console, family_names
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``library`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("library", help="build or verify a benchmark library of instances with certified values")
     sub = p.add_subparsers(dest="action", required=True)

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 
 from rich.table import Table
 
 from ..errors import ValidationError
-from .common import console
+from .common import AddParser, console
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``options`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("options", help="every option of a method or simulation policy, with its default (plug-ins included)")
     p.add_argument("name", nargs="?", default=None, help="a method or policy (default: list them)")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt options [NAME]``: the registries' methods and policies, or one's options and defaults."""
     from ..sim.policies import POLICIES, policy_options
     from ..solvers.api import METHOD_OPTIONS

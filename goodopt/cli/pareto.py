@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from .common import SEEDS, check_figure_path, console, key_values
+from .common import SEEDS, AddParser, check_figure_path, console, key_values
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``pareto`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("pareto", help="the Pareto front of one scenario: exact points and heuristic fronts; writes a tidy CSV")
     p.add_argument("scenario", help="a scenario file, a shipped name, or family:NAME:SEED")
@@ -28,7 +29,7 @@ def add_parser(add) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt pareto``."""
     from ..outputs import check_output, output_set
     from ..pareto.exact import ExactFrontOptions

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from rich.table import Table
 
-from .common import WORKERS, console, dask_address, fmt
+from .common import WORKERS, AddParser, console, dask_address, fmt
 
 #: the experiments' names as ``goodopt.reproduce.EXPERIMENTS`` holds them (spelled here so ``--help`` does not import
 #: the runs layer; a test keeps the two equal)
 EXPERIMENT_NAMES = ("pollux-fig8", "pollux-sensitivity", "sia-table3", "gavel-hetero")
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``reproduce`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("reproduce", help="re-run the papers' headline experiments on the published traces; one report")
     p.add_argument("experiments", nargs="*", default=None,
@@ -28,7 +29,7 @@ def add_parser(add) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt reproduce``: the papers' headline experiments beside the published numbers; one report."""
 
     from ..outputs import check_output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 
@@ -14,6 +15,7 @@ from .common import (
     SEED,
     SEEDS,
     WORKERS,
+    AddParser,
     LazyHelp,
     NamesAction,
     console,
@@ -28,7 +30,7 @@ from .common import (
 log = logging.getLogger("goodopt.cli")
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``simulate`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("simulate", help="simulate workloads under scheduling policies")
     p.add_argument("workloads", nargs="+", help="workload CSVs, folders of them, or generated:LOAD:SEED")
@@ -103,7 +105,7 @@ def _truth_source(args) -> str:
         return "model"
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt simulate``: run workloads under policies; per-run tables and a summary table."""
     from ..outputs import check_output
     from ..runs.simulations import run_simulations

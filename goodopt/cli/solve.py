@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
 from rich.table import Table
 
 from ..errors import ValidationError
-from .common import SECONDS, SEED, LazyHelp, NamesAction, console, fmt, key_values, method_names, warn_pinned
+from .common import SECONDS, SEED, AddParser, LazyHelp, NamesAction, console, fmt, key_values, method_names, warn_pinned
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``solve`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("solve", help="solve a scenario's allocation problem with one method")
     p.add_argument("scenario", help="scenario file, shipped name, or family:NAME:SEED")
@@ -47,7 +48,7 @@ def _method_options(args, method):
     return opts
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt solve``: one method on one scenario; a table or JSON."""
     from ..progress import status_line
     from ..solvers import solve

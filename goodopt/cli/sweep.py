@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
-from .common import WORKERS, console, dask_address, print_tasks
+from .common import WORKERS, AddParser, console, dask_address, print_tasks
 
 
-def add_parser(add) -> None:
+def add_parser(add: AddParser) -> None:
     """The ``sweep`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
     p = add("sweep", help="run a grid of solves or simulations from a YAML spec; one tidy table")
     p.add_argument("spec", help="sweep spec (YAML; its fields: the docstring of goodopt.runs.spec)")
@@ -27,7 +28,7 @@ def add_parser(add) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     """``goodopt sweep``: run a sweep spec (cached, local processes or Dask) into tidy tables."""
     from ..outputs import check_output
     from ..runs.spec import load_spec

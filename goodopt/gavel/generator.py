@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import TraceError, ValidationError
 from .published import GAVEL_REFERENCE_TYPE, GAVEL_SCALE_FACTORS, GavelThroughputs, job_type_slug
@@ -45,7 +46,12 @@ GAVEL_JOB_TABLE = (
 SINGLE_GPU = {1: 1.0}
 
 
-def check_scale_factors(scale_factors) -> dict[int, float]:
+#: Job sizes and their probabilities as a spec gives them: a mapping, or (size, probability) pairs; None or empty
+#: for Gavel's. Keys and values are checked, so anything may come (sizes as strings, say).
+ScaleFactors = Mapping[Any, Any] | Sequence[tuple[Any, Any]] | None
+
+
+def check_scale_factors(scale_factors: ScaleFactors) -> dict[int, float]:
     """``{GPUs: probability}`` with sizes in 1, 2, 4, 8 and probabilities summing to 1 (empty: Gavel's)."""
     if scale_factors is None or (isinstance(scale_factors, (Mapping, tuple, list)) and len(scale_factors) == 0):
         return dict(GAVEL_SCALE_FACTORS)
@@ -85,7 +91,7 @@ def _size(r: float, scale_factors: dict[int, float]) -> int:
 
 
 def gavel_trace_exact(throughputs: GavelThroughputs, rate_per_h: float, n_jobs: int, seed: int,
-                      scale_factors=None) -> tuple[RigidJob, ...]:
+                      scale_factors: ScaleFactors = None) -> tuple[RigidJob, ...]:
     """``n_jobs`` jobs as Gavel's simulator generates them for ``seed`` (see the module docstring)."""
     if not (isinstance(rate_per_h, (int, float)) and 0 < rate_per_h < float("inf")):
         raise ValidationError("rate_per_h", f"must be a positive number of jobs per hour, got {rate_per_h!r}")

@@ -40,7 +40,7 @@ class HeuristicFrontOptions:
             raise ValidationError("seed", f"must be a whole number >= 0, got {self.seed!r}")
 
 
-class CriteriaProblem(Problem):  # pymoo publishes no types (its imports are untyped)
+class CriteriaProblem(Problem):  # type: ignore[misc]  # pymoo publishes no types (its imports are untyped)
     """Allocations as J * N integers; objectives the criteria (maximised ones negated), one constraint: the
     evaluator's violation (0 after repair). ``constrained=False`` (MOEA/D, which takes no constraints): an
     infeasible member's objectives are +inf instead (none is, after repair)."""

@@ -32,7 +32,8 @@ from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s
 from goodopt.traces import traces_dir
 from goodopt.validation import suggest
 
-from .experiments import EXPERIMENTS, Comparison, TaskBatch, read_published
+from .comparison import Comparison, TaskBatch, read_published
+from .experiments import EXPERIMENTS
 from .report import write_figure, write_report
 
 log = logging.getLogger(__name__)

@@ -103,7 +103,7 @@ def judged_status(claimed: str, rep: Any) -> str:
     return "optimal" if ok else "numerical"
 
 
-def variability(scenarios: Sequence[Any], methods: Sequence[str], k: int, *, options: Mapping | None = None,
+def variability(scenarios: Sequence[Any], methods: Sequence[str], k: int, *, options: Mapping[str, Any] | None = None,
                 time_limit_s: float | None = None, seed: int = 0) -> pd.DataFrame:
     """Each scenario x method solved ``k + 1`` times: as given (permutation 0) and with jobs and nodes
     permuted by ``numpy.random.default_rng(seed + i)`` (and solver seed ``i``). One row per solve."""

@@ -18,7 +18,7 @@ Each solve's trace is its ``(seconds, incumbent, bound)`` points in fitness unit
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,8 @@ def closed_trace(trace: Trace, seconds: float, fitness: float, bound: float) -> 
     return points + [(float(seconds), float(fitness), float(bound))]
 
 
-def _steps(points: list[tuple[float, float, float]], horizon: float, gap) -> float:
+def _steps(points: list[tuple[float, float, float]], horizon: float,
+           gap: Callable[[float, float], float]) -> float:
     """``\\int_0^horizon`` of the step function ``gap(point)`` (1 before the first point)."""
     total, t_prev, g_prev = 0.0, 0.0, 1.0
     for t, f, b in points:

@@ -29,7 +29,7 @@ class PoolView:
     cluster: Cluster | None  # None when no node is provisioned
     index: np.ndarray
 
-    def to_full(self, x, n_nodes: int) -> np.ndarray:
+    def to_full(self, x: np.ndarray, n_nodes: int) -> np.ndarray:
         """An allocation on the view as one on the full cluster. Shapes: (J, V) -> (J, N)."""
         out = np.zeros((x.shape[0], n_nodes), dtype=np.int64)
         out[:, self.index] = x

@@ -62,7 +62,7 @@ RIGID_PRESET_LP_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-def _check_name(name: object, known: dict, field: str, other: dict, other_kind: str) -> str:
+def _check_name(name: object, known: dict[str, Any], field: str, other: dict[str, Any], other_kind: str) -> str:
     if isinstance(name, str) and name in known:
         return name
     hint = (f"{name!r} is a preset of {other_kind}; " if isinstance(name, str) and name in other else

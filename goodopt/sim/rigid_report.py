@@ -29,7 +29,7 @@ def job_table(run: Any, window: tuple[int, int]) -> pd.DataFrame:  # run: rigid.
     return pd.DataFrame(rows, columns=list(RIGID_JOB_COLUMNS))
 
 
-def run_summary(run: Any, window: tuple[int, int], wall_s: float) -> dict:  # run: rigid._Run
+def run_summary(run: Any, window: tuple[int, int], wall_s: float) -> dict[str, Any]:  # run: rigid._Run
     """Window statistics; an unfinished job counts at its age so far (a lower bound), and a window job that
     had not even arrived when the run stopped makes them undefined (NaN: the run ended too early)."""
     w = slice(*window)
