@@ -6,6 +6,9 @@ the same seed gives the same scenario.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from .cluster import Cluster, NodeGroup
@@ -21,7 +24,7 @@ _REQUEST_GPUS = np.array([1, 2, 4, 8, 16])
 _REQUEST_P = np.array([0.45, 0.2, 0.2, 0.1, 0.05])
 
 
-def _rng(seed) -> np.random.Generator:
+def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     if seed is None:
@@ -29,7 +32,8 @@ def _rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def _place_running(node_type: np.ndarray, free: np.ndarray, g: int, k: int, multi_used: np.ndarray):
+def _place_running(node_type: np.ndarray, free: np.ndarray, g: int, k: int,
+                   multi_used: np.ndarray) -> np.ndarray | None:
     """A running job's packed row: ``k`` GPUs of type ``g`` on one node (best fit, ties to the lowest-numbered
     node), else on the freest nodes no other multi-node job uses; ``None`` if impossible. ``free`` and
     ``multi_used`` are updated on success. Shapes: (N,) arrays -> row (N,) or None."""
@@ -43,9 +47,10 @@ def _place_running(node_type: np.ndarray, free: np.ndarray, g: int, k: int, mult
     return row
 
 
-def random_scenario(seed, cluster: Cluster, n_jobs: int, *, mix=None, running_fraction: float = 0.6,
+def random_scenario(seed: int | np.random.Generator, cluster: Cluster, n_jobs: int, *,
+                    mix: Mapping[str, float] | None = None, running_fraction: float = 0.6,
                     objective: Objective | None = None, max_gpus: int | None = None,
-                    name: str = "random", profiles=None) -> Scenario:
+                    name: str = "random", profiles: Mapping[str, Any] | None = None) -> Scenario:
     """A random scheduling round on ``cluster`` with ``n_jobs`` jobs.
 
     Applications are drawn from ``mix`` (default: the Pollux workload mix),
@@ -57,9 +62,9 @@ def random_scenario(seed, cluster: Cluster, n_jobs: int, *, mix=None, running_fr
     if n_jobs < 1:
         raise ValidationError("n_jobs", f"must be >= 1, got {n_jobs}")
     rng = _rng(seed)
-    mix = dict(mix or POLLUX_MIX)
-    apps = sorted(mix)
-    weights = np.array([mix[a] for a in apps], dtype=float)
+    weight_of = dict(mix or POLLUX_MIX)
+    apps = sorted(weight_of)
+    weights = np.array([weight_of[a] for a in apps], dtype=float)
     profiles = dict(profiles or {a: shipped_profile(a) for a in apps})
     app_idx = rng.choice(len(apps), size=n_jobs, p=weights / weights.sum())
     ages = rng.uniform(0, 8 * 3600, size=n_jobs).round(0)

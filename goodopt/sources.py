@@ -37,7 +37,7 @@ def _shipped_file(name: str) -> Path | None:
     return Path(str(f)) if f.is_file() else None
 
 
-def load_scenario(source) -> Scenario:
+def load_scenario(source: object) -> Scenario:  # source: a path, a name or family:NAME:SEED; read as str()
     """Load a scenario from a YAML file, a shipped scenario by name (``pollux-testbed``),
     or a generated family member (``family:testbed-over:3``, see :mod:`goodopt.families`)."""
     s = str(source)
@@ -56,7 +56,7 @@ def load_scenario(source) -> Scenario:
     return scenario_from_file(p)
 
 
-def check_source(source) -> None:
+def check_source(source: object) -> None:
     """Check a scenario spelling before any work: a family member's name and seed, a shipped name, or a
     scenario file (read and validated in full, with its profiles)."""
     s = str(source)
@@ -66,7 +66,7 @@ def check_source(source) -> None:
         load_scenario(s)
 
 
-def scenario_inputs(source) -> list[Path]:
+def scenario_inputs(source: object) -> list[Path]:
     """The files that loading ``source`` reads besides the shipped data: the scenario file and the
     profile files it references. Empty for family members and shipped names (shipped data only)."""
     s = str(source)

@@ -5,6 +5,7 @@ p marked on it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -13,11 +14,14 @@ from goodopt.pareto.figure import Drawn, draw_panel
 
 from .style import save
 
+if TYPE_CHECKING:
+    from .experiments import Context
+
 #: (family, seed) of the two panels.
 INSTANCES = (("cluster-64", 0), ("hetero-16", 0))
 
 
-def pareto_tables(ctx) -> list[Path]:
+def pareto_tables(ctx: Context) -> list[Path]:
     """The points of every front and the fitness optima at each p, per instance (two tables)."""
     from goodopt.pareto.exact import ExactFrontOptions
     from goodopt.pareto.heuristic import HeuristicFrontOptions
@@ -38,7 +42,7 @@ def pareto_tables(ctx) -> list[Path]:
             write_table(pd.DataFrame(powers), ctx.tables, "pareto_powers", scale=ctx.scale)]
 
 
-def plot_pareto(tables: Path, out: Path):
+def plot_pareto(tables: Path, out: Path) -> list[Path]:
     """One panel per instance, from the two tables."""
     import matplotlib.pyplot as plt
 

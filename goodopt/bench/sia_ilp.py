@@ -15,6 +15,7 @@ under :data:`goodopt.bench.solvers.REPEAT_BELOW_S`; a family's row gives the med
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -66,7 +67,7 @@ def _rows(mm: Any, keep: np.ndarray) -> Any:
                    names=tuple(mm.names[i] for i in keep), pattern_types=(), aggregate_types=())
 
 
-def _least_cpu(run) -> tuple[float, Any]:
+def _least_cpu(run: Callable[[], Any]) -> tuple[float, Any]:
     best, result, _ = least_cpu_of(run, clock=cpu_now, repeats=REPEATS)
     return best, result
 
@@ -88,7 +89,8 @@ def instance_row(family: str, seed: int) -> dict[str, Any]:
     return row
 
 
-def sia_table(instances=INSTANCES, progress=None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def sia_table(instances: Sequence[tuple[str, Sequence[int]]] = INSTANCES,
+              progress: Callable[[], None] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per instance rows, and per family: the median and the worst (largest) ratio over its seeds."""
     rows = []
     for family, seeds in instances:

@@ -9,12 +9,14 @@ policy wall time``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from goodopt.generate import testbed_cluster
 from goodopt.sim import generate_workload, model_truth, simulate
 
 #: (label, policy, options). The first is the baseline.
-RUNS: tuple[tuple[str, str, dict], ...] = (
+RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("pollux (pymoo GA loop)", "pollux", {"engine": "pymoo"}),
     ("pollux (numpy GA loop, 100 generations)", "pollux", {"stall_generations": None}),
     ("pollux (default: numpy, stall 20)", "pollux", {}),
@@ -27,7 +29,7 @@ RUNS: tuple[tuple[str, str, dict], ...] = (
 MIX = {"cifar10": 0.45, "ncf": 0.35, "deepspeech2": 0.1, "bert": 0.1}
 
 
-def run(seed: int = 0, hours: float = 1.0, progress=None) -> list[dict]:
+def run(seed: int = 0, hours: float = 1.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     wl = generate_workload(seed, load=1.0, hours=hours, mix=MIX, name=f"bench-{hours:g}h")
     truth = model_truth(sorted(MIX))
     cluster = testbed_cluster()

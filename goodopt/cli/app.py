@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import sys
+from typing import Any
 
 from .._version import __version__
 from ..errors import GoodoptError, Interrupted
@@ -23,7 +24,7 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
     """``--help`` with each option's default, except where there is none to tell (None, False) or the help says
     it already."""
 
-    def _get_help_string(self, action):
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
             return text
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=verbose)
     sub = ap.add_subparsers(dest="command", required=True)
 
-    def add(name, **kw):  # every sub-command: the common flags, and its defaults shown in --help
+    def add(name: str, **kw: Any) -> argparse.ArgumentParser:  # every sub-command: the common flags, and its defaults shown in --help
         return sub.add_parser(name, parents=[common], formatter_class=_Defaults, **kw)
 
     for command in COMMANDS:
@@ -56,7 +57,7 @@ def _configure_logging(verbose: int) -> None:
     logging.getLogger("goodopt").setLevel([logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)])
 
 
-def run(argv=None) -> int:
+def run(argv: list[str] | None = None) -> int:
     """Parse, configure logging, run; returns the exit status (2 on bad input; :func:`goodopt.cli.main` answers
     a Ctrl-C before the command starts)."""
     _configure_logging(0)  # warnings while the arguments are read (a plug-in that fails to load) are shown too

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from .common import EXPORT_SEEDS, AddParser, LazyHelp, NamesAction, console, family_names
 
 
@@ -30,15 +32,14 @@ def add_parser(add: AddParser) -> None:
     v.set_defaults(func=run_verify)
 
 
-def _verbose(p) -> None:
+def _verbose(p: argparse.ArgumentParser) -> None:
     """``-v`` after the action too, as after every other sub-command."""
-    import argparse
 
     p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                    help="more logging: -v progress and info, -vv goodopt's debug, -vvv every library's debug")
 
 
-def run_build(args) -> int:
+def run_build(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..library.build import OBJECTIVES, build, tiers
@@ -68,7 +69,7 @@ def run_build(args) -> int:
     return 0
 
 
-def run_verify(args) -> int:
+def run_verify(args: argparse.Namespace) -> int:
     from ..library import shipped
     from ..library.verify import verify
 

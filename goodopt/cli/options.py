@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
 from rich.table import Table
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     found = [(f"method {args.name}", METHOD_OPTIONS.get(args.name)), (f"policy {args.name}",
              policy_options(args.name) if args.name in POLICIES else None)]
     found = [(what, opts) for what, opts in found if opts is not None]
-    shown: list[tuple[str, dict]] = [(what, opts) for what, opts in found if opts is not None]
+    shown: list[tuple[str, dict[str, Any]]] = [(what, opts) for what, opts in found if opts is not None]
     if not found:
         raise ValidationError("name", f"no method or policy is called {args.name!r}",
                               f"{suggest(args.name, [*METHOD_OPTIONS, *POLICIES])}run goodopt options to list them")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from .common import SEEDS, AddParser, check_figure_path, console, key_values
 
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _surface_rows(study) -> list[dict]:
+def _surface_rows(study: Any) -> list[dict[str, Any]]:  # study: a pareto.study.ParetoStudy
     """The attainment table: one row per surface point (method, level, percentile, seeds, criteria), then,
     where there is an exact front, the surface's indicators joined on (method, level)."""
     from ..pareto.indicators import JUDGED

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .common import WORKERS, AddParser, console, dask_address, print_tasks
 
+if TYPE_CHECKING:
+    from ..runs.spec import SweepSpec
 
 def add_parser(add: AddParser) -> None:
     """The ``sweep`` sub-command's arguments (``add(name, **kw)`` makes its parser)."""
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_other_results(out: Path, spec) -> None:
+def _refuse_other_results(out: Path, spec: SweepSpec) -> None:
     """Refuse to replace a table at ``out`` unless this spec wrote it (re-running a sweep brings its own table up
     to date; another spec's results, or a file goodopt's metadata does not describe, are kept unless --force)."""
     import json

@@ -13,7 +13,7 @@ import re
 import shutil
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 log = logging.getLogger("goodopt.outputs")
@@ -34,7 +34,7 @@ def temp_name(path: Path, tag: str) -> Path:
     return path.with_name(f".{path.name}.goodopt-{tag}-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
-def debris(folder: Path, name: str | None = None, tags=("tmp", "partial", "old")) -> Iterator[Path]:
+def debris(folder: Path, name: str | None = None, tags: tuple[str, ...] = ("tmp", "partial", "old")) -> Iterator[Path]:
     """goodopt's temporaries in ``folder`` (of output ``name``, or of any) left by a dead process of this host.
 
     A name goodopt did not make, another host's temporaries (its process may live) and a folder without
@@ -56,13 +56,13 @@ def debris(folder: Path, name: str | None = None, tags=("tmp", "partial", "old")
         yield p
 
 
-def remove_debris(folder) -> None:
+def remove_debris(folder: Path) -> None:
     """Remove goodopt's own temporaries of any output in ``folder`` (a folder only goodopt writes, such as a
     cache) left by interrupted runs on this host (logged)."""
     remove(debris(Path(folder)))
 
 
-def remove(paths) -> None:
+def remove(paths: Iterable[Path]) -> None:
     for p in paths:
         log.warning("removing %s, left by an interrupted goodopt run", p)
         if p.is_dir() and not p.is_symlink():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -29,7 +30,7 @@ SIA_POLICIES = {"sia": ("sia", {}), "pollux": ("pollux", SIA_POLLUX), "gavel-tun
 SIA_TRACES = ("philly", "saturn")
 
 
-def sia_specs(traces: Path, quick: bool) -> list[dict]:
+def sia_specs(traces: Path, quick: bool) -> list[dict[str, Any]]:
     out = []
     for trace in SIA_TRACES[:1] if quick else SIA_TRACES:
         folder = traces / "sia" / "workloads" / trace
@@ -42,7 +43,7 @@ def sia_specs(traces: Path, quick: bool) -> list[dict]:
     return out
 
 
-def sia_compare(tables: dict, traces: Path) -> list[Comparison]:
+def sia_compare(tables: dict[str, pd.DataFrame], traces: Path) -> list[Comparison]:
     pub = read_published(traces, SIA_PUBLISHED)
     out = []
     for trace in SIA_TRACES:
@@ -69,7 +70,7 @@ SIA_METRICS = {"avg JCT (h)": "avg_jct_h", "p99 JCT (h)": "p99_jct_h", "makespan
                "GPU-hours per job": "gpu_hours_per_job", "restarts per job": "restarts_per_job"}
 
 
-def _sia_metrics(runs: pd.DataFrame, jobs: pd.DataFrame) -> dict:
+def _sia_metrics(runs: pd.DataFrame, jobs: pd.DataFrame) -> dict[str, pd.Series]:
     """Per policy label, each :data:`SIA_METRICS` column as a mean over the workloads."""
     per_run = jobs.groupby(["label", "workload"]).agg(gpu_s=("attained_gpu_s", "mean"),
                                                       restarts=("n_restarts", "mean"))

@@ -7,6 +7,10 @@ a cache. ``gap_to_bound`` is NaN where no method proved a bound.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import pandas as pd
 
 from goodopt.errors import ValidationError
@@ -19,9 +23,14 @@ from .tables import COLUMNS, add_reference_columns, frame
 from .task_types import SolveTask
 from .tasks import solve_task
 
+#: A scenario as compare takes it: a file, a shipped name, ``family:NAME:SEED``, or the object itself.
+ScenarioSource = str | os.PathLike[str] | Scenario
 
-def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=None, progress=True,
-            workers: int = 1, traces: bool = False, cache_dir=None) -> pd.DataFrame:
+
+def compare(scenarios: Sequence[ScenarioSource], methods: Sequence[str], *, n_seeds: int = 1,
+            time_limit_s: float | None = None, options: Mapping[str, Mapping[str, Any]] | None = None,
+            progress: bool = True, workers: int = 1, traces: bool = False,
+            cache_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """Solve every scenario with every method (randomised ones with ``n_seeds`` seeds).
 
     ``scenarios`` are files, shipped names, ``family:NAME:SEED`` or
@@ -47,7 +56,9 @@ def compare(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=
     return df
 
 
-def compare_tasks(scenarios, methods, *, n_seeds: int = 1, time_limit_s=None, options=None) -> list[SolveTask]:
+def compare_tasks(scenarios: Sequence[ScenarioSource], methods: Sequence[str], *, n_seeds: int = 1,
+                  time_limit_s: float | None = None,
+                  options: Mapping[str, Mapping[str, Any]] | None = None) -> list[SolveTask]:
     """The solve tasks of :func:`compare` (checked: methods known, every scenario readable), in its order."""
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValidationError("seeds", f"must be a whole number >= 1, got {n_seeds!r}")

@@ -42,7 +42,7 @@ def pareto_tasks(spec: SweepSpec) -> list[ParetoTask]:
             for s in ((None,) if v.name == "exact" else spec.seeds)]
 
 
-def run_pareto_task(task: ParetoTask) -> dict:
+def run_pareto_task(task: ParetoTask) -> dict[str, Any]:
     """``{"row": the front's summary, "jobs": its points}`` (see the module)."""
     t0 = time.process_time()
     problem = load_scenario(task.scenario).problem()
@@ -91,7 +91,7 @@ def judged(table: pd.DataFrame, points: pd.DataFrame, spec: SweepSpec) -> pd.Dat
     return pd.concat([out, pd.DataFrame(extra)], ignore_index=True) if extra else out
 
 
-def _front(points: pd.DataFrame, label: str, seed, criteria, rows: pd.DataFrame) -> Front | None:
+def _front(points: pd.DataFrame, label: str, seed: int | None, criteria: Any, rows: pd.DataFrame) -> Front | None:
     """The front of ``label`` (and ``seed``) rebuilt from its points' rows (values only); None when the sweep
     holds no such front."""
     task_rows = rows[(rows["label"] == label) & (rows["seed"].isna() if seed is None else rows["seed"] == seed)]

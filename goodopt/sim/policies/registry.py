@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from goodopt.errors import ValidationError
 from goodopt.plugins import POLICY_GROUP, PluginRegistry
 from goodopt.solvers.options import OPTIONS, refuse_file_options
@@ -31,7 +33,7 @@ POLICIES = PluginRegistry(POLICY_GROUP, lambda name, cls: register_policy(name, 
 })
 
 
-def register_policy(name: str, cls) -> None:
+def register_policy(name: str, cls: type[Policy]) -> None:
     """Add a simulation policy class under ``name``: from then on ``simulate``, sweeps and the command line
     take it."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
@@ -43,7 +45,7 @@ def register_policy(name: str, cls) -> None:
     POLICIES[name] = cls
 
 
-def policy_options(name: str) -> dict:
+def policy_options(name: str) -> dict[str, Any]:
     """The keyword options of policy ``name`` and their defaults (its class and its bases)."""
     import inspect
 
@@ -56,7 +58,7 @@ def policy_options(name: str) -> dict:
     return out
 
 
-def make_policy(name: str, **options) -> Policy:
+def make_policy(name: str, **options: Any) -> Policy:
     """A policy by name with its keyword options (validated by the class)."""
     if isinstance(name, Policy):
         return name
