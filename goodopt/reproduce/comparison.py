@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -62,7 +63,7 @@ class TaskBatch:
     """Tasks an experiment runs that no sweep spec describes (e.g. rigid-job runs), under a table name."""
 
     name: str
-    tasks: tuple
+    tasks: tuple[Any, ...]  # tasks of goodopt.runs.task_types, any kind
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,11 @@ class Experiment:
 
     name: str
     title: str
-    specs: Callable
-    compare: Callable
+    specs: Callable[[Path, bool], list[Any]]  # spec mappings or TaskBatch
+    compare: Callable[[dict[str, pd.DataFrame], Path], list[Comparison]]
     settings: str
     curve: str | None = None
-    published: tuple = ()
+    published: tuple[PublishedFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def read_published(traces: Path, spec: PublishedFile) -> pd.DataFrame:
     if missing:
         raise TraceError(f"{path}:1: column {missing[0]!r} is missing (header: {','.join(header)}); restore the "
                          "published file")
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     records: list[dict[str, str | float]] = []
     for line, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):

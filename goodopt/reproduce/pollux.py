@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -25,7 +26,7 @@ POLLUX_LOADS = ("0.5", "1.0", "1.5", "2.0")
 POLLUX_POLICIES = ("pollux", "optimus", "tiresias")
 
 
-def pollux_specs(traces: Path, quick: bool) -> list[dict]:
+def pollux_specs(traces: Path, quick: bool) -> list[dict[str, Any]]:
     folder = traces / "pollux" / "workloads"
     loads = POLLUX_LOADS[:2] if quick else POLLUX_LOADS
     workloads = [str(folder / f"load-{ld}" / "workload-1.csv") if quick else str(folder / f"load-{ld}")
@@ -34,7 +35,7 @@ def pollux_specs(traces: Path, quick: bool) -> list[dict]:
              "cluster": "pollux-testbed", "truth": str(traces), "seeds": [1]}]
 
 
-def pollux_compare(tables: dict, traces: Path) -> list[Comparison]:
+def pollux_compare(tables: dict[str, pd.DataFrame], traces: Path) -> list[Comparison]:
     pub = read_published(traces, POLLUX_PUBLISHED)
     pub = pub[pub.experiment == "jobload"]
     df = tables["pollux-fig8"]
@@ -89,7 +90,7 @@ POLLUX_SLOWDOWNS = (0.0, 0.25, 0.5)
 AVOIDANCE_OFF = "pollux (avoidance off)"
 
 
-def pollux_sensitivity_specs(traces: Path, quick: bool) -> list[dict]:
+def pollux_sensitivity_specs(traces: Path, quick: bool) -> list[dict[str, Any]]:
     """Fig. 8b (the scheduling interval) and 8c (interference avoidance off, with a slowdown for jobs sharing a
     node) on the load-1.0 workloads; quick: workload 1, two intervals, one slowdown."""
     folder = traces / "pollux" / "workloads" / "load-1.0"
@@ -103,7 +104,7 @@ def pollux_sensitivity_specs(traces: Path, quick: bool) -> list[dict]:
                            "options": {"interference_avoidance": False}}], **one}]
 
 
-def pollux_sensitivity_compare(tables: dict, traces: Path) -> list[Comparison]:
+def pollux_sensitivity_compare(tables: dict[str, pd.DataFrame], traces: Path) -> list[Comparison]:
     """Per setting Pollux's mean average JCT over the workloads (band 5%, as Fig. 8a's per load) and its ratio
     to the 60-s run with avoidance on (band 5%), beside the artifact's."""
     pub = read_published(traces, POLLUX_PUBLISHED).set_index(["experiment", "setting"]).mean_avg_jct_s

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +15,15 @@ import pandas as pd
 from goodopt._version import __version__
 from goodopt.provenance import math_paths
 
+from .comparison import Experiment
+
 
 def _num(v: float) -> str:
     return "n/a" if not math.isfinite(v) else f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def write_report(results: pd.DataFrame, experiments, seconds: dict, quick: bool, path: Path,
-                 cpu_seconds: dict | None = None) -> Path:
+def write_report(results: pd.DataFrame, experiments: Iterable[Experiment], seconds: dict[str, float], quick: bool,
+                 path: Path, cpu_seconds: dict[str, float] | None = None) -> Path:
     """``report.md``: per experiment its settings, then published vs reproduced with bands and verdicts."""
     lines = ["# Reproducing the papers' headline numbers", "",
              f"goodopt {__version__}; " + ("**quick mode**: one workload per setting and a short Gavel trace, so the "
@@ -52,7 +55,7 @@ def write_report(results: pd.DataFrame, experiments, seconds: dict, quick: bool,
     return path
 
 
-def _band_edges(data: pd.DataFrame):
+def _band_edges(data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The lowest and highest reproduced value each row's band accepts (NaN where no band is judged)."""
     lo: list[float] = []
     hi: list[float] = []
@@ -86,7 +89,7 @@ def _setting_value(setting: str) -> float:
         return math.nan
 
 
-def write_figure(rows: pd.DataFrame, exp, path: Path, quick: bool = False) -> Path:
+def write_figure(rows: pd.DataFrame, exp: Experiment, path: Path, quick: bool = False) -> Path:
     """The experiment's ``curve`` metric against the setting, a line per policy; else published vs reproduced for
     its first metric, per setting and policy (grouped bars), each published bar with the band the reproduced
     one must fall in. A quick run is marked as indicative on the figure itself."""

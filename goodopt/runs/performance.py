@@ -24,6 +24,8 @@ solves). Unsolved instances enter at their seconds and are counted apart.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -33,7 +35,8 @@ from goodopt.errors import ValidationError
 SOLVED_RTOL = 1e-4
 
 
-def instance_table(table: pd.DataFrame, rtol: float = SOLVED_RTOL, reference=None) -> pd.DataFrame:
+def instance_table(table: pd.DataFrame, rtol: float = SOLVED_RTOL,
+                   reference: Mapping[str, float] | None = None) -> pd.DataFrame:
     """One row per (scenario, method): median ``seconds`` and ``fitness`` over seeds and ``solved``.
 
     ``table`` is a :func:`~goodopt.runs.compare.compare` table. ``reference`` (scenario -> fitness, e.g. a
@@ -55,7 +58,7 @@ def instance_table(table: pd.DataFrame, rtol: float = SOLVED_RTOL, reference=Non
 
 
 def performance_ratios(table: pd.DataFrame, measure: str = "seconds", rtol: float = SOLVED_RTOL,
-                       reference=None) -> pd.DataFrame:
+                       reference: Mapping[str, float] | None = None) -> pd.DataFrame:
     """The ratios ``r[i, s]`` as an instances x methods frame (``inf`` where the method did not solve it).
 
     ``measure`` is ``"seconds"`` (ratio to the fastest solve) or ``"fitness"`` (best fitness over the
@@ -77,8 +80,8 @@ def performance_ratios(table: pd.DataFrame, measure: str = "seconds", rtol: floa
     return ratio.reindex(columns=methods).fillna(np.inf)
 
 
-def performance_profile(table: pd.DataFrame, measure: str = "seconds", taus=None,
-                        rtol: float = SOLVED_RTOL, reference=None) -> pd.DataFrame:
+def performance_profile(table: pd.DataFrame, measure: str = "seconds", taus: Iterable[float] | None = None,
+                        rtol: float = SOLVED_RTOL, reference: Mapping[str, float] | None = None) -> pd.DataFrame:
     """``rho_s(tau)``: a frame indexed by ``tau`` with one column per method.
 
     ``taus`` default to every distinct finite ratio (the profile's steps) and 1."""
@@ -93,7 +96,7 @@ def performance_profile(table: pd.DataFrame, measure: str = "seconds", taus=None
     return pd.DataFrame(data, index=pd.Index(taus, name="tau"))
 
 
-def shifted_geometric_mean(values, shift: float = 1.0) -> float:
+def shifted_geometric_mean(values: Iterable[float] | np.ndarray, shift: float = 1.0) -> float:
     """``exp(mean(log(v + shift))) - shift`` of non-negative ``values`` (NaN when there are none)."""
     if not (shift > 0):
         raise ValidationError("shift", f"must be > 0, got {shift!r}")
@@ -107,7 +110,7 @@ def shifted_geometric_mean(values, shift: float = 1.0) -> float:
 
 
 def method_summary(table: pd.DataFrame, shift: float = 1.0, rtol: float = SOLVED_RTOL,
-                   reference=None) -> pd.DataFrame:
+                   reference: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Per method: instances, how many it solved, shifted geometric mean seconds and mean relative fitness
     (to the best found, or to ``reference`` where given)."""
     per = instance_table(table, rtol, reference)

@@ -19,8 +19,10 @@ batch, packed, without restarts (oracle step times).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,21 +42,21 @@ class SimulationResult:
     jobs: pd.DataFrame
     rounds: pd.DataFrame
     allocations: pd.DataFrame
-    summary: dict
-    metadata: dict = field(default_factory=dict)
+    summary: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def avg_jct(self) -> float:
         return self.summary["avg_jct"]
 
-    def write(self, out_dir) -> Path:
+    def write(self, out_dir: str | os.PathLike[str]) -> Path:
         """Write ``jobs.csv``, ``rounds.csv``, ``allocations.csv`` and ``summary.json`` as the folder
         ``out_dir``, atomically: a kill leaves the old folder or the new one, never a mix."""
         with atomic_dir(out_dir, marker={"kind": "simulation", "metadata": self.metadata}) as staging:
             self.write_into(staging)
         return Path(out_dir)
 
-    def write_into(self, folder) -> Path:
+    def write_into(self, folder: Path) -> Path:
         """Write the four files into ``folder`` (created when missing), without the atomic exchange."""
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
@@ -67,7 +69,7 @@ class SimulationResult:
 
 
 def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float,
-              cost: float = float("nan"), gpu_hours: float = float("nan")) -> dict:
+              cost: float = float("nan"), gpu_hours: float = float("nan")) -> dict[str, Any]:
     """Run-level metrics from the job and round tables (times in seconds, costs in USD).
 
     ``cost`` and ``gpu_hours`` are what the billed nodes cost from the first
