@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,7 +50,7 @@ WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 DEFAULT_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 
 
-def traces_dir(path: str | os.PathLike | None = None, *, must_exist: bool = True) -> Path:
+def traces_dir(path: str | os.PathLike[str] | None = None, *, must_exist: bool = True) -> Path:
     """Resolve the traces directory: ``path``, else ``$GOODOPT_TRACES``, else :data:`DEFAULT_TRACES`.
 
     Raises :class:`TraceError` naming what was tried when it does not exist.
@@ -62,7 +64,7 @@ def traces_dir(path: str | os.PathLike | None = None, *, must_exist: bool = True
     return candidate
 
 
-def _read_csv(path: Path, columns, dtype=None) -> pd.DataFrame:
+def _read_csv(path: Path, columns: Iterable[str], dtype: Any = None) -> pd.DataFrame:  # dtype: pandas's
     if not path.is_file():
         raise TraceError(f"trace file {str(path)!r} not found")
     df = pd.read_csv(path, dtype=dtype)
@@ -72,7 +74,7 @@ def _read_csv(path: Path, columns, dtype=None) -> pd.DataFrame:
     return df
 
 
-def read_placements(path) -> pd.DataFrame:
+def read_placements(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Measured step/sync times at exact placements.
 
     Returns columns ``placement`` (digit string, GPUs per node), ``num_nodes``,
@@ -89,13 +91,13 @@ def read_placements(path) -> pd.DataFrame:
     return df
 
 
-def read_scalability(path) -> pd.DataFrame:
+def read_scalability(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Measured step/sync times by (nodes, GPUs, per-GPU batch)."""
     df = _read_csv(Path(path), _SCALABILITY_COLUMNS)
     return df.loc[:, list(_SCALABILITY_COLUMNS)].copy()
 
 
-def read_validation(app_dir) -> dict[int, pd.DataFrame]:
+def read_validation(app_dir: str | os.PathLike[str]) -> dict[int, pd.DataFrame]:
     """Training curves of one application: total batch -> per-epoch table.
 
     Each table has columns ``epoch`` (1-based), ``progress``, ``iteration``,
@@ -116,7 +118,7 @@ def read_validation(app_dir) -> dict[int, pd.DataFrame]:
     return dict(sorted(out.items()))
 
 
-def measurements(traces, app: str, gpu_type: str) -> pd.DataFrame:
+def measurements(traces: str | os.PathLike[str] | None, app: str, gpu_type: str) -> pd.DataFrame:
     """All step-time measurements of ``app`` on ``gpu_type``.
 
     Placements and scalability rows together, with a ``source`` column. T4 data
@@ -141,7 +143,7 @@ def measurements(traces, app: str, gpu_type: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def validation_dir(traces, app: str) -> Path:
+def validation_dir(traces: str | os.PathLike[str] | None, app: str) -> Path:
     """Folder holding ``app``'s validation curves (``pollux/<app>`` or ``sia/<app>``)."""
     root = traces_dir(traces)
     for sub in ("pollux", "sia"):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 import functools
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import yaml
 
@@ -71,7 +73,7 @@ _MERGE = "tag:yaml.org,2002:merge"
 
 def _check_unique_keys(loader: _Loader, node: yaml.MappingNode) -> None:
     """Refuse a key given twice in one mapping (``<<`` merges may be overridden, as YAML allows)."""
-    seen: dict = {}
+    seen: dict[Any, Any] = {}
     for key_node, _ in node.value:
         if key_node.tag == _MERGE:
             continue
@@ -85,8 +87,8 @@ def _check_unique_keys(loader: _Loader, node: yaml.MappingNode) -> None:
                 None, None, f"key {key!r} is given twice (first at line {first.line + 1})", key_node.start_mark)
 
 
-def _construct_map(loader: _Loader, node: yaml.MappingNode):
-    data: dict = {}
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
+    data: dict[Any, Any] = {}
     yield data
     _check_unique_keys(loader, node)
     data.update(loader.construct_mapping(node))
@@ -101,7 +103,7 @@ PARSED_CACHE_SIZE = 512
 PARSED_CACHE_MAX_CHARS = 1_000_000
 
 
-def load_yaml(text: str):
+def load_yaml(text: str) -> Any:  # any YAML document: a mapping, a list, a scalar
     """Parse ``text`` as YAML (or JSON) with YAML 1.2 numbers; a key given twice raises ``yaml.YAMLError``.
 
     A text read before is not parsed again: the caller gets its own copy of the remembered answer."""
@@ -111,9 +113,9 @@ def load_yaml(text: str):
 
 
 @functools.lru_cache(maxsize=PARSED_CACHE_SIZE)
-def _parse_remembered(text: str):
+def _parse_remembered(text: str) -> Any:
     return _parse(text)
 
 
-def _parse(text: str):
+def _parse(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # noqa: S506 -- a SafeLoader subclass

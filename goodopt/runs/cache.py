@@ -27,8 +27,10 @@ import hashlib
 import importlib
 import json
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from goodopt import sources
 from goodopt._version import __version__
@@ -58,10 +60,10 @@ def code_digest() -> str:
 
 
 # ------------------------------------------------------------------ file digests
-_DIGESTS: dict[str, tuple[tuple, str]] = {}
+_DIGESTS: dict[str, tuple[tuple[int, int, int], str]] = {}
 
 
-def file_digest(path) -> str:
+def file_digest(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a file's bytes, recomputed whenever its size or modification time changes."""
     p = Path(path)
     st = p.stat()
@@ -74,7 +76,7 @@ def file_digest(path) -> str:
     return digest
 
 
-def folder_digest(root) -> str:
+def folder_digest(root: str | os.PathLike[str]) -> str:
     """SHA-256 over every file under ``root`` (relative names and contents)."""
     root = Path(root)
     h = hashlib.sha256()
@@ -120,7 +122,7 @@ def task_key(task: Task) -> str:
 class TaskCache:
     """Results by task key in ``folder`` (created when missing)."""
 
-    def __init__(self, folder):
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         remove_debris(self.folder)  # entries cut short by a kill
@@ -128,7 +130,7 @@ class TaskCache:
     def path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
 
-    def get(self, task: Task, key: str) -> dict | None:
+    def get(self, task: Task, key: str) -> dict[str, Any] | None:
         """The stored result of ``task``, or None (missing, unreadable, malformed, or another task's)."""
         f = self.path(key)
         if not f.is_file():
@@ -146,14 +148,14 @@ class TaskCache:
         log.debug("cache hit %s: %s", key[:12], task.describe())
         return entry["result"]
 
-    def put(self, task: Task, key: str, result: dict) -> None:
+    def put(self, task: Task, key: str, result: dict[str, Any]) -> None:
         """Store ``result`` atomically (unique temporary name, then rename)."""
         text = json.dumps({"task": task.inputs(), "result": result}, default=json_default)
         with atomic_path(self.path(key)) as tmp:
             tmp.write_text(text)
 
 
-def _entry_problem(entry, task: Task) -> str | None:
+def _entry_problem(entry: object, task: Task) -> str | None:
     """Why ``entry`` cannot serve ``task`` (None when it can)."""
     if not isinstance(entry, dict) or set(entry) != {"task", "result"}:
         return "is not a {task, result} mapping"
