@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from goodopt.cluster import Cluster
+
+    from ..state import RoundState
+    from ..workload import Workload
 
 
 class Policy:
@@ -20,32 +28,35 @@ class Policy:
     #: Whether the policy plans on whatever nodes are provisioned each round (elastic clusters).
     elastic = False
 
-    def __init__(self):
-        #: Per-round numbers the engine copies into the round log (``policy_<key>`` columns).
-        self.last_stats: dict = {}
-        self.rng = None
-        self.cluster = None
+    #: The run's cluster and its only source of randomness, set by :meth:`reset` before the first round.
+    cluster: Cluster
+    rng: np.random.Generator
 
-    def reset(self, cluster, rng: np.random.Generator) -> None:
+    def __init__(self) -> None:
+        #: Per-round numbers the engine copies into the round log (``policy_<key>`` columns).
+        self.last_stats: dict[str, Any] = {}
+
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         self.cluster, self.rng = cluster, rng
         self.last_stats = {}
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         raise NotImplementedError
 
-    def resize(self, cluster) -> None:
+    def resize(self, cluster: Cluster) -> None:
         """The provisioned nodes of an elastic cluster changed: plan on ``cluster`` from this round on."""
         self.cluster = cluster
 
-    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
+    def check_workload(self, workload: Workload, cluster: Cluster,
+                       fixed_gpus: dict[str, int] | None = None) -> None:
         """Refuse (:class:`goodopt.errors.ValidationError`) a job of ``workload`` this policy can never run on ``cluster``
         (``fixed_gpus``: application -> the GPUs the engine fixes it to); called before the first round, and
         by dry runs."""
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {"name": self.name}
