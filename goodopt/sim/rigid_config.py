@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +17,9 @@ from goodopt.solvers.gavel_rounds import GAVEL_RESET_INTERVAL_S
 from goodopt.validation import check_number, check_whole
 
 from .presets import over_rigid_preset, rigid_preset
+
+if TYPE_CHECKING:
+    from goodopt.gavel import GavelThroughputs, RigidJob
 
 #: Round mechanisms of a rigid run (:attr:`RigidConfig.mechanism`).
 MECHANISMS = ("goodopt", "gavel")
@@ -34,10 +39,10 @@ class RigidConfig:
     round_s: float = 360.0
     window: tuple[int, int] | None = None
     max_time_s: float = 365 * 86400.0
-    options: tuple = ()
+    options: tuple[tuple[str, Any], ...] = ()  # the policy's LP options as sorted (name, value) pairs
     #: Hierarchical policies: entity -> {"weight": w, "policy": "fairness" | "fifo", "share": s}; jobs carry their
     #: entity (``RigidJob.entity``; a rigid sweep draws it with probability ``share``).
-    entities: tuple = ()
+    entities: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     #: ``trace``: the drawn jobs and no more; ``until_window``: as in Gavel's simulator, jobs of the same endless
     #: trace keep arriving until the window has finished (:func:`simulate_rigid_steady`; at an overload that
     #: never ends, the run stops at ``max_time_s``).
@@ -48,7 +53,7 @@ class RigidConfig:
     generator: str = "gavel"
     #: Job sizes (GPUs -> probability); empty: Gavel's 1: 0.7, 2: 0.1, 4: 0.15, 8: 0.05 (continuous-multiple);
     #: ``{1: 1.0}``: Gavel's continuous-single setup.
-    scale_factors: tuple = ()
+    scale_factors: tuple[tuple[int, float], ...] = ()
     #: A run whose queue (jobs arrived and unfinished) passes this many jobs stops there, marked saturated:
     #: past saturation the queue only grows, and every further round costs more. None: no cut.
     max_active_jobs: int | None = None
@@ -61,12 +66,12 @@ class RigidConfig:
     reset_interval_s: float = GAVEL_RESET_INTERVAL_S
 
     @classmethod
-    def preset(cls, name: str, policy: str = "max_min_fairness", **changes) -> RigidConfig:
+    def preset(cls, name: str, policy: str = "max_min_fairness", **changes: Any) -> RigidConfig:
         """The settings of a paper's simulator for ``policy`` (:data:`goodopt.sim.presets.RIGID_PRESETS`:
         ``gavel``), with ``changes`` over them (LP ``options`` merged option by option)."""
         return cls(policy=policy, **over_rigid_preset(rigid_preset(name, policy), changes))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.arrivals not in ("trace", "until_window"):
             raise ValidationError("arrivals", f"must be trace or until_window, got {self.arrivals!r}")
         if self.mechanism not in MECHANISMS:
@@ -107,10 +112,13 @@ class RigidResult:
     """Per-job outcomes (:data:`RIGID_JOB_COLUMNS`) and a summary over the window."""
 
     jobs: pd.DataFrame
-    summary: dict
+    summary: dict[str, Any]
 
 
-def check_inputs(jobs, throughputs, types, capacity):
+def check_inputs(jobs: Sequence[RigidJob], throughputs: GavelThroughputs, types: Sequence[str],
+                 capacity: Mapping[str, int]) -> None:
+    """Refuse GPU types without throughputs, capacities that are not whole GPUs, jobs named twice and jobs that
+    fit on no type."""
     for t in types:
         if t not in throughputs.gpu_types:
             raise ValidationError("capacity", f"no throughputs for GPU type {t!r}",
