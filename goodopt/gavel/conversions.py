@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..cluster import Cluster, NodeGroup
@@ -11,8 +14,11 @@ from .matrix import ThroughputMatrix, useful_pairs
 from .published import GAVEL_CLUSTER, GAVEL_PRICES_PER_GPU_H, GavelThroughputs
 from .traces import gavel_jobs
 
+if TYPE_CHECKING:
+    from ..problem import AllocationProblem
 
-def pairs_from_problem(problem, matrix: ThroughputMatrix) -> dict:
+
+def pairs_from_problem(problem: AllocationProblem, matrix: ThroughputMatrix) -> dict[str, Any]:  # replace() kwargs
     """The ``pairs`` and ``pair_throughput`` of ``matrix`` (built from ``problem``): one-GPU jobs whose
     applications were measured sharing a GPU (:attr:`~goodopt.problem.AllocationProblem.app_pairs`), where
     sharing beats taking turns; the measured relative speeds times each member's throughput alone.
@@ -41,7 +47,8 @@ def pairs_from_problem(problem, matrix: ThroughputMatrix) -> dict:
 
 
 # -------------------------------------------------------------- from a problem
-def matrix_from_problem(problem, n_gpus=None, *, price_per_gpu_h=None) -> ThroughputMatrix:
+def matrix_from_problem(problem: AllocationProblem, n_gpus: np.ndarray | None = None, *,
+                        price_per_gpu_h: Sequence[float] | np.ndarray | None = None) -> ThroughputMatrix:
     """Throughput matrix of an allocation problem, each job at ``n_gpus`` GPUs.
 
     ``n_gpus`` (J,) defaults to each job's ``min_gpus``; the throughput on a
@@ -58,15 +65,14 @@ def matrix_from_problem(problem, n_gpus=None, *, price_per_gpu_h=None) -> Throug
     multi = (k[:, None] > largest[None, :]).astype(int)
     t = pr.goodput_table[np.arange(pr.n_jobs)[:, None], np.arange(pr.n_gpu_types)[None, :], kc[:, None], multi]
     t = np.where(k[:, None] > pr.max_k, 0.0, t)
-    prices = price_per_gpu_h
-    if prices is None:
-        prices = [GAVEL_PRICES_PER_GPU_H.get(name, 1.0) for name in pr.type_names]
+    prices = (np.array([GAVEL_PRICES_PER_GPU_H.get(name, 1.0) for name in pr.type_names])
+              if price_per_gpu_h is None else price_per_gpu_h)  # per GPU type, in the problem's type order
     return ThroughputMatrix(job_names=pr.job_names, type_names=pr.type_names, throughput=t, scale_factor=k,
                             capacity=cap, weights=pr.weights, price_per_gpu_h=np.asarray(prices, dtype=float))
 
 
-def gavel_scenario(throughputs: GavelThroughputs, seed: int = 0, n_jobs: int = 60, *, cluster_groups=GAVEL_CLUSTER,
-                   max_age_s: float = 7200.0):
+def gavel_scenario(throughputs: GavelThroughputs, seed: int = 0, n_jobs: int = 60, *,
+                   cluster_groups: Sequence[tuple[str, int, int]] = GAVEL_CLUSTER, max_age_s: float = 7200.0) -> Scenario:
     """A scheduling round on Gavel's default cluster with :func:`gavel_jobs` (all waiting, rigid sizes).
 
     Returns the :class:`~goodopt.scenario.Scenario`; its profiles are the file's job types.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +43,8 @@ class GavelThroughputs:
     the two scale-1 jobs share one GPU (space sharing).
     """
 
-    single: dict
-    pairs: dict
+    single: dict[tuple[str, str, int, bool], float]
+    pairs: dict[tuple[str, str, str], tuple[float, float]]
     gpu_types: tuple[str, ...]
     job_types: tuple[str, ...]
     source: str = ""
@@ -76,7 +77,7 @@ class GavelThroughputs:
                 if table:
                     rates[g] = table
             m = _BATCH.match(jt)
-            pairs: dict = {}
+            pairs: dict[str, dict[str, tuple[float, float]]] = {}
             for (g, a, b), both in self.pairs.items():
                 if a == jt:
                     pairs.setdefault(g, {})[job_type_slug(b)] = both
@@ -86,7 +87,7 @@ class GavelThroughputs:
         return out
 
 
-def read_gavel_throughputs(path) -> GavelThroughputs:
+def read_gavel_throughputs(path: str | os.PathLike[str]) -> GavelThroughputs:
     """Read Gavel's ``simulation_throughputs.json`` (a file, or a traces folder holding ``gavel/``)."""
     p = Path(path)
     if p.is_dir():
@@ -126,14 +127,14 @@ def read_gavel_throughputs(path) -> GavelThroughputs:
                             source=str(p))
 
 
-def _rate(path, where: str, value) -> float:
+def _rate(path: Path, where: str, value: object) -> float:
     """A measured throughput: a finite number >= 0 (0: the job does not run there)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
         raise TraceError(f"{path}: {where}: a throughput must be a finite number >= 0, got {value!r}")
     return float(value)
 
 
-def _parse_key(path, key):
+def _parse_key(path: Path, key: str) -> tuple[str, int]:
     m = _KEY.match(key)
     if m is None:
         try:  # tolerate other spacing of the tuple

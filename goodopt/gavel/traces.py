@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,7 +13,7 @@ from .published import GAVEL_DURATIONS, GAVEL_REFERENCE_TYPE, GAVEL_SCALE_FACTOR
 
 
 def draw_job_type(throughputs: GavelThroughputs, rng: np.random.Generator,
-                  scale_factors=None) -> tuple[str, int]:
+                  scale_factors: Mapping[int, float] | None = None) -> tuple[str, int]:
     """A job type drawn uniformly and its scale factor (numpy's draws; Gavel's own sequence is
     :mod:`goodopt.gavel.generator`).
 
@@ -27,7 +28,7 @@ def draw_job_type(throughputs: GavelThroughputs, rng: np.random.Generator,
     return jt, int(rng.choice(sizes[ok], p=probs[ok] / probs[ok].sum()))
 
 
-def gavel_jobs(throughputs: GavelThroughputs, seed: int, n_jobs: int):
+def gavel_jobs(throughputs: GavelThroughputs, seed: int, n_jobs: int) -> list[tuple[str, str, int]]:
     """Rigid throughput-only jobs drawn like Gavel's generator (:func:`draw_job_type`).
 
     Returns ``[(name, profile_name, scale_factor), ...]``.
@@ -60,7 +61,8 @@ class RigidJob:
     entity: str = ""
 
 
-def assign_entities(jobs, shares: dict, rng: np.random.Generator) -> tuple[RigidJob, ...]:
+def assign_entities(jobs: Sequence[RigidJob], shares: Mapping[str, float],
+                    rng: np.random.Generator) -> tuple[RigidJob, ...]:
     """Each job given an entity drawn with probability ``shares[entity]`` (normalised)."""
     names = list(shares)
     p = np.array([float(shares[n]) for n in names])
@@ -71,7 +73,7 @@ def assign_entities(jobs, shares: dict, rng: np.random.Generator) -> tuple[Rigid
 
 
 def gavel_trace(throughputs: GavelThroughputs, rate_per_h: float, n_jobs: int,
-                rng: np.random.Generator, scale_factors=None) -> tuple[RigidJob, ...]:
+                rng: np.random.Generator, scale_factors: Mapping[int, float] | None = None) -> tuple[RigidJob, ...]:
     """``n_jobs`` jobs as Gavel's generator draws them, arriving as a Poisson process of ``rate_per_h``.
 
     Each job: a type and scale factor (:func:`draw_job_type`), a duration of
