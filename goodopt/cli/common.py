@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +88,7 @@ def check_figure_path(path: Path, option: str, inputs, keep: bool = False) -> No
 
 
 # ------------------------------------------------------------------ plumbing
-def method_names():
+def method_names() -> Sequence[str]:
     from ..solvers.api import METHODS
 
     return METHODS

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from ..errors import ValidationError
+
+if TYPE_CHECKING:
+    from ..solvers.result import SolveResult
+
 from .common import SECONDS, SEED, AddParser, LazyHelp, NamesAction, console, fmt, key_values, method_names, warn_pinned
 
 
@@ -35,10 +40,10 @@ def add_parser(add: AddParser) -> None:
     p.set_defaults(func=run)
 
 
-def _method_options(args, method):
+def _method_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
     from ..solvers import METHOD_OPTIONS
 
-    opts = {}
+    opts: dict[str, Any] = {}
     allowed = METHOD_OPTIONS[method] if method in METHOD_OPTIONS else {}
     if args.time_limit is not None:
         opts["time_limit_s"] = args.time_limit
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if res.has_solution else 1
 
 
-def _say_model_written(res, path) -> None:
+def _say_model_written(res: SolveResult, path: str) -> None:
     """Where the model went, or why none was written (on stderr: ``--json`` keeps stdout for the JSON)."""
 
     written = res.extra.get("written_model") if isinstance(res.extra, dict) else None

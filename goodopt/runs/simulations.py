@@ -8,13 +8,20 @@ complete.
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING, Any
+
 import pandas as pd
 
 from goodopt.outputs import atomic_dir
 
 from .execute import map_tasks
 from .tables import frame, write_table
-from .tasks import SimTask, run_simulation, workload_stem
+from .task_types import SimTask, workload_stem
+from .tasks import run_simulation
+
+if TYPE_CHECKING:
+    from goodopt.sim.result import SimulationResult
 
 
 def run_folder(task: SimTask) -> str:
@@ -22,13 +29,13 @@ def run_folder(task: SimTask) -> str:
     return f"{workload_stem(task.workload)}/{task.label or task.policy}-s{task.seed}"
 
 
-def run_simulations(tasks: list[SimTask], out_dir, *, workers: int = 1, progress=True,
-                    **metadata) -> pd.DataFrame:
+def run_simulations(tasks: list[SimTask], out_dir: str | os.PathLike[str], *, workers: int = 1, progress: bool = True,
+                    **metadata: Any) -> pd.DataFrame:
     """Run ``tasks``; write each run's tables under ``out_dir/<workload>/<policy>-s<seed>`` and the
     summary table ``out_dir/sweep.csv`` (+ ``sweep.meta.json``); returns the summary table."""
-    rows: dict[int, dict] = {}
+    rows: dict[int, dict[str, Any]] = {}
     with atomic_dir(out_dir, marker={"kind": "simulations", "n_runs": len(tasks)}) as staging:
-        def store(i, value):
+        def store(i: int, value: tuple[SimulationResult, dict[str, Any], list[dict[str, Any]]]) -> None:
             res, row, _ = value
             res.write_into(staging / run_folder(tasks[i]))
             rows[i] = {"label": tasks[i].label, **row}

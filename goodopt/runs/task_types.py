@@ -153,7 +153,7 @@ class ParetoTask:
                 + (f" seed {self.seed}" if self.seed is not None else ""))
 
 
-def workload_stem(workload) -> str:
+def workload_stem(workload: object) -> str:
     """A short name of a workload spec: ``generated-1.0-0`` or ``<folder>-<file stem>``."""
     w = str(workload)
     if w.startswith("generated:"):
