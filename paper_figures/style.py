@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from goodopt.outputs import atomic_path  # noqa: E402
 
 #: The ten colours of matplotlib's "tab10" palette, in order.
-TAB10: tuple = tuple(cast(ListedColormap, plt.get_cmap("tab10")).colors)  # type: ignore[arg-type]
+TAB10: tuple[Any, ...] = tuple(cast(ListedColormap, plt.get_cmap("tab10")).colors)  # type: ignore[arg-type]
 
 #: PDF metadata that would change from run to run (dates, versions) is left out: same table, same bytes.
 PDF_META = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
@@ -25,7 +28,7 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "legend.fontsize": 8,
                      "pdf.compression": 6})
 
 
-def save(fig, out: Path, name: str) -> list[Path]:
+def save(fig: Figure, out: Path, name: str) -> list[Path]:
     """Write ``name.png`` (130 dpi) and a byte-stable ``name.pdf`` under ``out``, each atomically; closes ``fig``."""
     png, pdf = out / f"{name}.png", out / f"{name}.pdf"
     try:
@@ -38,7 +41,7 @@ def save(fig, out: Path, name: str) -> list[Path]:
     return [png, pdf]
 
 
-def plain_log(ax, axis="both"):
+def plain_log(ax: Axes, axis: str = "both") -> None:
     """Log axis with plain major labels and unlabeled minor ticks (no overlapping text)."""
     for a in ([ax.xaxis, ax.yaxis] if axis == "both" else [getattr(ax, f"{axis}axis")]):
         lo, hi = a.get_view_interval()
@@ -60,12 +63,12 @@ def tick_label(v: float, powers: bool = False) -> str:
     return f"$10^{{{exp}}}$" if abs(mant - 1) < 1e-9 else f"${mant:g}\\times10^{{{exp}}}$"
 
 
-def colours(labels) -> dict:
+def colours(labels: Iterable[str]) -> dict[str, Any]:  # label -> a matplotlib colour
     """A fixed colour per label, in the given order (tab10)."""
     cmap = TAB10
     return {lab: cmap[i % len(cmap)] for i, lab in enumerate(labels)}
 
 
-def markers(labels) -> dict:
+def markers(labels: Iterable[str]) -> dict[str, str]:
     """A fixed marker per label, in the given order."""
     return {lab: "osD^vP*Xh<>"[i % 11] for i, lab in enumerate(labels)}

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from goodopt.gavel import GAVEL_CLUSTER
+from goodopt.runs.task_types import RigidTask
 from goodopt.runs.tasks import rigid_task
 from goodopt.sim.presets import over_rigid_preset, rigid_preset
 
@@ -58,7 +59,7 @@ GAVEL_TIE_RATES = {"full": (2.5,), "quick": ()}
 SUSTAIN_FACTOR = 2.0
 
 
-def gavel_specs(traces: Path, quick: bool) -> list:
+def gavel_specs(traces: Path, quick: bool) -> list[TaskBatch]:
     """Every rate of both setups, each policy aware and agnostic, under Gavel's simulator's settings
     (:mod:`goodopt.sim.presets`, ``gavel``); near saturation the LAS runs once more with the LP at a vertex."""
     mode = "quick" if quick else "full"
@@ -70,7 +71,8 @@ def gavel_specs(traces: Path, quick: bool) -> list:
     return [TaskBatch("gavel-hetero", tuple(tasks))]
 
 
-def _gavel_task(traces: Path, mode: str, setup: str, rate: float, fam: str, agnostic: bool, lp_method: str = ""):
+def _gavel_task(traces: Path, mode: str, setup: str, rate: float, fam: str, agnostic: bool,
+                lp_method: str = "") -> RigidTask:
     """One run of Gavel's cluster and window at ``rate`` jobs/h; ``lp_method`` overrides the preset's."""
     window = GAVEL_WINDOW[mode]
     policy = GAVEL_FAMILIES[fam]
@@ -90,7 +92,7 @@ VERTEX = " (LP at a vertex)"
 GAVEL_GRACE_S = 30 * 24 * H
 
 
-def gavel_max_time_s(window: tuple, rate_per_h: float) -> float:
+def gavel_max_time_s(window: tuple[int, int], rate_per_h: float) -> float:
     """A run's time limit: :data:`GAVEL_GRACE_S` after three times the expected arrival of its window's last
     job. That leaves at least twice the window's arrival span plus 30 days (at the highest rate, 99 days) after
     its last job arrives, where Gavel's longest job runs 10^4 minutes (7 days) on the reference GPU and a few
@@ -100,7 +102,7 @@ def gavel_max_time_s(window: tuple, rate_per_h: float) -> float:
     return GAVEL_GRACE_S + 3.0 * window[1] / rate_per_h * H
 
 
-def gavel_compare(tables: dict, traces: Path) -> list[Comparison]:
+def gavel_compare(tables: dict[str, pd.DataFrame], traces: Path) -> list[Comparison]:
     df = tables["gavel-hetero"]
     window = (int(df.window_lo.iloc[0]), int(df.window_hi.iloc[0])) if len(df) else None
     ref = gavel_simulator_jcts(window)
@@ -132,7 +134,7 @@ def gavel_compare(tables: dict, traces: Path) -> list[Comparison]:
     return out + _tie_sensitivity(df, ref)
 
 
-def _tie_sensitivity(df, ref) -> list[Comparison]:
+def _tie_sensitivity(df: pd.DataFrame, ref: dict[tuple[str, str, str], pd.Series]) -> list[Comparison]:
     """The unjudged rows of the runs whose LP ends at a vertex, beside Gavel's numbers at their rates."""
     out = []
     jct = {v: df[df.label == f"multiple/las-{v}{VERTEX}"].set_index("rate_per_h").avg_jct / H
@@ -156,7 +158,7 @@ GAVEL_BAND = Band("relative", 0.10)
 
 
 @functools.lru_cache(maxsize=4)
-def gavel_simulator_jcts(window: tuple | None) -> dict:
+def gavel_simulator_jcts(window: tuple[int, int] | None) -> dict[tuple[str, str, str], pd.Series]:
     """Gavel's simulator's average JCT (s) for the measured ``window``: (setup, family, variant) -> Series by
     rate (shipped reference table, read once; rates Gavel's run did not finish are left out)."""
     from importlib import resources
