@@ -52,6 +52,7 @@ from .agent_objective import (  # noqa: F401  (GAMMA_WEIGHT, RMS_SMOOTHING: read
     objective_and_gradient,
     reduced_objective_and_gradient,
 )
+from .arrays import Array, ArrayIn
 from .errors import FitError
 from .goodput import ThroughputParams
 from .lbfgsb import minimize_lbfgsb
@@ -69,7 +70,7 @@ EXTRA_STARTS = (np.array([1e-2, 1e-4, 1e-2, 1e-3, 1e-2, 1e-3, 2.0]), np.array([1
 MAX_SECONDS = 1e4
 
 
-def search_scale(local_bsz, compute_time, step_time) -> np.ndarray:
+def search_scale(local_bsz: ArrayIn, compute_time: ArrayIn, step_time: ArrayIn) -> np.ndarray:
     """The unit of each parameter in the search: the mean observed compute time for ``alpha_c``, that per
     example for ``beta_c``, the mean step time for the sync parameters, 1 for ``gamma``.
 
@@ -83,7 +84,8 @@ def search_scale(local_bsz, compute_time, step_time) -> np.ndarray:
     return np.array([tc, tc / float(np.mean(local_bsz)), ts, ts, ts, ts, 1.0])
 
 
-def fixed_parameters(num_nodes, num_replicas, local_bsz, compute_time) -> dict[int, float]:
+def fixed_parameters(num_nodes: ArrayIn, num_replicas: ArrayIn, local_bsz: ArrayIn,
+                     compute_time: ArrayIn) -> dict[int, float]:
     """The parameters the observations cannot identify, by index, with the values they are fixed to."""
     n, k, m = (np.asarray(a, dtype=float) for a in (num_nodes, num_replicas, local_bsz))
     fixed = {}
@@ -106,7 +108,7 @@ class _Objective:
     parameters; ``none`` is the 1e-8 s of an observation on one GPU.
     """
 
-    def __init__(self, n, k, m, compute, step, optimism: float):
+    def __init__(self, n: Array, k: Array, m: Array, compute: Array, step: Array, optimism: float) -> None:
         inter, intra = n > 1, (n == 1) & (k > 1)
         extra = np.maximum(k - 2, 1e-8)
         self.xa = np.ascontiguousarray(np.stack([np.ones_like(m), m], axis=1), dtype=float)  # (O, 2)
@@ -117,13 +119,13 @@ class _Objective:
         self.n_obs = len(m)
         self.optimism = float(optimism)
 
-    def reduced(self, x0, free, scale, u, grad) -> float:
+    def reduced(self, x0: Array, free: Array, scale: Array, u: Array, grad: Array) -> float:
         """The objective at ``x0`` with ``x0[free] = u * scale[free]``; its gradient in ``u`` written into
         ``grad`` (:func:`goodopt.agent_objective.reduced_objective_and_gradient`)."""
         return reduced_objective_and_gradient(self.xa, self.xn, self.none, self.log_c, self.log_s, self.optimism,
                                               x0, free, scale, np.asarray(u, dtype=float), grad)
 
-    def __call__(self, p) -> tuple[float, np.ndarray]:
+    def __call__(self, p: ArrayIn) -> tuple[float, np.ndarray]:
         grad = np.empty(7)
         f = objective_and_gradient(self.xa, self.xn, self.none, self.log_c, self.log_s, self.optimism,
                                    np.asarray(p, dtype=float), grad)
@@ -137,8 +139,8 @@ class _Objective:
 FIT_CACHE_SIZE = 16384
 
 
-def fit_agent(num_nodes, num_replicas, local_bsz, step_time, sync_time, *, optimism: float = 1e-2,
-              start=None) -> ThroughputParams:
+def fit_agent(num_nodes: ArrayIn, num_replicas: ArrayIn, local_bsz: ArrayIn, step_time: ArrayIn,
+              sync_time: ArrayIn, *, optimism: float = 1e-2, start: ArrayIn | None = None) -> ThroughputParams:
     """Throughput parameters from a job's own observations, by Pollux's agent semantics (module docstring).
 
     ``start`` (seven values in the order of :data:`START`) replaces the start values; the answer does not
@@ -155,13 +157,14 @@ def fit_agent(num_nodes, num_replicas, local_bsz, step_time, sync_time, *, optim
 
 
 @functools.lru_cache(maxsize=FIT_CACHE_SIZE)
-def _fit_remembered(key) -> ThroughputParams:
+def _fit_remembered(key: tuple[int, bytes, float, tuple[float, ...] | None]) -> ThroughputParams:
     n_obs, data, optimism, start = key
     n, k, m, step, sync = np.frombuffer(data, dtype=float).reshape(5, n_obs)
     return _fit(n, k, m, step, sync, optimism, start)
 
 
-def _fit(n, k, m, step, sync, optimism, start) -> ThroughputParams:
+def _fit(n: Array, k: Array, m: Array, step: Array, sync: Array, optimism: float,
+         start: tuple[float, ...] | None) -> ThroughputParams:
     if len(step) == 0:
         raise FitError("no observations to fit")
     if not (np.all(np.isfinite(step)) and np.all(step > 0) and np.all(np.isfinite(sync)) and np.all(sync >= 0)):
@@ -177,14 +180,14 @@ def _fit(n, k, m, step, sync, optimism, start) -> ThroughputParams:
     objective = _Objective(n, k, m, compute, step, optimism)
     scale = search_scale(m, compute, step)
 
-    def to_x(u):
+    def to_x(u: Array) -> Array:
         x = x0.copy()
         x[free] = u * scale[free]
         return x
 
     free_at = np.flatnonzero(free)
 
-    def reduced(u):  # objective(to_x(u)) and its gradient times scale[free], in one compiled call
+    def reduced(u: Array) -> tuple[float, Array]:  # objective(to_x(u)) and its gradient times scale[free], in one compiled call
         g = np.empty(len(free_at))
         return objective.reduced(x0, free_at, scale, u, g), g
 

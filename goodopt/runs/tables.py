@@ -12,8 +12,11 @@ the run's id, so tables of one run can be told from a mix (:func:`same_run`).
 from __future__ import annotations
 
 import json
+import os
 import platform
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +25,10 @@ from goodopt._version import __version__
 from goodopt.outputs import OutputSet, json_default, meta_path, output_set, sha256_file, table_matches_meta
 from goodopt.provenance import math_paths
 
+if TYPE_CHECKING:
+    from goodopt.problem import AllocationProblem
+    from goodopt.solvers.result import SolveResult
+
 #: Columns of a ``compare`` table.
 COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status", "stopped_by_clock",
            "has_solution", "feasible",
@@ -29,7 +36,7 @@ COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status"
            "best_bound", "gap_to_bound", "relative_fitness")
 
 
-def result_row(problem, method: str, seed, res) -> dict:
+def result_row(problem: AllocationProblem, method: str, seed: int | None, res: SolveResult) -> dict[str, Any]:
     """The table row of one solve (without the scenario name and the reference columns)."""
     return {
         "n_jobs": problem.n_jobs, "n_nodes": problem.n_nodes, "n_gpus": problem.n_gpus,
@@ -46,7 +53,7 @@ def result_row(problem, method: str, seed, res) -> dict:
 WHOLE_COLUMNS = ("seed", "n_jobs", "restarts", "n_rounds", "pwl_breakpoints")
 
 
-def frame(rows) -> pd.DataFrame:
+def frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """A table from row mappings, whole-number columns as pandas' nullable integers (``0``, not ``0.0``)."""
     df = pd.DataFrame(list(rows))
     for col in WHOLE_COLUMNS:
@@ -55,7 +62,7 @@ def frame(rows) -> pd.DataFrame:
     return df
 
 
-def add_reference_columns(df: pd.DataFrame, by) -> pd.DataFrame:
+def add_reference_columns(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Add ``best_bound`` (smallest proven bound in the group, NaN if none), ``gap_to_bound`` (NaN
     without a bound) and ``relative_fitness`` (fitness over the group's best fitness)."""
     df = df.copy()
@@ -91,12 +98,12 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def table_outputs(path) -> list[Path]:
+def table_outputs(path: str | os.PathLike[str]) -> list[Path]:
     """The files :func:`write_table` writes for ``path``: the table and its metadata."""
     return [Path(path), meta_path(path)]
 
 
-def write_table(table: pd.DataFrame, path, **metadata) -> Path:
+def write_table(table: pd.DataFrame, path: str | os.PathLike[str], **metadata: Any) -> Path:
     """Write ``table`` as CSV to ``path`` and its metadata to ``NAME.meta.json``, together.
 
     The metadata holds goodopt's version, Python's, the columns, the row count,
@@ -107,7 +114,7 @@ def write_table(table: pd.DataFrame, path, **metadata) -> Path:
     return Path(path)
 
 
-def write_table_into(out: OutputSet, table: pd.DataFrame, path, **metadata) -> Path:
+def write_table_into(out: OutputSet, table: pd.DataFrame, path: str | os.PathLike[str], **metadata: Any) -> Path:
     """:func:`write_table` as part of the output set ``out`` (put in place when ``out`` is committed)."""
     path = Path(path)
     tmp = out.path(path)
@@ -119,7 +126,7 @@ def write_table_into(out: OutputSet, table: pd.DataFrame, path, **metadata) -> P
     return path
 
 
-def same_run(*tables) -> bool:
+def same_run(*tables: str | os.PathLike[str]) -> bool:
     """Whether the tables ``tables`` (paths) each match their metadata and all come from one run."""
     if not all(table_matches_meta(t) for t in tables):
         return False
