@@ -15,15 +15,19 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 #: The logger progress is reported on.
 PROGRESS = logging.getLogger("goodopt.progress")
 
 
 #: The points of the solve being traced in this context: (start time, list of points), or None.
-_TRACE: ContextVar = ContextVar("goodopt_trace", default=None)
+_TRACE: ContextVar[tuple[float, list[tuple[float, float, float]]] | None] = ContextVar("goodopt_trace", default=None)
 
 
 @contextlib.contextmanager
@@ -47,13 +51,15 @@ def record_point(incumbent: float, bound: float = math.nan) -> None:
 
 
 #: Where a task's own progress goes in this process (a worker's queue to its parent, or the parent's display).
-_SINK = None
+#: Where task progress goes: ``sink(label, time_s, n_done, n_jobs)``.
+TaskSink = Callable[[str, float, int, int], None]
+_SINK: TaskSink | None = None
 #: Seconds between two progress messages of one task (the last one is always sent).
 SINK_EVERY_S = 1.0
-_last_sent: dict = {}
+_last_sent: dict[str, float] = {}
 
 
-def set_task_sink(sink) -> None:
+def set_task_sink(sink: TaskSink | None) -> None:
     """Send :func:`task_progress` messages to ``sink(label, time_s, n_done, n_jobs)`` (None: nowhere)."""
     global _SINK
     _SINK = sink
@@ -61,7 +67,7 @@ def set_task_sink(sink) -> None:
 
 
 #: The name of the task running in this context (:func:`task_named`), which its progress reports carry.
-_TASK_NAME: ContextVar = ContextVar("goodopt_task_name", default=None)
+_TASK_NAME: ContextVar[str | None] = ContextVar("goodopt_task_name", default=None)
 
 
 @contextlib.contextmanager
@@ -105,7 +111,7 @@ class Throttle(logging.Filter):
     let through (the first at once): without a terminal, one line per 30 s instead of one per MILP stage or
     simulation round. Warnings and errors always pass."""
 
-    def __init__(self, every_s: float = PLAIN_EVERY_S, clock=time.monotonic):
+    def __init__(self, every_s: float = PLAIN_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.every_s, self.clock, self._last = every_s, clock, -math.inf
 
@@ -135,16 +141,16 @@ def plain_progress(verbose: int = 0) -> Throttle | None:
 
 
 class _StatusHandler(logging.Handler):
-    def __init__(self, status, title: str):
+    def __init__(self, status: Status, title: str) -> None:
         super().__init__(logging.DEBUG)
         self.status, self.title = status, title
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         self.status.update(f"{self.title}: {record.getMessage()}")
 
 
 @contextlib.contextmanager
-def status_line(title: str, enabled: bool = True):
+def status_line(title: str, enabled: bool = True) -> Iterator[None]:
     """Show ``title`` and the latest progress record on standard error while the block runs."""
     if not enabled or not sys.stderr.isatty():
         yield
@@ -170,6 +176,6 @@ def status_line(title: str, enabled: bool = True):
 class _Forward(logging.Handler):
     """Hands records at or above the level the log had to the parent loggers' handlers."""
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         if PROGRESS.parent is not None:
             PROGRESS.parent.handle(record)
