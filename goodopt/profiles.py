@@ -16,6 +16,7 @@ Profiles are YAML files; :func:`load_profile` reads either kind.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -298,7 +299,7 @@ def profile_from_dict(data, where: str = "profile"):
     return AppProfile.from_dict(data, where)
 
 
-def load_profile(path):
+def load_profile(path: str | os.PathLike[str]) -> AppProfile | ThroughputProfile:
     """Read an application profile (either kind) from a YAML file."""
     path = Path(path)
     data = read_yaml(path, "profile", ScenarioError)
@@ -326,4 +327,7 @@ def shipped_profile(name: str) -> AppProfile:
         raise ScenarioError("application", f"no shipped profile named {name!r}",
                             f"choose one of {shipped_profile_names()} or give a profile path")
     with resources.as_file(f) as p:
-        return load_profile(p)
+        profile = load_profile(p)
+    if not isinstance(profile, AppProfile):  # every shipped application has a goodput profile
+        raise ScenarioError("application", f"the shipped profile {name!r} holds throughputs only")
+    return profile

@@ -50,11 +50,13 @@ from __future__ import annotations
 import html
 import logging
 import math
+import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import yaml
 
@@ -89,7 +91,7 @@ class Job:
     phi: float | None = None
     entity: str = ""  # the user or group it belongs to (hierarchical policies); "" = none
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "allocation", MappingProxyType(dict(self.allocation)))
         if self.age_s < 0 or not math.isfinite(self.age_s):
             raise ScenarioError("age_s", f"must be a finite number >= 0, got {self.age_s}")
@@ -116,7 +118,7 @@ class Scenario:
     name: str = "scenario"
     description: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))
         object.__setattr__(self, "profiles", MappingProxyType(dict(self.profiles)))
         _check_jobs(self)
@@ -125,7 +127,7 @@ class Scenario:
         """The allocation problem (validated arrays and speedup tables)."""
         return AllocationProblem.from_scenario(self)
 
-    def with_objective(self, **changes) -> Scenario:
+    def with_objective(self, **changes: Any) -> Scenario:
         """The same scenario with objective fields changed, e.g. ``with_objective(p=-inf)``."""
         return replace(self, objective=replace(self.objective, **changes))
 
@@ -209,7 +211,7 @@ def _check_every_type_is_usable(s: Scenario) -> None:
 
 
 # --------------------------------------------------------------------- loading
-def scenario_from_dict(data, base_dir: Path | str = ".") -> Scenario:
+def scenario_from_dict(data: object, base_dir: Path | str = ".") -> Scenario:  # data: checked as it is read
     """Build and validate a :class:`Scenario` from a parsed YAML mapping."""
     base_dir = Path(base_dir)
     r = Reader(data, "")
@@ -288,7 +290,7 @@ def scenario_warnings(s: Scenario) -> list[str]:
     return out
 
 
-def _job_from_dict(jr: Reader, profiles: dict) -> Job:
+def _job_from_dict(jr: Reader, profiles: dict[str, AppProfile | ThroughputProfile]) -> Job:
     """One job of a scenario mapping (its application's shipped profile is added to ``profiles``)."""
     app = jr.string("application")
     if app not in profiles:
@@ -323,7 +325,7 @@ def _job_from_dict(jr: Reader, profiles: dict) -> Job:
     return job
 
 
-def scenario_from_file(path) -> Scenario:
+def scenario_from_file(path: str | os.PathLike[str]) -> Scenario:
     """Read a scenario from a YAML file (profile paths are relative to the file).
 
     Shipped names and ``family:`` members are resolved by
@@ -334,7 +336,7 @@ def scenario_from_file(path) -> Scenario:
     return scenario_from_dict(data, base_dir=p.parent)
 
 
-def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None) -> dict:
+def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The YAML-ready mapping of a scenario (shipped profiles are referenced by name)."""
     o = s.objective
     out: dict[str, object] = {
@@ -351,7 +353,7 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
                       **({"restart_delays_s": dict(o.restart_delays_s)} if o.restart_delays_s else {}),
                       **({"idle_penalty": o.idle_penalty} if o.idle_penalty is not None else {})},
     }
-    jobs: list[dict] = []
+    jobs: list[dict[str, Any]] = []
     out["jobs"] = jobs
     if profile_paths:
         out["profiles"] = dict(profile_paths)
@@ -375,7 +377,7 @@ def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None
     return out
 
 
-def save_scenario(s: Scenario, path, profile_paths: Mapping[str, str] | None = None) -> None:
+def save_scenario(s: Scenario, path: str | os.PathLike[str], profile_paths: Mapping[str, str] | None = None) -> None:
     """Write a scenario as YAML (readable back with :func:`goodopt.sources.load_scenario`)."""
     write_text(path, yaml.safe_dump(scenario_to_dict(s, profile_paths), sort_keys=False,
                                          default_flow_style=None, width=100))

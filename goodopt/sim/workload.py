@@ -26,6 +26,8 @@ import csv
 import io
 import logging
 import math
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,7 +89,7 @@ class Workload:
     jobs: tuple[WorkloadJob, ...]
     name: str = "workload"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(sorted(self.jobs, key=lambda j: (j.arrival_s, j.name))))
         if not self.jobs:
             raise ValidationError("workload", "has no jobs", "give at least one row")
@@ -113,7 +115,7 @@ class Workload:
             df["entity"] = [j.entity for j in self.jobs]
         return df
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the workload CSV to ``path``; returns the path."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +123,7 @@ class Workload:
         return path
 
 
-def load_workload(path) -> Workload:
+def load_workload(path: str | os.PathLike[str]) -> Workload:
     """Read a workload CSV (Pollux format), every row checked.
 
     All bad rows are reported at once (up to 10), each as ``file:line``: a
@@ -175,7 +177,7 @@ def _check_header(path: Path, header: list[str]) -> None:
                           f"(optionally also {', '.join(OPTIONAL_COLUMNS)})")
 
 
-def _job(row: dict, n_cells: int, n_columns: int, where: str) -> WorkloadJob:
+def _job(row: dict[str, str], n_cells: int, n_columns: int, where: str) -> WorkloadJob:
     """One checked row."""
     if n_cells != n_columns:
         raise ValidationError(where, f"{n_cells} cells for {n_columns} columns", "give one value per column")
@@ -192,7 +194,7 @@ def _job(row: dict, n_cells: int, n_columns: int, where: str) -> WorkloadJob:
                        source=where, entity=row.get("entity", "").strip())
 
 
-def _whole(row: dict, key: str, where: str) -> int:
+def _whole(row: dict[str, str], key: str, where: str) -> int:
     text = row[key].strip()
     try:
         value = float(text)
@@ -204,7 +206,7 @@ def _whole(row: dict, key: str, where: str) -> int:
     return int(value)
 
 
-def check_workloads(specs, *, n_gpus: int, max_time_s: float) -> None:
+def check_workloads(specs: Iterable[str], *, n_gpus: int, max_time_s: float) -> None:
     """Read and check every workload of ``specs`` (files and ``generated:`` specs) before any simulation."""
     for spec in specs:
         check_workload(resolve_workload(spec), n_gpus=n_gpus, max_time_s=max_time_s)
@@ -236,7 +238,8 @@ def check_workload(workload: Workload, *, n_gpus: int, max_time_s: float) -> Non
                                   f"(max_time_s = {max_time_s:g})", "raise max_time_s or drop the row")
 
 
-def generate_workload(seed, *, load: float = 1.0, hours: float = 8.0, mix=None,
+def generate_workload(seed: int | np.random.Generator, *, load: float = 1.0, hours: float = 8.0,
+                      mix: Mapping[str, float] | None = None,
                       name: str | None = None) -> Workload:
     """A Pollux-style workload drawn with ``numpy.random.default_rng(seed)``.
 
@@ -278,7 +281,7 @@ def generate_workload(seed, *, load: float = 1.0, hours: float = 8.0, mix=None,
 GENERATED_PREFIX = "generated:"
 
 
-def resolve_workload(spec) -> Workload:
+def resolve_workload(spec: str | os.PathLike[str]) -> Workload:
     """A workload from a CSV path or ``generated:LOAD:SEED[:HOURS]`` (Pollux-style generator, 8 hours
     by default)."""
     if isinstance(spec, Workload):
@@ -309,7 +312,7 @@ def parse_generated(spec: str) -> tuple[float, int, float, bool]:
     return load, seed, hours, len(parts) > 3
 
 
-def expand_workloads(specs) -> list[str]:
+def expand_workloads(specs: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Workload specs with folders expanded to their ``*.csv`` files (sorted)."""
     out = []
     for spec in specs:
