@@ -32,6 +32,8 @@ the same parameters for every type.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +42,9 @@ from goodopt.agent_fit import fit_agent
 from goodopt.fitting import OPTIMISM, fit_observed
 from goodopt.goodput import ThroughputParams
 from goodopt.profiles import AppProfile, GpuProfile
+
+if TYPE_CHECKING:  # for the annotations only
+    from .truth import AppTruth
 
 #: How an agent may fit its model (see :class:`goodopt.sim.engine.SimConfig`).
 AGENT_FITS = ("pollux", "goodopt")
@@ -52,9 +57,10 @@ _LINEAR = ThroughputParams(alpha_c=0.0, beta_c=1e-3, alpha_r=0.0, beta_r=0.0, al
 class JobAgent:
     """Observations, fitted model and batch choice of one job."""
 
-    def __init__(self, app, gpu_type: str = "t4", *, fixed_batch: int | None = None, max_gpus: int | None = None,
+    def __init__(self, app: AppTruth, gpu_type: str = "t4", *, fixed_batch: int | None = None,
+                 max_gpus: int | None = None,
                  n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM, fit: str = "pollux",
-                 single_gpu_accumulation: bool = False):
+                 single_gpu_accumulation: bool = False) -> None:
         self.app = app  # an AppTruth: only its static limits (M0, M_max, m_min, m_max) are read
         self.gpu_type = gpu_type
         self.fixed_batch = fixed_batch
@@ -70,7 +76,7 @@ class JobAgent:
         self.n_fits = 0
 
     # ------------------------------------------------------------ observing
-    def observe(self, placement, local_bsz: int, step_s: float, sync_s: float, phi: float,
+    def observe(self, placement: Sequence[int], local_bsz: int, step_s: float, sync_s: float, phi: float,
                 gpu_type: str | None = None) -> None:
         """Record one configuration's measured step and sync time and the current noise scale.
 
@@ -116,7 +122,8 @@ class JobAgent:
         return int(max(1, min(2 * self.max_profiled_gpus, EXPLORATION_CAP, batch_limit)))
 
     # ------------------------------------------------------------- choosing
-    def choose(self, placement, *, refit: bool = True, gpu_type: str | None = None, limits=None) -> tuple[int, int]:
+    def choose(self, placement: Sequence[int], *, refit: bool = True, gpu_type: str | None = None,
+               limits: AppTruth | None = None) -> tuple[int, int]:
         """(local_bsz, accum_steps) for ``placement`` (GPUs per node).
 
         With ``refit`` the model is brought up to date first (done when the job
@@ -158,7 +165,7 @@ class HeteroAgent:
     ``apps`` maps GPU type -> AppTruth (only static batch limits are read).
     """
 
-    def __init__(self, apps: dict, *, pooled: bool = False, fixed_batch: int | None = None,
+    def __init__(self, apps: dict[str, AppTruth], *, pooled: bool = False, fixed_batch: int | None = None,
                  max_gpus: int | None = None, n_candidates: int = gp.N_BATCH_CANDIDATES, optimism: float = OPTIMISM,
                  fit: str = "pollux", single_gpu_accumulation: bool = False):
         self.apps = dict(apps)
@@ -179,7 +186,7 @@ class HeteroAgent:
         self.app = self.apps[first]
 
     @property
-    def phi(self):
+    def phi(self) -> float | None:
         values = [m.phi for m in self.models.values() if m.phi is not None]
         return values[-1] if values else None
 
@@ -187,14 +194,15 @@ class HeteroAgent:
     def n_fits(self) -> int:
         return sum(m.n_fits for m in set(self.models.values()))
 
-    def observe(self, placement, local_bsz, step_s, sync_s, phi, gpu_type: str | None = None) -> None:
+    def observe(self, placement: Sequence[int], local_bsz: int, step_s: float, sync_s: float, phi: float,
+                gpu_type: str | None = None) -> None:
         """Record one round's measured step and sync times and the gradient noise scale."""
         for m in set(self.models.values()):  # the noise scale is the job's, whatever the type
             if math.isfinite(phi) and phi > 0:
                 m.phi = float(phi)
         self.models[gpu_type or self.gpu_types[0]].observe(placement, local_bsz, step_s, sync_s, phi)
 
-    def bootstrap(self, truth_by_type: dict, phi: float, n_batches: int = 3) -> None:
+    def bootstrap(self, truth_by_type: dict[str, AppTruth], phi: float, n_batches: int = 3) -> None:
         """One-GPU measurements of every type at ``n_batches`` per-GPU batch sizes (Sia's profiling)."""
         if self.pooled:
             return
@@ -207,7 +215,8 @@ class HeteroAgent:
     def gpu_limit(self) -> int:
         return max(m.gpu_limit() for m in self.models.values())
 
-    def choose(self, placement, *, refit: bool = True, gpu_type: str | None = None, limits=None):
+    def choose(self, placement: Sequence[int], *, refit: bool = True, gpu_type: str | None = None,
+               limits: AppTruth | None = None) -> tuple[int, int]:
         """The goodput-optimal (per-GPU batch, accumulation steps) for a placement."""
         t = gpu_type or self.gpu_types[0]
         return self.models[t].choose(placement, refit=refit, limits=limits or self.apps[t])

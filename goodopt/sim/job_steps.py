@@ -16,7 +16,7 @@ def advance_job(job: SimJob, app: AppTruth, t: float, seconds: float, slow: floa
     slowdown`` (``slow`` the interference factor, ``slowdown`` its application's calibration slowdown: the
     truth is slowed, the job's agent observes it unslowed); the agent observes each epoch's first step and,
     for an ``adaptive`` job with no fixed batch, re-picks the batch at every epoch boundary."""
-    kind = {"gpu_type": job.gpu_type} if hetero else {}
+    gpu_type = job.gpu_type if hetero else None  # the agent's model of this type (None: its only one)
     wait = min(job.restart_left_s, seconds)
     job.restart_left_s -= wait
     left = seconds - wait
@@ -30,7 +30,7 @@ def advance_job(job: SimJob, app: AppTruth, t: float, seconds: float, slow: floa
         t_iter = step + job.accum_steps * max(step - sync, 0.0)
         rate = app.gain(batch, job.epoch) / t_iter * slow / slowdown  # progress per second
         if not observed:
-            job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), **kind)
+            job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), gpu_type=gpu_type)
             observed = True
         boundary = app.epoch_end_progress[job.epoch]
         need = (boundary - job.progress) / rate
@@ -46,6 +46,6 @@ def advance_job(job: SimJob, app: AppTruth, t: float, seconds: float, slow: floa
             if job.epoch >= target:
                 job.completion_s = now
                 return
-            job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), **kind)
+            job.agent.observe(placement, job.local_bsz, step, sync, app.phi(batch, job.epoch), gpu_type=gpu_type)
             if adaptive and job.agent.fixed_batch is None:
-                job.local_bsz, job.accum_steps = job.agent.choose(placement, refit=False, **kind)
+                job.local_bsz, job.accum_steps = job.agent.choose(placement, refit=False, gpu_type=gpu_type)
