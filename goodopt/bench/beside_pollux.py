@@ -31,8 +31,8 @@ from ..traces import traces_dir
 
 log = logging.getLogger(__name__)
 
-#: The workload of the table, under the traces folder: the one the issue of record and the reproduction's
-#: reference run use.
+#: The workload of the table, under the traces folder: the reference simulation the docs time (the Pollux policy
+#: on load 1.0, workload 3).
 WORKLOAD = Path("pollux") / "workloads" / "load-1.0" / "workload-3.csv"
 #: Seconds the artifact's run may take (its README: up to 30 minutes for one workload on a slow CPU).
 ARTIFACT_TIME_LIMIT_S = 4 * 3600.0
