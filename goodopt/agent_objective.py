@@ -54,13 +54,16 @@ def objective_and_gradient(xa: Array, xn: Array, none: Array, log_c: Array, log_
     """The objective at ``p``; its gradient written into ``grad`` (module docstring)."""
     n = xa.shape[0]
     g = p[6]
+    a_times, nets, las, lns, log_steps = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     s1 = 0.0
     s2 = 0.0
     for i in range(n):  # the two sums of squares first: every gradient term needs both r's
-        la = math.log(xa[i, 0] * p[0] + xa[i, 1] * p[1])
-        ln = math.log(xn[i, 0] * p[2] + xn[i, 1] * p[3] + xn[i, 2] * p[4] + xn[i, 3] * p[5] + none[i])
-        e1 = la - log_c[i]
-        e2 = _log_add_exp(g * la, g * ln) / g - log_s[i]
+        a_times[i] = xa[i, 0] * p[0] + xa[i, 1] * p[1]
+        nets[i] = xn[i, 0] * p[2] + xn[i, 1] * p[3] + xn[i, 2] * p[4] + xn[i, 3] * p[5] + none[i]
+        las[i], lns[i] = math.log(a_times[i]), math.log(nets[i])
+        log_steps[i] = _log_add_exp(g * las[i], g * lns[i]) / g
+        e1 = las[i] - log_c[i]
+        e2 = log_steps[i] - log_s[i]
         s1 += e1 * e1
         s2 += e2 * e2
     r1 = math.sqrt(s1 / n + RMS_SMOOTHING * RMS_SMOOTHING)
@@ -68,10 +71,7 @@ def objective_and_gradient(xa: Array, xn: Array, none: Array, log_c: Array, log_
     for k in range(7):
         grad[k] = 0.0
     for i in range(n):
-        a_time = xa[i, 0] * p[0] + xa[i, 1] * p[1]
-        net = xn[i, 0] * p[2] + xn[i, 1] * p[3] + xn[i, 2] * p[4] + xn[i, 3] * p[5] + none[i]
-        la, ln = math.log(a_time), math.log(net)
-        log_step = _log_add_exp(g * la, g * ln) / g
+        a_time, net, la, ln, log_step = a_times[i], nets[i], las[i], lns[i], log_steps[i]
         w_a = math.exp(g * (la - log_step))  # A^g / (A^g + N^g)
         w_n = 1.0 - w_a
         c1 = (la - log_c[i]) / (n * r1)  # d r_1 / d e1_i
