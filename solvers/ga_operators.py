@@ -162,9 +162,14 @@ def mutate(pop: Array, data: RepairData, rng: np.random.Generator, rate: float) 
     (:func:`goodopt.solvers.ga_breeding.apply_mutations`).
     Shapes: (P, J, N) -> (P, J, N) (new array)."""
     a = np.array(pop, dtype=np.int64)
+    mutate_in_place(a, data, rng, rate)
+    return a
+
+
+def mutate_in_place(a: Array, data: RepairData, rng: np.random.Generator, rate: float) -> None:
+    """:func:`mutate` on ``a`` itself (int64). Shapes: a (P, J, N)."""
     P, J, N = a.shape
     apply_mutations(a, *mutation_draws(P, J, N, data.pr.node_capacity, rng, rate), data.pr.current)
-    return a
 
 
 def mutation_draws(P: int, J: int, N: int, capacity: Array, rng: np.random.Generator,

@@ -43,7 +43,7 @@ from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
 from .config_ga import evolve
-from .ga_breeding import apply_mutations, breed, gather
+from .ga_breeding import breed, gather
 from .ga_operators import (
     AllocationMutation,
     AllocationRepair,
@@ -51,7 +51,7 @@ from .ga_operators import (
     RepairData,
     RowCrossover,
     initial_population,
-    mutation_draws,
+    mutate_in_place,
     repair,
 )
 from .options import GaOptions, Nsga2Options, stall_for
@@ -200,13 +200,13 @@ def _offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generato
     (:func:`~goodopt.solvers.ga_operators.row_crossover`'s draws), then mutation
     (:func:`~goodopt.solvers.ga_operators.mutate`'s), as compiled loops (:mod:`goodopt.solvers.ga_breeding`) on
     the random numbers those statements draw, in their order. Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
-    P, J, N = pop.shape
+    P, J = pop.shape[:2]
     n_pairs = (P + 1) // 2
     cand = rng.integers(0, P, size=(2, 2 * n_pairs))  # binary tournaments
     mask_u = rng.random((n_pairs, J))  # row_crossover's draws
     cross_u = rng.random(n_pairs)
     kids = breed(pop, fit, cand, mask_u, cross_u, crossover_prob, P)
-    apply_mutations(kids, *mutation_draws(P, J, N, data.pr.node_capacity, rng, rate), data.pr.current)
+    mutate_in_place(kids, data, rng, rate)
     return kids
 
 
