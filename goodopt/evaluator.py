@@ -1,10 +1,14 @@
 """The vectorised fitness evaluator (the hot path of every solver).
 
 A population ``pop`` of shape (P, J, N) holds P candidate allocations, each
-the GPUs of every job on every node. For all members at once the evaluator
-computes per-job GPU counts, node counts and GPU type, looks the speedup up in
-the problem's table, applies re-allocation factors to changed rows, and
-reduces with the power mean. There is no Python loop over members or jobs.
+the GPUs of every job on every node. For all members the evaluator computes
+per-job GPU counts, node counts and GPU type, looks the speedup up in the
+problem's table, applies re-allocation factors to changed rows and measures
+each constraint's violation, in one compiled pass
+(:mod:`goodopt.allocation_counts`, integer arithmetic and look-ups: the same
+numbers as the whole-array statements in ``tests/evaluator_reference.py``),
+then reduces every member's speedups with the power mean as one array
+operation.
 
 Speedups of infeasible rows are still defined (a row spanning types is scored
 on its majority type with its total count; counts beyond the table score 0);
@@ -19,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .allocation_counts import counted
 from .arrays import Array
 from .fitness import _power_mean_last
 
@@ -52,9 +57,6 @@ class Evaluator:
         self._G = pr.n_gpu_types
         self._table = np.ascontiguousarray(pr.speedup_table).reshape(-1)
         # Flat index of [j, g, k, multi] = ((j * G + g) * (K + 1) + k) * 2 + multi
-        self._job_offset = (np.arange(pr.n_jobs) * self._G * (self._K + 1) * 2)[None, :]
-        self._type_stride = (self._K + 1) * 2
-        self._onehot = (pr.node_type[:, None] == np.arange(self._G)[None, :]).astype(np.int64)
         self._current = pr.current
         self._realloc = pr.realloc
         self._weights = pr.weights
@@ -67,48 +69,18 @@ class Evaluator:
         a = self.problem.check_allocation(pop)
         return (a[None], True) if a.ndim == 2 else (a, False)
 
-    def _counts(self, pop: Array) -> tuple[Array, Array, Array, Array, Array | None]:
-        # einsum reduces the short node axis about twice as fast as ndarray.sum here.
-        k = np.einsum("pjn->pj", pop, dtype=np.int64)
-        used = pop > 0
-        nodes = np.einsum("pjn->pj", used, dtype=np.int64)
-        if self._G == 1:
-            gtype = np.zeros_like(k)
-            per_type = None
-        else:
-            per_type = pop @ self._onehot  # (P, J, G)
-            gtype = per_type.argmax(axis=2)
-        return k, used, nodes, gtype, per_type
-
-    def _speedups(self, pop: Array, k: Array, nodes: Array, gtype: Array) -> Array:
-        kc = np.minimum(k, self._K)
-        idx = self._job_offset + gtype * self._type_stride + kc * 2 + (nodes > 1)
-        s = self._table[idx]
-        if np.any(k > self._K):
-            s = np.where(k > self._K, 0.0, s)
-        changed = np.einsum("pjn->pj", pop != self._current, dtype=np.int64) > 0
-        return np.where(changed, s * self._realloc, s)
+    def _counted(self, pop: Array) -> tuple[Array, Array, Array, Array, Array]:
+        """``(k, nodes, gtype, speedups, terms)``: per member and job the GPUs, nodes, majority type and speedup
+        (re-allocation factor applied), per member each term of :attr:`TERMS`. Shapes: (P, J, N) -> (P, J) x 4,
+        (P, 6)."""
+        pr = self.problem
+        return counted(pop, pr.node_type, self._G, self._capacity, self._current, self._table, self._K,
+                       self._realloc, pr.min_gpus, pr.max_gpus, bool(pr.interference_avoidance))
 
     def _fitness(self, s: Array) -> Array:
         v = self.problem.shifted(s)
         w = 1.0 if self._uniform else self._weights
         return _power_mean_last(v, self.problem.p, np.broadcast_to(w, v.shape))
-
-    def _violation_terms(self, pop: Array, k: Array, used: Array, nodes: Array,
-                         per_type: Array | None) -> dict[str, Array]:
-        pr = self.problem
-        over = np.maximum(pop.sum(axis=1) - self._capacity, 0).sum(axis=1)
-        neg = np.maximum(-pop, 0).sum(axis=(1, 2))
-        mixed = (k - per_type.max(axis=2)).sum(axis=1) if per_type is not None else np.zeros(len(pop), np.int64)
-        running = k > 0
-        under = np.where(running, np.maximum(pr.min_gpus - k, 0), 0).sum(axis=1)
-        above = np.maximum(k - pr.max_gpus, 0).sum(axis=1)
-        if pr.interference_avoidance:
-            multi = (nodes > 1)[:, :, None] & used
-            interf = np.maximum(multi.sum(axis=1) - 1, 0).sum(axis=1)
-        else:
-            interf = np.zeros(len(pop), np.int64)
-        return dict(zip(self.TERMS, (over, neg, mixed, under, above, interf)))
 
     # ------------------------------------------------------------ public API
     def evaluate(self, pop: Any) -> Evaluation:
@@ -118,11 +90,9 @@ class Evaluator:
         (P = 1 for a single allocation).
         """
         pop, _ = self._coerce(pop)
-        k, used, nodes, gtype, per_type = self._counts(pop)
-        s = self._speedups(pop, k, nodes, gtype)
-        terms = self._violation_terms(pop, k, used, nodes, per_type)
+        k, nodes, gtype, s, terms = self._counted(pop)
         self.n_evaluations += len(pop)
-        return Evaluation(self._fitness(s), s, np.asarray(sum(terms.values()), dtype=float), k, nodes, gtype)
+        return Evaluation(self._fitness(s), s, terms.sum(axis=1).astype(float), k, nodes, gtype)
 
     def speedups(self, pop: Any) -> np.ndarray:
         """Per-job speedups (re-allocation factors applied).
@@ -130,8 +100,7 @@ class Evaluator:
         Shapes: (P, J, N) -> (P, J); (J, N) -> (J,).
         """
         a, single = self._coerce(pop)
-        k, _, nodes, gtype, _ = self._counts(a)
-        s = self._speedups(a, k, nodes, gtype)
+        s = self._counted(a)[3]
         return s[0] if single else s
 
     def fitness(self, pop: Any) -> Any:
@@ -140,8 +109,7 @@ class Evaluator:
         Shapes: (P, J, N) -> (P,); (J, N) -> float.
         """
         a, single = self._coerce(pop)
-        k, _, nodes, gtype, _ = self._counts(a)
-        f = self._fitness(self._speedups(a, k, nodes, gtype))
+        f = self._fitness(self._counted(a)[3])
         self.n_evaluations += len(a)
         return float(f[0]) if single else f
 
@@ -157,8 +125,8 @@ class Evaluator:
     def violation_terms(self, pop: Any) -> dict[str, np.ndarray]:
         """Each constraint's violation. Shapes: (P, J, N) or (J, N) -> {name: (P,)}."""
         a, _ = self._coerce(pop)
-        k, used, nodes, _, per_type = self._counts(a)
-        return self._violation_terms(a, k, used, nodes, per_type)
+        terms = self._counted(a)[4]
+        return {name: terms[:, i].copy() for i, name in enumerate(self.TERMS)}
 
     def violations(self, alloc: Any) -> list[str]:
         """Human-readable list of the constraints one allocation breaks. Shapes: (J, N) ->."""

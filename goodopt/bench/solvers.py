@@ -77,11 +77,9 @@ class _LoopEvaluator(Evaluator):
     def evaluate(self, pop) -> Evaluation:
         pop, _ = self._coerce(pop)
         fit = per_job_fitness(self.problem, self._fns, pop)
-        k, used, nodes, gtype, per_type = self._counts(pop)
-        terms = self._violation_terms(pop, k, used, nodes, per_type)
+        k, nodes, gtype, _, terms = self._counted(pop)
         self.n_evaluations += len(pop)
-        return Evaluation(fit, np.zeros(k.shape), np.asarray(sum(terms.values()), dtype=float), k, nodes,
-                          gtype)
+        return Evaluation(fit, np.zeros(k.shape), terms.sum(axis=1).astype(float), k, nodes, gtype)
 
 
 class _TimedEvaluator(Evaluator):
