@@ -211,10 +211,14 @@ def _offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generato
 
 
 def _row_bytes(pop: Array) -> list[bytes]:
-    """Each member's ``tobytes()``, made in one call through a view of each member as one opaque item. Shapes:
-    (P, J, N) -> P."""
+    """Each member's cells as bytes, made in one call through a view of each member as one opaque item: one
+    byte a cell when every cell of ``pop`` lies in 0..255 (as after repair; hashing the keys was most of a
+    look-up's cost), else the cells' own bytes. Keys of the two kinds differ in length, so no two allocations
+    share a key. Shapes: (P, J, N) -> P."""
     if pop.size == 0:
         return [row.tobytes() for row in pop]
+    if pop.dtype.kind in "iu" and pop.min() >= 0 and pop.max() <= 255 and pop.itemsize > 1:
+        pop = pop.astype(np.uint8)
     rows = np.ascontiguousarray(pop).reshape(len(pop), -1)
     # a void item's tolist() is its bytes (numpy types it as bytes or a tuple, the tuple being for structured items)
     return cast(list[bytes], rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist())

@@ -162,7 +162,7 @@ def test_known_scores_are_the_evaluators_own_to_the_last_bit(testbed, hetero_sce
         first = scores(pop[:7])
         assert np.array_equal(first, expected[:7])
         assert np.array_equal(scores(pop), expected)  # the first seven looked up, the rest evaluated
-        alone = np.array([scores.known[row.tobytes()] for row in pop])
+        alone = np.array([scores.known[row.astype(np.uint8).tobytes()] for row in pop])  # keys: a byte a cell
         assert np.array_equal(alone, expected)
         one = ev.evaluate(pop[3:4])  # one allocation alone scores as it does in the batch
         assert np.array_equal(np.where(one.violation == 0, one.fitness, -np.inf), expected[3:4])
@@ -203,5 +203,13 @@ def test_the_survivors_and_the_score_keys_are_gathered_as_the_arrays_would_be():
     assert np.array_equal(gather(pop, kids, rows), np.concatenate([pop, kids])[rows])
     for shape in [(5, 3, 2), (3, 0, 4), (0, 3, 4)]:
         a = rng.integers(0, 5, size=shape)
-        assert _row_bytes(a) == [row.tobytes() for row in a]
-        assert _row_bytes(a[::-1]) == [row.tobytes() for row in a[::-1]]
+        assert _row_bytes(a) == [row.astype(np.uint8).tobytes() for row in a]  # one byte a cell
+        assert _row_bytes(a[::-1]) == [row.astype(np.uint8).tobytes() for row in a[::-1]]
+    for high in (2, 256, 300):  # cells past a byte (and a negative one) keep their own bytes
+        a = rng.integers(0, high, size=(40, 2, 2))
+        a[0, 0, 0] = -1 if high == 300 else a[0, 0, 0]
+        keys = _row_bytes(a)
+        for i in range(len(a)):
+            for j in range(len(a)):
+                assert (keys[i] == keys[j]) == bool(np.array_equal(a[i], a[j]))
+    assert len(_row_bytes(np.full((1, 2, 2), 255))[0]) != len(_row_bytes(np.full((1, 2, 2), 256))[0])
