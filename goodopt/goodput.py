@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import Array
+from .candidate_choice import choose_columns, choose_table
 from .errors import ValidationError
 
 #: Number of geometric candidate total batch sizes (as in Pollux).
@@ -235,13 +237,40 @@ def best_candidate(scored: tuple[Any, Any, Any, Any, Any], phi: Any,
     """:func:`best_config`'s answer from :func:`scored_candidates` and ``phi``.
 
     Shapes: scored (C,) + B each, phi broadcasting against B -> three arrays of shape broadcast(B, phi).
+
+    Per candidate, the goodput is ``x * efficiency(total, phi, init_batch_size)`` where the candidate is valid,
+    else 0; the answer is the first candidate of the largest (numpy's argmax: the first NaN if any), with
+    micro-batch and accumulation steps 0 where that goodput is not above 0. One compiled loop carries this out
+    (:mod:`goodopt.candidate_choice`, the same operations, hence the same numbers).
     """
     micro, accum, valid, total, x = scored
-    g = x * efficiency(total, phi, init_batch_size)
-    g = np.where(valid, g, 0.0)
-    best = np.argmax(g, axis=0)[None]
-    gbest = np.take_along_axis(g, best, axis=0)[0]
-    ok = gbest > 0
-    micro_best = np.take_along_axis(np.broadcast_to(micro, g.shape), best, axis=0)[0]
-    accum_best = np.take_along_axis(np.broadcast_to(accum, g.shape), best, axis=0)[0]
-    return gbest, np.where(ok, micro_best, 0), np.where(ok, accum_best, 0)
+    C = np.shape(x)[0]
+    shape = np.broadcast_shapes(*(np.shape(a)[1:] for a in scored), np.shape(phi), np.shape(init_batch_size))
+
+    def columns(a: Any, dtype: Any) -> Array:
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=dtype), (C, *shape)).reshape(C, -1))
+
+    def flat(a: Any) -> Array:
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=float), shape).reshape(-1))
+
+    M = int(np.prod(shape, dtype=np.int64))
+    good, local, steps = np.empty(M), np.empty(M, np.int64), np.empty(M, np.int64)
+    choose_columns(columns(micro, np.int64), columns(accum, np.int64), columns(valid, np.bool_),
+                   columns(total, float), columns(x, float), flat(phi), flat(init_batch_size), good, local, steps)
+    return good.reshape(shape), local.reshape(shape), steps.reshape(shape)
+
+
+def best_candidate_table(scored: tuple[Array, Array, Array, Array, Array], phi: Array,
+                         init_batch_size: float) -> tuple[Array, Array, Array]:
+    """``best_candidate(scored, phi[:, None], init_batch_size)`` for one group's scored counts (the goodput
+    tables' case), without broadcasting anything: one compiled call.
+
+    Shapes: scored (C, 1, T) each (as :func:`scored_candidates` gives them for counts ``(1, T)``), phi (B,) ->
+    three arrays (B, T).
+    """
+    micro, accum, valid, total, x = (a[:, 0, :] for a in scored)
+    B, T = len(phi), x.shape[1]
+    good, local, steps = np.empty((B, T)), np.empty((B, T), np.int64), np.empty((B, T), np.int64)
+    choose_table(micro, accum, valid, total, x, np.asarray(phi, dtype=float), float(init_batch_size), good, local,
+                 steps)
+    return good, local, steps

@@ -86,7 +86,7 @@ def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Arra
                 scored = _scored(shared, t_m, bool(m), n_candidates)  # (C, 1, t_m + 1)
                 for start in range(0, len(rows), step):
                     block = rows[start:start + step]
-                    out = gp.best_candidate(scored, phi[block][:, None], m0)
+                    out = gp.best_candidate_table(scored, phi[block], m0)
                     good[block, g, :t_m + 1, m], local[block, g, :t_m + 1, m], accum[block, g, :t_m + 1, m] = out
     # One GPU is never multi-node; multi-node with a single node is impossible. Keep both
     # columns consistent at k <= 1 so look-ups of degenerate rows stay well defined.

@@ -155,3 +155,58 @@ def test_speedup_table_basics(testbed):
 def test_one_gpu_base(testbed):
     pr = testbed.with_objective(base="one-gpu").problem()
     np.testing.assert_allclose(pr.speedup_table[:, 0, 1, 0], 1.0)
+
+
+def _best_candidate_as_arrays(scored, phi, init_batch_size):
+    """The rule of gp.best_candidate as whole-array operations (the statement its compiled loop must match)."""
+    micro, accum, valid, total, x = scored
+    with np.errstate(invalid="ignore"):
+        g = np.where(valid, x * gp.efficiency(total, phi, init_batch_size), 0.0)
+    best = np.argmax(g, axis=0)[None]
+    gbest = np.take_along_axis(g, best, axis=0)[0]
+    ok = gbest > 0
+    micro_best = np.take_along_axis(np.broadcast_to(micro, g.shape), best, axis=0)[0]
+    accum_best = np.take_along_axis(np.broadcast_to(accum, g.shape), best, axis=0)[0]
+    return gbest, np.where(ok, micro_best, 0), np.where(ok, accum_best, 0)
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from(APPS), st.sampled_from(["t4", "v100"]), st.booleans(),
+       st.sampled_from([2, 7, 50]))
+def test_the_compiled_best_candidate_is_the_array_statement_to_the_last_bit(seed, app, gpu, multi, n_candidates):
+    """Goodput, micro-batch and steps of the compiled choice equal the array statement's, bit for bit: phi of
+    every size (0, tiny, huge, infinite, NaN), jobs in blocks, counts with no valid candidate, tied candidates
+    (a zero-throughput row) and a scalar phi."""
+    prof = shipped_profile(app)
+    g = prof.gpu_types[gpu] if gpu in prof.gpu_types else next(iter(prof.gpu_types.values()))
+    rng = np.random.default_rng(seed)
+    scored = gp.scored_candidates(g.params, np.arange(17)[None, :], multi, prof.init_batch_size,
+                                  prof.max_batch_size, g.min_local_bsz, g.max_local_bsz, n_candidates=n_candidates)
+    if rng.random() < 0.3:  # ties: equal throughput for every candidate of some counts
+        x = scored[4].copy()
+        x[:, :, rng.integers(0, 17)] = 1.0
+        scored = (*scored[:4], x)
+    phi = rng.choice([0.0, 1e-300, 3.0, 1e4, 1e12, np.inf, np.nan], size=(int(rng.integers(1, 6)), 1))
+    table = gp.best_candidate_table(scored, phi[:, 0], prof.init_batch_size)  # the goodput tables' entry
+    for got, args in ((gp.best_candidate(scored, phi, prof.init_batch_size), (scored, phi, prof.init_batch_size)),
+                      (table, (scored, phi, prof.init_batch_size)),
+                      (gp.best_candidate(scored, float(phi[0, 0]), prof.init_batch_size),
+                       (scored, float(phi[0, 0]), prof.init_batch_size))):
+        for a, b in zip(got, _best_candidate_as_arrays(*args)):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            assert a.tobytes() == b.tobytes()
+
+
+def test_the_compiled_best_candidate_takes_numpys_first_nan_and_first_of_ties():
+    """By hand: candidate 0 invalid, the rest NaN under phi = NaN (numpy's argmax: the first NaN, candidate 1);
+    equal goodputs go to the first; nothing above 0 (NaN included) gives batch 0."""
+    micro = np.array([[8], [16], [32]])
+    accum = np.zeros((3, 1), np.int64)
+    valid = np.array([[False], [True], [True]])
+    total = micro * 2
+    x = np.array([[5.0], [3.0], [3.0]])
+    for phi, want in [(np.nan, (np.nan, 0, 0)), (np.inf, (3.0, 16, 0)), (0.0, (0.0, 0, 0))]:
+        m0 = 0.0 if phi == 0.0 else 16.0
+        scored = (micro, accum, valid, total, x if phi != 0.0 else x * 0)
+        got = gp.best_candidate(scored, np.array([phi]), m0)
+        assert got[0].tobytes() == np.array([want[0]]).tobytes() and (got[1][0], got[2][0]) == want[1:]
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got, _best_candidate_as_arrays(scored, np.array([phi]), m0)))
