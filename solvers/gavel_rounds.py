@@ -27,7 +27,10 @@ over resets) only breaks ties, as in Gavel.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import njit
 
 from goodopt.arrays import Array, ArrayIn
 
@@ -107,29 +110,24 @@ class GavelRounds:
     def priorities(self, ids: ArrayIn, runnable: Array) -> Array:
         """Each job's priority per type. Shapes: ids (J,), runnable (J, K) -> (J, K)."""
         ids = np.asarray(ids, dtype=np.int64)
-        x = self.share[ids]
-        t = self.credit[ids]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(self.worker_s > 0, t / np.where(self.worker_s > 0, self.worker_s, 1.0), 0.0)
-            p = np.where(share > 0, x / np.where(share > 0, share, 1.0), x * FIRST_PRIORITY)
-        return np.where((x > 0) & runnable, p, 0.0)
+        prio = np.empty((len(ids), self.K))
+        _priorities(self.share, self.credit, self.worker_s, ids, np.asarray(runnable, dtype=np.bool_), prio)
+        return prio
 
     def assign(self, ids: ArrayIn, scale_factor: ArrayIn, capacity: ArrayIn, runnable: Array,
                type_order: ArrayIn) -> Array:
         """GPU type index per job for the next round (-1 = none; a queued job outside the allocation also
-        gets its type here, its GPUs left idle: see :meth:`runs`). Shapes: ids, scale_factor (J,), capacity
-        (K,), runnable (J, K) -> (J,)."""
+        gets its type here, its GPUs left idle: see :meth:`runs`). Each type in ``type_order`` takes its
+        queue: the jobs not yet placed that can run on it, descending on (priority, deficit, fraction), ties
+        in the order of ``ids``, placed first fit. One compiled call (:func:`_assign`; a stable merge sort, so
+        the order is a stable sort's on the negated keys). Shapes: ids, scale_factor (J,), capacity (K,),
+        runnable (J, K) -> (J,)."""
         ids = np.asarray(ids, dtype=np.int64)
+        runnable = np.asarray(runnable, dtype=np.bool_)
         prio = self.priorities(ids, runnable)
-        x, deficit = self.share[ids], self.deficit[ids]
-        s = np.asarray(scale_factor, dtype=np.int64)
-        free = np.asarray(capacity, dtype=np.int64).copy()
         out = np.full(len(ids), -1, dtype=np.int64)
-        for k in np.asarray(type_order).tolist():
-            # descending on (priority, deficit, fraction), ties in arrival order: a stable sort on the negated keys
-            queue = np.lexsort((-x[:, k], -deficit[:, k], -prio[:, k]))
-            queue = queue[runnable[queue, k] & (out[queue] < 0)]
-            out[_first_fit(queue, s, int(free[k]))] = k
+        _assign(self.share, self.deficit, ids, prio, runnable, np.asarray(scale_factor, dtype=np.int64),
+                np.asarray(capacity, dtype=np.int64), np.asarray(type_order, dtype=np.int64), out)
         return out
 
     def runs(self, ids: ArrayIn) -> Array:
@@ -145,20 +143,85 @@ class GavelRounds:
         np.add.at(self.worker_s, types, seconds)
 
 
-def _first_fit(queue: Array, size: Array, free: int) -> Array:
-    """The jobs of ``queue`` (in order) that are placed when each takes its ``size`` GPUs if they still fit in
-    ``free``. Shapes: queue (n,), size (J,) -> (m,) ids from ``queue``."""
-    need = size[queue]
-    taken = np.searchsorted(np.cumsum(need), free, side="right")  # the longest prefix that fits
-    picked = [queue[:taken]]
-    free -= int(need[:taken].sum())
-    rest = taken + 1
-    while free > 0 and rest < len(queue):  # past the first job that did not fit: the next ones that do
-        fits = np.flatnonzero(need[rest:] <= free)
-        if not len(fits):
-            break
-        i = rest + int(fits[0])
-        picked.append(queue[i:i + 1])
-        free -= int(need[i])
-        rest = i + 1
-    return np.concatenate(picked)
+_jit = njit(cache=True, nogil=True, error_model="numpy")  # x / 0 as numpy gives it (guarded anyway)
+
+
+@_jit
+def _priorities(share: Array, credit: Array, worker_s: Array, ids: Array, runnable: Array, out: Array) -> None:
+    """``X_jk / (t_jk / W_k)`` (``X_jk * FIRST_PRIORITY`` while ``W_k`` is 0); 0 where ``X_jk`` is 0 or the job
+    cannot run on the type. Shapes: ids (J,), runnable, out (J, K)."""
+    for i in range(len(ids)):
+        for k in range(share.shape[1]):
+            x = share[ids[i], k]
+            part = credit[ids[i], k] / worker_s[k] if worker_s[k] > 0 else 0.0
+            p = x / part if part > 0 else x * FIRST_PRIORITY
+            out[i, k] = p if x > 0 and runnable[i, k] else 0.0
+
+
+@_jit
+def _assign(share: Array, deficit: Array, ids: Array, prio: Array, runnable: Array, size: Array, capacity: Array,
+            type_order: Array, out: Array) -> None:
+    """Each type of ``type_order`` takes its queue first fit (:meth:`GavelRounds.assign`); writes ``out``."""
+    J = len(ids)
+    queue = np.empty(J, np.int64)
+    spare = np.empty(J, np.int64)
+    for k in type_order:
+        n = 0
+        for i in range(J):
+            if runnable[i, k] and out[i] < 0:
+                queue[n] = i
+                n += 1
+        _merge_sort(queue, spare, n, prio[:, k], deficit, share, ids, k)
+        free = capacity[k]
+        taken = 0
+        while taken < n and size[queue[taken]] <= free:  # the longest prefix that fits
+            free -= size[queue[taken]]
+            out[queue[taken]] = k
+            taken += 1
+        for q in range(taken + 1, n):  # past the first job that did not fit: the next ones that do
+            if free <= 0:
+                break
+            if size[queue[q]] <= free:
+                free -= size[queue[q]]
+                out[queue[q]] = k
+
+
+@_jit
+def _before(a: int, b: int, p: Array, deficit: Array, share: Array, ids: Array, k: int) -> bool:
+    """Whether job ``a`` comes strictly before ``b``: higher priority, then deficit, then fraction (a NaN key
+    last and equal to another NaN, as numpy sorts the negated keys)."""
+    for x, y in ((p[a], p[b]), (deficit[ids[a], k], deficit[ids[b], k]), (share[ids[a], k], share[ids[b], k])):
+        if x == y or (math.isnan(x) and math.isnan(y)):
+            continue
+        return not math.isnan(x) and (math.isnan(y) or x > y)
+    return False
+
+
+@_jit
+def _merge_sort(queue: Array, spare: Array, n: int, p: Array, deficit: Array, share: Array, ids: Array,
+                k: int) -> None:
+    """Sort ``queue[:n]`` stably by :func:`_before` (bottom-up merges; ``spare`` is scratch of the same size)."""
+    width, swapped = 1, False
+    src, dst = queue, spare
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j, o = lo, mid, lo
+            while i < mid and j < hi:
+                if _before(src[j], src[i], p, deficit, share, ids, k):  # the right one only when strictly first
+                    dst[o] = src[j]
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < mid:
+                dst[o] = src[i]
+                i, o = i + 1, o + 1
+            while j < hi:
+                dst[o] = src[j]
+                j, o = j + 1, o + 1
+        src, dst = dst, src
+        width, swapped = 2 * width, not swapped
+    if swapped:  # the sorted run ended in the scratch array
+        queue[:n] = spare[:n]

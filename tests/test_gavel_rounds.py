@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from goodopt.solvers.gavel import solve_gavel
 from goodopt.solvers.gavel_rounds import FIRST_PRIORITY, GavelRounds
+from hypothesis import given
+from hypothesis import strategies as st
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import GavelThroughputs, RigidJob, ThroughputMatrix
@@ -201,3 +203,31 @@ def test_scale_by_size_gives_a_job_on_s_gpus_one_sth_of_the_time_as_gavels_code_
     sized = solve_gavel(mx, "max_min_fairness", {"second_stage": False, "scale_by_size": True})
     assert plain.x[:, 0] == pytest.approx([2 / 3, 2 / 3])
     assert sized.x[:, 0] == pytest.approx([1.0, 0.5])
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 70), st.integers(1, 4), st.booleans())
+def test_the_compiled_assignment_is_the_array_statement_job_for_job(seed, n_jobs, n_types, nan):
+    """Priorities (bit for bit) and each job's type: tied priorities, deficits and fractions (few distinct
+    values), jobs outside the allocation, types no job ran on yet, sizes past a type's free GPUs, shuffled
+    type orders and NaN fractions, against tests/gavel_rounds_reference.py."""
+    from . import gavel_rounds_reference as ref
+
+    rng = np.random.default_rng(seed)
+    g = GavelRounds(n_types, 360.0)
+    ids = rng.permutation(2 * n_jobs + 1)[:n_jobs]
+    g.sync(ids)
+    pick = lambda *v: rng.choice(np.array(v, dtype=float), size=(n_jobs, n_types))  # noqa: E731
+    g.reset(0.0, ids, pick(0.0, 0.25, 0.5, 1.0) * (rng.random((n_jobs, 1)) < 0.8))
+    g.credit[ids] = pick(0.0, 180.0, 360.0, 720.0)
+    g.deficit[ids] = pick(-1.0, 0.0, 0.0, 3.0)
+    g.worker_s[:] = rng.choice([0.0, 360.0, 1080.0], size=n_types)
+    if nan and n_jobs:
+        g.share[ids[rng.integers(0, n_jobs)], rng.integers(0, n_types)] = np.nan
+    runnable = rng.random((n_jobs, n_types)) < 0.85
+    size = rng.choice([1, 1, 2, 4, 8], size=n_jobs)
+    capacity = rng.integers(0, 20, size=n_types)
+    order = rng.permutation(n_types)
+    prio = ref.priorities(g.share, g.credit, g.worker_s, ids, runnable)
+    assert g.priorities(ids, runnable).tobytes() == prio.tobytes()
+    want = ref.assign(g.share, g.deficit, prio, ids, size, capacity, runnable, order)
+    np.testing.assert_array_equal(g.assign(ids, size, capacity, runnable, order), want)
