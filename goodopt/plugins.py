@@ -21,9 +21,10 @@ reported as a warning naming it; goodopt's own methods keep working.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from _collections_abc import dict_items, dict_keys, dict_values
+from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,10 @@ def load_plugins(group: str, register: Callable[[str, object], None]) -> None:
                         type(exc).__name__, exc)
 
 
-class PluginRegistry(dict):
+V = TypeVar("V")
+
+
+class PluginRegistry(dict[str, V]):
     """A name -> entry dict that adds the plug-ins of an entry-point group (through ``register``) the first time
     it is read, so that a plug-in may import goodopt freely."""
 
@@ -55,15 +59,15 @@ class PluginRegistry(dict):
             self._loaded = True
             load_plugins(self._group, self._register)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> V:
         self._load()
         return super().__getitem__(key)
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         self._load()
         return super().__contains__(key)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         self._load()
         return super().__iter__()
 
@@ -71,18 +75,18 @@ class PluginRegistry(dict):
         self._load()
         return super().__len__()
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:  # Any: dict.get's overloads (V, or the default's type)
         self._load()
         return super().get(key, default)
 
-    def keys(self):
+    def keys(self) -> dict_keys[str, V]:
         self._load()
         return super().keys()
 
-    def values(self):
+    def values(self) -> dict_values[str, V]:
         self._load()
         return super().values()
 
-    def items(self):
+    def items(self) -> dict_items[str, V]:
         self._load()
         return super().items()

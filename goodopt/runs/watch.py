@@ -18,21 +18,34 @@ import queue as queue_module
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from goodopt.progress import PLAIN_EVERY_S, report, set_task_sink
 
+if TYPE_CHECKING:
+    from queue import Queue
+
+    from rich.progress import Progress, TaskID
+
 __all__ = ["PLAIN_EVERY_S", "Route", "TaskWatch", "report_queue", "watching"]
+
+
+class Tally(Protocol):
+    """What a watch reads of a run's count of tasks."""
+
+    done: int
+    total: int
 
 
 class TaskWatch:
     """The running tasks' last reports, shown on ``bar``'s row ``row`` under ``label``."""
 
-    def __init__(self, bar, row, label: str, tally):
+    def __init__(self, bar: Progress, row: TaskID, label: str, tally: Tally) -> None:
         self.bar, self.row, self.label, self.tally = bar, row, label, tally
         self.current = label
         self.plain = not sys.stderr.isatty()
-        self.running: dict[str, tuple] = {}
+        self.running: dict[str, tuple[float, int, int, float]] = {}
         self._lock = threading.Lock()
         self._last_plain = time.monotonic()
 
@@ -69,7 +82,7 @@ def _describe(label: str, time_s: float, n_done: int, n_jobs: int, first: float)
 
 def _exit_with_parent(parent_pid: int) -> None:
     """In the queue's server process: exit when the parent process is gone (even after its SIGKILL)."""
-    def watch():
+    def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(0.5)
         os._exit(0)
@@ -83,14 +96,14 @@ class Route:
     def __init__(self) -> None:
         self.target: Callable[..., None] | None = None
 
-    def deliver(self, *message) -> None:
+    def deliver(self, *message: Any) -> None:
         target = self.target
         if target is not None:
             target(*message)
 
 
 @contextlib.contextmanager
-def report_queue():
+def report_queue() -> Iterator[tuple[Queue[Any], Route]]:
     """A queue local workers put their reports on, drained in this process to the yielded :class:`Route`'s
     target while the block runs. Yields (queue, route)."""
     from multiprocessing.managers import SyncManager
@@ -101,7 +114,7 @@ def report_queue():
     route = Route()
     stop = threading.Event()
 
-    def drain():
+    def drain() -> None:
         while not stop.is_set():
             try:
                 route.deliver(*q.get(timeout=0.25))
@@ -121,7 +134,7 @@ def report_queue():
 
 
 @contextlib.contextmanager
-def watching(watch: TaskWatch, local_workers: bool, route: Route | None = None):
+def watching(watch: TaskWatch, local_workers: bool, route: Route | None = None) -> Iterator[Queue[Any] | None]:
     """Route task reports to ``watch`` while the block runs: directly in this process, and for local workers
     through a queue (yielded, for the workers' initializer; None without workers). Given the ``route`` of an
     open :func:`report_queue` (workers that outlive this block), its reports go to ``watch`` until the block

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from goodopt.cluster import Cluster
+from goodopt.errors import SimulationError
 
 from .agent import HeteroAgent, JobAgent
 
 if TYPE_CHECKING:  # for the annotation only
     from .truth import Truth
+
+
+class RoundSettings(Protocol):
+    """What policies read of the run's settings (:class:`goodopt.sim.config.SimConfig` has them; named here by
+    what they are, as the settings module imports the auto-scalers, which build round states: an import
+    circle)."""
+
+    @property
+    def interval_s(self) -> float: ...
+
+    @property
+    def single_gpu_accumulation(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -29,14 +42,29 @@ class RoundState:
     cluster: Cluster
     jobs: tuple[SimJob, ...]
     current: np.ndarray
-    # the run's SimConfig (None in the states an auto-scaler builds for the sizes it tries); not annotated as
-    # one because the settings module imports the auto-scalers, which build these states (an import circle)
-    config: object
+    # the run's settings (None in the states an auto-scaler builds for the sizes it tries)
+    config: RoundSettings | None
     truth: Truth | None = None
 
     @property
     def n_jobs(self) -> int:
         return len(self.jobs)
+
+    @property
+    def settings(self) -> RoundSettings:
+        """The run's settings; refused in a state an auto-scaler builds for a size it tries (it has none)."""
+        if self.config is None:
+            raise SimulationError(f"round {self.round_index}: this state has no run settings (an auto-scaler's "
+                                  "trial of a cluster size); a policy that reads them cannot plan such sizes")
+        return self.config
+
+    @property
+    def oracle(self) -> Truth:
+        """The true application models, which the engine hands only to policies that declare ``needs_oracle``."""
+        if self.truth is None:
+            raise SimulationError(f"round {self.round_index}: this state carries no true models (the policy does "
+                                  "not declare needs_oracle)")
+        return self.truth
 
 
 @dataclass(eq=False)

@@ -4,6 +4,7 @@ Pollux's simulator placed them."""
 from __future__ import annotations
 
 import heapq
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,6 +12,12 @@ from goodopt.errors import ValidationError
 from goodopt.placement import packed_placement, place_most_free, place_packed
 
 from .base import Policy
+
+if TYPE_CHECKING:
+    from goodopt.cluster import Cluster
+
+    from ..state import RoundState, SimJob
+    from ..workload import Workload
 
 #: Tiresias' attained-service threshold between its two queues (GPU-seconds).
 TIRESIAS_THRESHOLD_GPU_S = 16 * 3600.0
@@ -31,24 +38,25 @@ class FixedSizePolicy(Policy):
 
     hetero_aware = False
 
-    def __init__(self, *, placement: str = "most-free"):
+    def __init__(self, *, placement: str = "most-free") -> None:
         super().__init__()
         if placement not in PLACEMENTS:
             raise ValidationError("placement", f"unknown placement {placement!r}",
                                   f"choose one of {', '.join(PLACEMENTS)}")
         self.placement = placement
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {"name": self.name, "placement": self.placement}
 
-    def reset(self, cluster, rng) -> None:
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         types = cluster.gpu_type_names
         self._node_type = np.array([types.index(t) for t in cluster.node_gpu_types], dtype=np.int64)
 
-    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
+    def check_workload(self, workload: Workload, cluster: Cluster,
+                       fixed_gpus: dict[str, int] | None = None) -> None:
         """A fixed-size policy never runs a job asking for more GPUs than the cluster has."""
         fixed = fixed_gpus or {}
         for job in workload.jobs:
@@ -58,7 +66,7 @@ class FixedSizePolicy(Policy):
                                       f"{cluster.n_gpus}", "use a larger cluster, a goodput policy, or edit the "
                                       "workload")
 
-    def _requested(self, job) -> int:
+    def _requested(self, job: SimJob) -> int:
         k = job.fixed_gpus or job.num_replicas
         if k > self.cluster.n_gpus:
             raise ValidationError(f"workload[{job.name}].num_replicas",
@@ -66,7 +74,7 @@ class FixedSizePolicy(Policy):
                                   "use a larger cluster or edit the workload")
         return k
 
-    def _place(self, state, sizes) -> np.ndarray:
+    def _place(self, state: RoundState, sizes: np.ndarray) -> np.ndarray:
         """Rows for target GPU counts ``sizes`` (J,): unchanged jobs keep their rows, others packed.
 
         A job that cannot be placed at its size gets the largest smaller size that fits
@@ -97,21 +105,21 @@ class FixedSizePolicy(Policy):
                     break
         return alloc
 
-    def _oracle_steps(self, state, k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _oracle_steps(self, state: RoundState, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per job, from the truth: seconds per step at its ``k`` GPUs packed onto the fewest nodes, steps left
         and steps in all at its batch. Shapes: k (J,) -> three (J,)."""
         per_node = int(self.cluster.node_capacity.max())
         step, left, total = (np.zeros(len(k)) for _ in range(3))
         for j, job in enumerate(state.jobs):
-            app = state.truth[job.application]
+            app = state.oracle[job.application]
             local, accum = app.fixed_config(job.batch_size, int(k[j]),
-                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
+                                            single_gpu_accumulation=state.settings.single_gpu_accumulation)
             step[j] = app.iteration_time(packed_placement(int(k[j]), per_node), local, accum)
             left[j] = app.remaining_steps(job.progress, job.epoch, job.batch_size)
             total[j] = app.remaining_steps(0.0, 0, job.batch_size)
         return step, left, total
 
-    def _admit(self, state, order, backfill):
+    def _admit(self, state: RoundState, order: Any, backfill: bool) -> np.ndarray:
         """Requested sizes for the jobs in ``order`` while GPUs last (``backfill``: skip a job that does not fit
         rather than stop there). Shapes: order (J,) -> (J,)."""
         free = self.cluster.n_gpus
@@ -125,7 +133,7 @@ class FixedSizePolicy(Policy):
                 break
         return sizes
 
-    def _place_admitted(self, state, sizes):
+    def _place_admitted(self, state: RoundState, sizes: np.ndarray) -> np.ndarray:
         alloc = self._place(state, sizes)
         self.last_stats = {"n_unplaced": int(((alloc.sum(axis=1) == 0) & (sizes > 0)).sum())}
         return alloc
@@ -147,11 +155,11 @@ class OptimusPolicy(FixedSizePolicy):
     needs_oracle = True
     shrink_to_fit = True
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
-        truth, cl = state.truth, self.cluster
+        truth, cl = state.oracle, self.cluster
         J, total = state.n_jobs, cl.n_gpus
         per_node = int(cl.node_capacity.max())
         sizes = np.zeros(J, dtype=np.int64)
@@ -162,12 +170,12 @@ class OptimusPolicy(FixedSizePolicy):
             steps_left[j] = app.remaining_steps(job.progress, job.epoch, job.batch_size)
             limit[j] = job.fixed_gpus or max(1, min(job.batch_size // app.min_local_bsz, total))
 
-        def t_rem(j, k):
+        def t_rem(j: int, k: int) -> float:
             job = state.jobs[j]
             app = truth[job.application]
             placement = packed_placement(k, per_node)
             local, accum = app.fixed_config(job.batch_size, k,
-                                            single_gpu_accumulation=state.config.single_gpu_accumulation)
+                                            single_gpu_accumulation=state.settings.single_gpu_accumulation)
             return steps_left[j] * app.iteration_time(placement, local, accum)
 
         free = total
@@ -203,21 +211,21 @@ class TiresiasPolicy(FixedSizePolicy):
     name = "tiresias"
     shrink_to_fit = False
 
-    def __init__(self, *, threshold_gpu_s: float = TIRESIAS_THRESHOLD_GPU_S, placement: str = "most-free"):
+    def __init__(self, *, threshold_gpu_s: float = TIRESIAS_THRESHOLD_GPU_S, placement: str = "most-free") -> None:
         super().__init__(placement=placement)
         self.threshold_gpu_s = threshold_gpu_s
         self._demoted: dict[str, float] = {}
 
-    def reset(self, cluster, rng) -> None:
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self._demoted = {}
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {**super().describe(), "threshold_gpu_s": self.threshold_gpu_s}
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
@@ -236,14 +244,14 @@ class FifoPolicy(TiresiasPolicy):
 
     name = "fifo"
 
-    def __init__(self, *, placement: str = "most-free"):
+    def __init__(self, *, placement: str = "most-free") -> None:
         super().__init__(threshold_gpu_s=np.inf, placement=placement)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {"name": self.name}
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""

@@ -3,6 +3,8 @@ mechanism every ``round_s`` seconds."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from goodopt.errors import ValidationError
@@ -13,6 +15,12 @@ from goodopt.solvers.rounds import RoundMechanism, current_types, place_round
 from goodopt.validation import suggest
 
 from .base import Policy
+
+if TYPE_CHECKING:
+    from goodopt.cluster import Cluster
+
+    from ..state import RoundState
+    from ..workload import Workload
 
 
 # --------------------------------------------------------------------- Gavel
@@ -28,8 +36,8 @@ class GavelPolicy(Policy):
     needs_oracle = True
     hetero_aware = True
 
-    def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict | None = None,
-                 entities: dict | None = None):
+    def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict[str, Any] | None = None,
+                 entities: dict[str, Any] | None = None) -> None:
         """``entities`` (name -> {weight, policy: fairness | fifo}) weighs the workload's ``entity`` column for
         ``policy="max_min_fairness_water_filling"``."""
         super().__init__()
@@ -49,7 +57,8 @@ class GavelPolicy(Policy):
         check_policy_options(policy, options)
         self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
 
-    def check_workload(self, workload, cluster, fixed_gpus=None) -> None:
+    def check_workload(self, workload: Workload, cluster: Cluster,
+                       fixed_gpus: dict[str, int] | None = None) -> None:
         """Gavel runs a job on one GPU type: a job asking for more GPUs than any type has never runs."""
         largest = max(cluster.gpus_of_type(t) for t in cluster.gpu_type_names)
         for job in workload.jobs:
@@ -59,12 +68,12 @@ class GavelPolicy(Policy):
                                       f"than {largest} (Gavel runs a job on one type)",
                                       "use a larger cluster, another policy, or edit the workload")
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {"name": self.name, "policy": self.policy, "round_s": self.round_s, "options": self.options,
                 "entities": {name: dict(s) for name, s in self.entities}}
 
-    def reset(self, cluster, rng) -> None:
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self.types = cluster.gpu_type_names
@@ -75,7 +84,7 @@ class GavelPolicy(Policy):
         self._x: np.ndarray | None = None
         self._next_round_s = -np.inf
 
-    def matrix(self, state):
+    def matrix(self, state: RoundState) -> ThroughputMatrix:
         """Jobs x types throughput (steps/s at the requested GPUs, fixed batch, packed). Shapes: (J, K)."""
         J, K = state.n_jobs, len(self.types)
         thr = np.zeros((J, K))
@@ -92,12 +101,12 @@ class GavelPolicy(Policy):
             for k, t in enumerate(self.types):
                 if scale[j] > self.capacity[k]:
                     continue
-                app = state.truth.on(job.application, t) if len(self.types) > 1 else state.truth[job.application]
+                app = state.oracle.on(job.application, t) if len(self.types) > 1 else state.oracle[job.application]
                 local, accum = app.fixed_config(job.batch_size, scale[j],
-                                                single_gpu_accumulation=state.config.single_gpu_accumulation)
+                                                single_gpu_accumulation=state.settings.single_gpu_accumulation)
                 thr[j, k] = 1.0 / app.iteration_time(packed_placement(scale[j], self.cluster.max_gpus_per_node(t)),
                                                      local, accum)
-            app0 = state.truth[job.application]
+            app0 = state.oracle[job.application]
             remaining[j] = max(app0.remaining_steps(job.progress, job.epoch, job.batch_size), 1e-9)
         return ThroughputMatrix(job_names=tuple(job.name for job in state.jobs), type_names=self.types,
                                 throughput=thr, scale_factor=scale, capacity=self.capacity,
@@ -105,7 +114,7 @@ class GavelPolicy(Policy):
                                 elapsed_s=np.array([max(state.time_s - job.arrival_s, 0.0) for job in state.jobs]),
                                 arrival_order=np.arange(J), **entity_fields(self.entities, state.jobs))
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""

@@ -12,13 +12,13 @@ from goodopt.validation import check_label
 from .base import Policy
 from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
 from .gavel import GavelPolicy
-from .goodput import EqualSharePolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
+from .goodput import EqualSharePolicy, GoodputPolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
 from .shockwave import ShockwavePolicy
 from .themis import ThemisPolicy
 
 #: Policy name -> class.
 #: Every policy by name (plug-ins of the ``goodopt.policies`` entry points are added when it is first read).
-POLICIES = PluginRegistry(POLICY_GROUP, lambda name, cls: register_policy(name, cls), {
+POLICIES: PluginRegistry[type[Policy]] = PluginRegistry(POLICY_GROUP, lambda name, cls: register_policy(name, cls), {
     "pollux": PolluxPolicy,
     "milp": MilpPolicy,
     "sia": SiaPolicy,
@@ -52,7 +52,7 @@ def policy_options(name: str) -> dict[str, Any]:
     out = {}
     for klass in reversed(POLICIES[name].__mro__):
         if "__init__" in vars(klass):
-            for p in inspect.signature(klass.__init__).parameters.values():
+            for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
                 if p.name != "self" and p.kind == p.KEYWORD_ONLY:
                     out[p.name] = None if p.default is p.empty else p.default
     return out
@@ -71,11 +71,10 @@ def make_policy(name: str, **options: Any) -> Policy:
         policy = POLICIES[name](**options)
     except TypeError as exc:
         raise ValidationError("policy options", f"{name}: {exc}", "see the policy's docstring") from None
-    method = getattr(policy, "method", None)
-    if method is not None:  # a goodput policy: its solver options, checked as the solve will check them
+    if isinstance(policy, GoodputPolicy):  # its solver options, checked as the solve will check them
         refuse_file_options(f"{name}.options", policy.options)
 
-        cls = OPTIONS[method]
+        cls = OPTIONS[policy.method]
         try:
             cls.build({**({"seed": 0} if cls.randomised else {}), **policy.options})
         except ValidationError as exc:

@@ -10,6 +10,7 @@ the planned rounds by a second MILP and runs the first; the models, numbered, ar
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +19,12 @@ from goodopt.formulations.shockwave import PlanData, fair_finish_time, plan_colu
 from goodopt.validation import check_number, check_whole
 
 from .fixed_size import FixedSizePolicy
+
+if TYPE_CHECKING:
+    from goodopt.cluster import Cluster
+    from goodopt.formulations.matrix import MatrixModel
+
+    from ..state import RoundState
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +48,7 @@ class ShockwavePolicy(FixedSizePolicy):
 
     def __init__(self, *, window_rounds: int = 5, makespan_weight: float = 1e-9, priority_power: float = 12.0,
                  rho_max: float = 1.0, mip_rel_gap: float = 1e-3, time_limit_s: float | None = 15.0,
-                 node_limit: int | None = None, placement: str = "most-free"):
+                 node_limit: int | None = None, placement: str = "most-free") -> None:
         super().__init__(placement=placement)
         err = ValidationError
         self.window_rounds = check_whole("window_rounds", window_rounds, 1, 100, error=err)
@@ -54,18 +61,18 @@ class ShockwavePolicy(FixedSizePolicy):
         self.node_limit = None if node_limit is None else check_whole("node_limit", node_limit, 1, error=err)
         self._estimates: dict[str, list[float]] = {}
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {**super().describe(), "window_rounds": self.window_rounds, "makespan_weight": self.makespan_weight,
                 "priority_power": self.priority_power, "rho_max": self.rho_max, "mip_rel_gap": self.mip_rel_gap,
                 "time_limit_s": self.time_limit_s, "node_limit": self.node_limit}
 
-    def reset(self, cluster, rng) -> None:
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self._estimates = {}
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
@@ -85,7 +92,7 @@ class ShockwavePolicy(FixedSizePolicy):
         self.last_stats.update(status=status, relaxed=int(relaxed), n_planned=int(first.sum()))
         return alloc
 
-    def _data(self, state) -> PlanData:
+    def _data(self, state: RoundState) -> PlanData:
         """This round's :class:`PlanData`, each job's finish-time estimate added to its history."""
         J, C = state.n_jobs, self.cluster.n_gpus
         k = np.array([self._requested(job) for job in state.jobs], dtype=float)
@@ -100,7 +107,7 @@ class ShockwavePolicy(FixedSizePolicy):
             history.append(float(now[j]))
             fair[j] = MOMENTUM * np.mean(history[:-1]) + (1 - MOMENTUM) * history[-1] if len(history) > 1 else now[j]
         return PlanData(k, np.maximum(done, 0.0), total, step, elapsed, np.maximum(fair, 1e-9), C,
-                        self.window_rounds, float(state.config.interval_s), self.makespan_weight, self.rho_max)
+                        self.window_rounds, float(state.settings.interval_s), self.makespan_weight, self.rho_max)
 
     def _plan(self, d: PlanData) -> tuple[np.ndarray, np.ndarray, str, bool]:
         """The rounds planned (J, W), the welfare weights, the solve's status, whether fairness was relaxed."""
@@ -123,7 +130,7 @@ class ShockwavePolicy(FixedSizePolicy):
         z, _ = self._solve(rank_model(d.gpus, n, pi, d.n_gpus, d.rounds, running), np.arange(x.size).reshape(x.shape), d)
         return (z if z is not None else x)[:, 0] > 0
 
-    def _solve(self, model, xcols: np.ndarray, d: PlanData) -> tuple[np.ndarray | None, str]:
+    def _solve(self, model: MatrixModel, xcols: np.ndarray, d: PlanData) -> tuple[np.ndarray | None, str]:
         """HiGHS on ``model``: the rounds (0/1, J x W) of its answer, or None; an answer over a round's GPUs is
         refused."""
         from goodopt.solvers.highs_arrays import HighsSession

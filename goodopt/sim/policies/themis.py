@@ -8,6 +8,8 @@ it won for ``lease_s`` seconds (whole rounds; its GPUs are not offered meanwhile
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from goodopt.errors import ValidationError
@@ -15,6 +17,11 @@ from goodopt.formulations.themis import auction, bidders, finish_time_fairness, 
 from goodopt.validation import check_number
 
 from .fixed_size import FixedSizePolicy
+
+if TYPE_CHECKING:
+    from goodopt.cluster import Cluster
+
+    from ..state import RoundState
 
 #: The fairness knob's default: the share of the bidding jobs kept out of each auction.
 THEMIS_FAIRNESS_KNOB = 0.8
@@ -38,7 +45,7 @@ class ThemisPolicy(FixedSizePolicy):
     needs_oracle = True
 
     def __init__(self, *, fairness_knob: float = THEMIS_FAIRNESS_KNOB, lease_s: float = THEMIS_LEASE_S,
-                 placement: str = "most-free"):
+                 placement: str = "most-free") -> None:
         super().__init__(placement=placement)
         self.lease_s = check_number("lease_s", lease_s, minimum=0.0, error=ValidationError)
         self._lease_end: dict[str, float] = {}
@@ -48,16 +55,16 @@ class ThemisPolicy(FixedSizePolicy):
             raise ValidationError("fairness_knob", f"must be below 1, got {fairness_knob!r}",
                                   "0 lets every job bid; 0.8 (the default) the worst-off fifth")
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {**super().describe(), "fairness_knob": self.fairness_knob, "lease_s": self.lease_s}
 
-    def reset(self, cluster, rng) -> None:
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self._lease_end = {}
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
@@ -68,7 +75,7 @@ class ThemisPolicy(FixedSizePolicy):
         elapsed = np.array([state.time_s - job.arrival_s for job in state.jobs])
         iso = np.maximum(isolated_time(total, k, C, J), 1e-9)  # a job with no work left is finished
         rho = finish_time_fairness(elapsed, remaining, iso)
-        rho_wait = finish_time_fairness(elapsed + max(self.lease_s, state.config.interval_s), remaining, iso)
+        rho_wait = finish_time_fairness(elapsed + max(self.lease_s, state.settings.interval_s), remaining, iso)
         sizes = np.where(self._leased(state, k), k, 0)
         pool = np.flatnonzero(sizes == 0)
         bid = pool[bidders(rho[pool], self.fairness_knob)]
@@ -84,13 +91,13 @@ class ThemisPolicy(FixedSizePolicy):
         self.last_stats.update(n_bidders=len(bid), n_winners=len(won), max_rho=float(rho.max()) if J else 0.0)
         return alloc
 
-    def _leased(self, state, k) -> np.ndarray:
+    def _leased(self, state: RoundState, k: np.ndarray) -> np.ndarray:
         """Jobs running at their size on a lease that has not ended. Shapes: k (J,) -> (J,) booleans."""
         running = state.current.sum(axis=1) == k
         return np.array([running[j] and self._lease_end.get(job.name, -np.inf) > state.time_s + 1e-9
                          for j, job in enumerate(state.jobs)], dtype=bool)
 
-    def _renew(self, state, placed) -> None:
+    def _renew(self, state: RoundState, placed: np.ndarray) -> None:
         """A lease for every job placed this round that holds none; none for the others."""
         ends = {}
         for job, on in zip(state.jobs, placed):
