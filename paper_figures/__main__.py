@@ -17,7 +17,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -64,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the experiments, then the plots, then the index; returns the exit status (130 on Ctrl-C)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -88,7 +90,7 @@ def main(argv=None) -> int:
             PROGRESS.removeFilter(throttle)
 
 
-def _run(args, out: Path, con: Console) -> int:
+def _run(args: argparse.Namespace, out: Path, con: Console) -> int:
     ids = args.only or list(FIGURES)
     tables = out / "tables"
     cache = out / "cache" / args.scale
@@ -137,7 +139,7 @@ def _run(args, out: Path, con: Console) -> int:
     return 0
 
 
-def run_all_tasks(ctx: experiments.Context, ids) -> int:
+def run_all_tasks(ctx: experiments.Context, ids: Sequence[str]) -> int:
     """Every cacheable task of the figures ``ids`` in one pool, the longest first, into the cache the
     experiments then read: the workers stay busy to the end instead of idling through each sweep's last
     task. Returns how many were computed now."""
@@ -158,7 +160,7 @@ def record_figure(out: Path, fid: str, *, scale: str, traces: bool, seconds: flo
     write_json(out / "index.json", entries)
 
 
-def read_entries(out: Path) -> dict:
+def read_entries(out: Path) -> dict[str, Any]:
     """``out/index.json``: figure id -> {scale, traces, made, seconds}; empty when missing or unreadable."""
     try:
         data = json.loads((out / "index.json").read_text())

@@ -9,8 +9,10 @@ changed.
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -166,7 +168,7 @@ def speedup_tables(ctx: Context) -> list[Path]:
     return [write_table(speedup_types_table(), ctx.tables, "speedup_types", note="half-way through training")]
 
 
-def sweep_tables(specs_of):
+def sweep_tables(specs_of: Callable[[Context], list[dict[str, Any]]]) -> Callable[[Context], list[Path]]:
     """The experiment step that runs the sweeps ``specs_of(ctx)`` gives (cached) and writes their tables."""
     def experiment(ctx: Context) -> list[Path]:
         return [sweep_table(ctx, spec) for spec in specs_of(ctx)]
@@ -185,7 +187,7 @@ def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
                      computed=res.n_computed, from_cache=res.n_cached)
 
 
-def spec_tasks(sweeps: list[dict]) -> list:
+def spec_tasks(sweeps: list[dict[str, Any]]) -> list[Any]:
     """Every task of the sweep specs ``sweeps``, checked as :func:`goodopt.runs.run_sweep` checks them."""
     return [task for spec in sweeps for task in checked_tasks(spec_from_dict(spec))]
 

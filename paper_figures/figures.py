@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from . import experiments as ex
 from . import library_bench as lb
@@ -13,7 +15,7 @@ from . import plot_model, plot_pareto, plot_simulation, plot_solvers
 @dataclass(frozen=True)
 class Plot:
     name: str  # output file stem
-    draw: Callable  # (tables, out) -> [png, pdf]; reads only tables
+    draw: Callable[[Path, Path], list[Path]]  # (tables, out) -> [png, pdf]; reads only tables
     caption: str
 
 
@@ -21,13 +23,13 @@ class Plot:
 class Figure:
     id: str
     title: str
-    experiment: Callable  # (Context) -> [table paths]
+    experiment: Callable[[ex.Context], list[Path]]  # (Context) -> [table paths]
     plots: tuple[Plot, ...]
     #: (Context) -> the cacheable tasks its experiment runs, so that every figure's run in one pool first
-    tasks: Callable = lambda ctx: []
+    tasks: Callable[[ex.Context], list[Any]] = lambda ctx: []
 
 
-def _sweeps(specs_of: Callable) -> dict:
+def _sweeps(specs_of: Callable[[ex.Context], list[dict[str, Any]]]) -> dict[str, Any]:
     """A figure made of the sweeps ``specs_of(ctx)``: its experiment step and its tasks."""
     return {"experiment": ex.sweep_tables(specs_of), "tasks": lambda ctx: ex.spec_tasks(specs_of(ctx))}
 

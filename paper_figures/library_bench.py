@@ -11,6 +11,7 @@ difference. The table ``library_benchmark.csv`` holds every solve with its measu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -28,12 +29,12 @@ from .style import plain_log, save
 TABLE = "library_benchmark"
 
 
-def _calls(ctx: Context):
+def _calls(ctx: Context) -> tuple[list[tuple[str, str, dict[str, Any]]], Any, dict[str, Any]]:
     """The benchmark's compare calls: ``(label, method, compare's keywords)`` per method, and the library."""
     spec = specs.library_benchmark(ctx.scale)
     lib = library_references(shipped())
     scenarios = [str(lib.scenarios[n]) for n in spec["instances"]]
-    calls = []
+    calls: list[tuple[str, str, dict[str, Any]]] = []
     for m in spec["methods"]:
         opts = dict(m["options"])
         if m["method"].startswith("milp"):
@@ -43,7 +44,7 @@ def _calls(ctx: Context):
     return calls, lib, spec
 
 
-def library_tasks(ctx: Context) -> list:
+def library_tasks(ctx: Context) -> list[Any]:
     """Every solve of :func:`library_tables`."""
     return [task for _, _, call in _calls(ctx)[0] for task in compare_tasks(**call)]
 
@@ -65,33 +66,33 @@ def _table(tables: Path) -> pd.DataFrame:
     return pd.read_csv(tables / f"{TABLE}.csv")
 
 
-def plot_library_profiles(tables: Path, out: Path):
+def plot_library_profiles(tables: Path, out: Path) -> list[Path]:
     """Performance profiles against the library's certified values."""
     df = _table(tables)
     reference = df.groupby("scenario")["reference"].first().to_dict()
     return save(draw_profiles(df, reference=reference), out, "library_profiles")
 
 
-def plot_library_ttt(tables: Path, out: Path):
+def plot_library_ttt(tables: Path, out: Path) -> list[Path]:
     """Time-to-target curves: the fraction of instances within 0 and 1% of the library value by time t."""
     df = _table(tables)
     curves = {f"within {x:g} of the library's value": time_to_target_curve(df, x) for x in (0.0, 0.01)}
     return save(draw_time_to_target(curves), out, "library_ttt")
 
 
-def plot_library_ranks(tables: Path, out: Path):
+def plot_library_ranks(tables: Path, out: Path) -> list[Path]:
     """Average ranks on the primal integral, with Nemenyi's critical difference (Friedman test)."""
     df = _table(tables)
     result = friedman(scores(df, "primal_integral"), "primal_integral")
     return save(draw_critical_difference(result), out, "library_ranks")
 
 
-def sia_specs(ctx: Context) -> list[dict]:
+def sia_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 11: ``milp`` over every configuration and over Sia's set on the library's instances."""
     return [specs.sia_configurations(ctx.scale)]
 
 
-def plot_sia_configurations(tables: Path, out: Path):
+def plot_sia_configurations(tables: Path, out: Path) -> list[Path]:
     """Per instance: the optimum over Sia's configurations relative to the optimum over all (left), and the
     seconds of both certified solves (right)."""
     import matplotlib.pyplot as plt

@@ -40,7 +40,7 @@ def _grid(title):
     return fig, axes.ravel()
 
 
-def plot_throughput(tables: Path, out: Path):
+def plot_throughput(tables: Path, out: Path) -> list[Path]:
     """Figure 1a from ``throughput.csv`` (+ ``throughput_measured.csv`` when present)."""
     df = pd.read_csv(tables / "throughput.csv")
     measured_f = tables / "throughput_measured.csv"
@@ -56,7 +56,7 @@ def plot_throughput(tables: Path, out: Path):
     return _finish(fig, axes, out, "model_throughput")
 
 
-def plot_efficiency(tables: Path, out: Path):
+def plot_efficiency(tables: Path, out: Path) -> list[Path]:
     """Figure 1b from ``efficiency.csv``."""
     df = pd.read_csv(tables / "efficiency.csv")
     fig, axes = _grid("Statistical efficiency vs total batch size over training")
@@ -68,7 +68,7 @@ def plot_efficiency(tables: Path, out: Path):
     return _finish(fig, axes, out, "model_efficiency")
 
 
-def plot_goodput(tables: Path, out: Path):
+def plot_goodput(tables: Path, out: Path) -> list[Path]:
     """Figure 1c from ``goodput.csv``."""
     df = pd.read_csv(tables / "goodput.csv")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
@@ -94,7 +94,7 @@ def plot_goodput(tables: Path, out: Path):
     return save(fig, out, "model_goodput")
 
 
-def plot_speedup_types(tables: Path, out: Path):
+def plot_speedup_types(tables: Path, out: Path) -> list[Path]:
     """Figure 2 from ``speedup_types.csv``."""
     df = pd.read_csv(tables / "speedup_types.csv")
     fig, axes = _grid("Speedup over one GPU of the same type vs GPUs (half-way through training)")

@@ -6,7 +6,9 @@ Reads only the sweep tables in ``out/tables`` (``sim_policies``, ``sim_loads``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,6 +17,9 @@ import pandas as pd
 from goodopt.sources import load_scenario
 
 from .style import colours, markers, plain_log, save
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 H = 3600.0
 
@@ -49,7 +54,8 @@ def _short(workload: str) -> str:
     return workload.replace("workload-", "w").replace("generated-", "g")
 
 
-def _bars(ax, df: pd.DataFrame, value: str, scale: float, ylabel: str, labels, col):
+def _bars(ax: Axes, df: pd.DataFrame, value: str, scale: float, ylabel: str, labels: Sequence[str],
+          col: Mapping[str, str]) -> None:
     """Grouped bars: one group per workload, one bar per policy label; the mean as the last group."""
     wls = list(dict.fromkeys(df.workload))
     width = 0.8 / len(labels)
@@ -64,7 +70,7 @@ def _bars(ax, df: pd.DataFrame, value: str, scale: float, ylabel: str, labels, c
     ax.grid(alpha=0.3, axis="y")
 
 
-def plot_policies(tables: Path, out: Path):
+def plot_policies(tables: Path, out: Path) -> list[Path]:
     """Figure 5a from ``sim_policies.csv`` and ``sim_loads.csv``."""
     df = _need(tables, "sim_policies")
     loads = _read(tables, "sim_loads")
@@ -96,7 +102,7 @@ def plot_policies(tables: Path, out: Path):
     return save(fig, out, "sim_policies")
 
 
-def plot_cdf(tables: Path, out: Path):
+def plot_cdf(tables: Path, out: Path) -> list[Path]:
     """Figure 5b from ``sim_policies-jobs.csv``."""
     jobs = _need(tables, "sim_policies-jobs")
     base_load = 1.0 if (jobs.load == 1.0).any() else jobs.load.iloc[0]
@@ -119,7 +125,7 @@ def plot_cdf(tables: Path, out: Path):
     return save(fig, out, "sim_jct_cdf")
 
 
-def plot_sensitivity(tables: Path, out: Path):
+def plot_sensitivity(tables: Path, out: Path) -> list[Path]:
     """Figure 5c from ``sim_interval.csv`` and ``sim_interference.csv``."""
     iv, itf = _need(tables, "sim_interval"), _need(tables, "sim_interference")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -149,7 +155,7 @@ def plot_sensitivity(tables: Path, out: Path):
     return save(fig, out, "sim_sensitivity")
 
 
-def plot_heterogeneity(tables: Path, out: Path):
+def plot_heterogeneity(tables: Path, out: Path) -> list[Path]:
     """Figure 6 from ``heterogeneity.csv``."""
     df = _need(tables, "heterogeneity")
     labels = list(dict.fromkeys(df.label))
@@ -174,7 +180,7 @@ def plot_heterogeneity(tables: Path, out: Path):
     return save(fig, out, "heterogeneity")
 
 
-def plot_autoscaling(tables: Path, out: Path):
+def plot_autoscaling(tables: Path, out: Path) -> list[Path]:
     """Figure 8 from ``autoscaling.csv``, ``autoscaling_exact.csv``, ``autoscaling_single.csv`` and
     ``autoscaling_timeline.csv``."""
     df = pd.concat([d for d in (_read(tables, "autoscaling"), _read(tables, "autoscaling_exact")) if d is not None],

@@ -22,7 +22,7 @@ def _p_label(p: float) -> str:
     return "-inf" if p == -math.inf else f"{p:g}"
 
 
-def plot_fairness(tables: Path, out: Path):
+def plot_fairness(tables: Path, out: Path) -> list[Path]:
     """Figure 3 from ``fairness.csv`` and ``fairness-jobs.csv``."""
     jobs = pd.read_csv(tables / "fairness-jobs.csv")
     runs = pd.read_csv(tables / "fairness.csv")
@@ -146,7 +146,7 @@ def _time_limit(tables: Path, name: str):
     return meta.get("sweep", {}).get("time_limit_s")
 
 
-def plot_exact_vs_heuristic(tables: Path, out: Path):
+def plot_exact_vs_heuristic(tables: Path, out: Path) -> list[Path]:
     """Figure 4a from ``exact_vs_heuristic.csv``."""
     df = pd.read_csv(tables / "exact_vs_heuristic.csv")
     df.attrs["time_limit_s"] = _time_limit(tables, "exact_vs_heuristic")
@@ -161,7 +161,7 @@ def _clusters(df: pd.DataFrame) -> str:
     return ", ".join(fams[:4]) + (" ..." if len(fams) > 4 else "")
 
 
-def plot_pwl_error(tables: Path, out: Path):
+def plot_pwl_error(tables: Path, out: Path) -> list[Path]:
     """Figure 4b from the ``milp-pwl`` rows of ``exact_vs_heuristic.csv``."""
     df = pd.read_csv(tables / "exact_vs_heuristic.csv")
     pwl = df[df.method == "milp-pwl"].copy()
@@ -202,7 +202,7 @@ def plot_pwl_error(tables: Path, out: Path):
     return save(fig, out, "pwl_error")
 
 
-def plot_runtime(tables: Path, out: Path):
+def plot_runtime(tables: Path, out: Path) -> list[Path]:
     """Figure 7 from ``runtime_scaling.csv``."""
     df = pd.read_csv(tables / "runtime_scaling.csv")
     df.attrs["time_limit_s"] = _time_limit(tables, "runtime_scaling")
@@ -210,7 +210,7 @@ def plot_runtime(tables: Path, out: Path):
                              "scheduler_runtime", out)
 
 
-def plot_profiles(tables: Path, out: Path):
+def plot_profiles(tables: Path, out: Path) -> list[Path]:
     """Performance profiles over every instance of Figure 7 (and Figure 4's, when its table is there)."""
     parts = [pd.read_csv(tables / "runtime_scaling.csv")]
     if (tables / "exact_vs_heuristic.csv").is_file():
@@ -229,12 +229,12 @@ def _solver_table(tables: Path) -> pd.DataFrame:
     return df.assign(method=df["label"]) if "label" in df else df
 
 
-def plot_solver_profiles(tables: Path, out: Path):
+def plot_solver_profiles(tables: Path, out: Path) -> list[Path]:
     """Figure 9's performance profiles of the solvers (time and fitness) from ``solver_comparison.csv``."""
     return save(draw_profiles(_solver_table(tables)), out, "solver_profiles")
 
 
-def plot_solver_seconds(tables: Path, out: Path):
+def plot_solver_seconds(tables: Path, out: Path) -> list[Path]:
     """Figure 9: seconds of every instance per solver (log scale), instances in the order of HiGHS's time; a
     cross marks a solve that is not ``optimal``."""
     df = _solver_table(tables)

@@ -11,7 +11,10 @@ policy and returns a :class:`SimulationResult`. The engine
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,9 +39,9 @@ __all__ = ["FIXED_APPS", "POLICIES", "Policy", "SimConfig", "SimulationResult", 
            "generate_workload", "load_workload", "make_policy", "model_truth", "simulate", "trace_truth"]
 
 
-def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, config: SimConfig | None = None,
-             seed: int | np.random.Generator = 0, policy_options: dict | None = None,
-             progress: bool = False) -> SimulationResult:
+def simulate(workload: Workload | str | os.PathLike[str], cluster: Cluster, policy: str | Policy, *,
+             truth: Truth | None = None, config: SimConfig | None = None, seed: int | np.random.Generator = 0,
+             policy_options: dict[str, Any] | None = None, progress: bool = False) -> SimulationResult:
     """Run ``workload`` on ``cluster`` under ``policy`` (a name or a :class:`Policy`).
 
     ``truth`` defaults to the model ground truth of the shipped profiles; pass
@@ -63,7 +66,7 @@ def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, 
     t0 = time.perf_counter()
     label = f"{workload.name} / {pol.name}"
     with _bar(progress, workload, pol.name) as update:
-        def on_round(t, done, total):
+        def on_round(t: float, done: int, total: int) -> None:
             task_progress(label, t, done, total)
             if update is not None:
                 update(t, done, total)
@@ -86,7 +89,7 @@ def simulate(workload, cluster: Cluster, policy, *, truth: Truth | None = None, 
     return result
 
 
-def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
+def _collect(engine: Engine, workload: Workload, cluster: Cluster, truth: Truth, config: SimConfig) -> SimulationResult:
     # isolated run: on the truth's primary GPU type, packed on that type's nodes
     primary = truth.gpu_types[0]
     per_node = cluster.max_gpus_per_node(primary) if primary in cluster.gpu_type_names \
@@ -96,7 +99,8 @@ def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
         app = truth[job.application]
         k = job.fixed_gpus or min(job.num_replicas, cluster.n_gpus)
         isolated = app.remaining_time(0.0, 0, packed_placement(k, per_node), job.batch_size)
-        jct = job.completion_s - job.arrival_s
+        # run() returns once every job completed (it raises past max_time_s): NaN is for the type only
+        jct = job.completion_s - job.arrival_s if job.completion_s is not None else np.nan
         rows.append((job.name, job.application, job.arrival_s, job.start_s, job.completion_s, jct,
                      job.num_replicas, job.batch_size, job.n_restarts, job.attained_gpu_s, job.cost, isolated,
                      jct / isolated if isolated > 0 else np.nan))
@@ -112,12 +116,12 @@ def _collect(engine, workload, cluster, truth, config) -> SimulationResult:
 class _bar:
     """A rich progress bar over simulated hours and jobs done (no-op when disabled)."""
 
-    def __init__(self, enabled, workload, policy_name):
+    def __init__(self, enabled: bool, workload: Workload, policy_name: str) -> None:
         self.enabled = enabled
         self.label = f"{workload.name} / {policy_name}"
         self.n_jobs = workload.n_jobs
 
-    def __enter__(self):
+    def __enter__(self) -> Callable[[float, int, int], None] | None:
         if not self.enabled:
             return None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -128,12 +132,11 @@ class _bar:
         self.progress.__enter__()
         self.task = self.progress.add_task(self.label, total=self.n_jobs, hours=0.0)
 
-        def update(t, done, total):
+        def update(t: float, done: int, total: int) -> None:
             self.progress.update(self.task, completed=done, hours=t / 3600.0)
 
         return update
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         if self.enabled:
             self.progress.__exit__(*exc)
-        return False

@@ -58,7 +58,7 @@ def policy_options(name: str) -> dict[str, Any]:
     return out
 
 
-def make_policy(name: str, **options: Any) -> Policy:
+def make_policy(name: str | Policy, **options: Any) -> Policy:
     """A policy by name with its keyword options (validated by the class)."""
     if isinstance(name, Policy):
         return name
