@@ -207,9 +207,35 @@ def best_config(params: Any, n_gpus: Any, multi_node: Any, phi: Any, init_batch_
 
     Shapes: broadcast(all arguments) = B -> three arrays of shape B.
     """
-    scored = scored_candidates(params, n_gpus, multi_node, init_batch_size, max_batch_size, min_local_bsz,
-                               max_local_bsz, n_candidates=n_candidates)
+    args = (n_gpus, multi_node, init_batch_size, max_batch_size, min_local_bsz, max_local_bsz)
+    if isinstance(params, ThroughputParams) and all(np.ndim(a) == 0 for a in args):
+        # one configuration (a job agent's choice, round after round until it refits): scored once
+        key = tuple((np.asarray(a).dtype.str, np.asarray(a).tobytes()) for a in (params.as_array(), *args))
+        scored = _scored_remembered(key, params, args, int(n_candidates))
+    else:
+        scored = scored_candidates(params, *args, n_candidates=n_candidates)
     return best_candidate(scored, phi, init_batch_size)
+
+
+#: Single configurations' scored candidates remembered per process (each about a kilobyte), oldest out first.
+SCORED_ONE_CACHE_SIZE = 8192
+_SCORED_ONE: dict[tuple[Any, ...], tuple[Any, Any, Any, Any, Any]] = {}
+
+
+def _scored_remembered(key: tuple[tuple[str, bytes], ...], params: ThroughputParams, args: tuple[Any, ...],
+                       n_candidates: int) -> tuple[Any, Any, Any, Any, Any]:
+    """:func:`scored_candidates` of one configuration, keyed by the types and bytes of its arguments (the same
+    key, the same arrays: they are read-only)."""
+    full = (*key, n_candidates)
+    hit = _SCORED_ONE.get(full)
+    if hit is None:
+        hit = scored_candidates(params, *args, n_candidates=n_candidates)
+        for a in hit:
+            a.setflags(write=False)
+        if len(_SCORED_ONE) >= SCORED_ONE_CACHE_SIZE:
+            _SCORED_ONE.pop(next(iter(_SCORED_ONE)))  # the oldest entry
+        _SCORED_ONE[full] = hit
+    return hit
 
 
 def scored_candidates(params: Any, n_gpus: Any, multi_node: Any, init_batch_size: Any, max_batch_size: Any,

@@ -210,3 +210,25 @@ def test_the_compiled_best_candidate_takes_numpys_first_nan_and_first_of_ties():
         got = gp.best_candidate(scored, np.array([phi]), m0)
         assert got[0].tobytes() == np.array([want[0]]).tobytes() and (got[1][0], got[2][0]) == want[1:]
         assert all(a.tobytes() == b.tobytes() for a, b in zip(got, _best_candidate_as_arrays(scored, np.array([phi]), m0)))
+
+
+def test_one_configurations_candidates_are_scored_once_and_answer_as_before():
+    """A job agent asks best_config for one (k, multi) round after round: the second ask is the remembered
+    scoring, bit for bit the answer of scoring afresh, its arrays read-only; another k, type of k or parameter
+    is scored anew."""
+    prof = shipped_profile("cifar10")
+    g = next(iter(prof.gpu_types.values()))
+    limits = (prof.init_batch_size, prof.max_batch_size, g.min_local_bsz, g.max_local_bsz)
+    gp._SCORED_ONE.clear()
+    first = gp.best_config(g.params, 4, True, 3000.0, *limits)
+    assert len(gp._SCORED_ONE) == 1
+    again = gp.best_config(g.params, 4, True, 3000.0, *limits)
+    fresh = gp.best_candidate(gp.scored_candidates(g.params, 4, True, *limits), 3000.0, prof.init_batch_size)
+    for a, b, c in zip(first, again, fresh):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes() == np.asarray(c).tobytes()
+    assert not next(iter(gp._SCORED_ONE.values()))[4].flags.writeable
+    gp.best_config(g.params, 4.0, True, 3000.0, *limits)
+    gp.best_config(g.params, 5, True, 3000.0, *limits)
+    other = ThroughputParams(**{**{n: getattr(g.params, n) for n in ThroughputParams.names()}, "gamma": 1.5})
+    gp.best_config(other, 4, True, 3000.0, *limits)
+    assert len(gp._SCORED_ONE) == 4

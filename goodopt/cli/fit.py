@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.table import Table
 
 from ..yaml12 import load_yaml
 from .common import AddParser, console
+
+if TYPE_CHECKING:
+    from ..outputs import OutputSet
+    from ..profiles import AppProfile
 
 
 def add_parser(add: AddParser) -> None:
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_fits(profiles: dict, root) -> None:
+def _print_fits(profiles: dict[str, AppProfile], root: Path) -> None:
     t = Table(title=f"fitted profiles from {root}")
     for col in ("application", "GPU type", "points", "RMS log step", "RMS log compute", "multi-node data"):
         t.add_column(col, overflow="fold")
@@ -68,7 +73,7 @@ def _print_fits(profiles: dict, root) -> None:
     console().print(t)
 
 
-def _stage_gavel(files, gavel_file: Path, out: Path, dest: Path) -> str:
+def _stage_gavel(files: OutputSet, gavel_file: Path, out: Path, dest: Path) -> str:
     """Stage Gavel's throughput profiles (those that changed) and the ``gavel-default.yaml`` scenario made
     from them; returns what was done, in words."""
     from ..gavel import gavel_scenario, read_gavel_throughputs
@@ -88,7 +93,7 @@ def _stage_gavel(files, gavel_file: Path, out: Path, dest: Path) -> str:
     return f"{n_changed} of {len(g.job_types)} Gavel throughput profiles changed in {out / 'gavel'}; wrote {target}"
 
 
-def _stage_if_changed(files, profile, path: Path) -> bool:
+def _stage_if_changed(files: OutputSet, profile: Any, path: Path) -> bool:
     """Stage ``profile`` for ``path`` unless ``path`` already holds it to the stored precision (re-fits that
     differ in the last digits leave tracked files alone); returns whether it is written."""
     from ..profiles import save_profile
@@ -99,13 +104,13 @@ def _stage_if_changed(files, profile, path: Path) -> bool:
     return True
 
 
-def _same_data(path: Path, new) -> bool:
+def _same_data(path: Path, new: Any) -> bool:
     """Whether YAML file ``path`` holds ``new`` (numbers equal to 1e-6, relative, or 1e-12 absolute)."""
     import math
 
     from ..validation import read_yaml
 
-    def close(a, b):
+    def close(a: Any, b: Any) -> bool:
         if isinstance(a, dict) and isinstance(b, dict):
             return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
         if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
