@@ -17,9 +17,12 @@ processes or Dask) and writes, all together when every experiment has run
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -32,7 +35,7 @@ from goodopt.runs.tasks import check_sim_tasks, estimated_cpu_s
 from goodopt.traces import traces_dir
 from goodopt.validation import suggest
 
-from .comparison import Comparison, TaskBatch, read_published
+from .comparison import Comparison, Experiment, TaskBatch, read_published
 from .experiments import EXPERIMENTS
 from .report import write_figure, write_report
 
@@ -46,13 +49,14 @@ class Reproduction:
     CPU time its tasks took (tasks served from the cache count what they took when computed)."""
 
     results: pd.DataFrame
-    seconds: dict
+    seconds: dict[str, float]
     quick: bool
     out: Path
-    cpu_seconds: dict = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
 
-def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=None, workers: int = 1,
+def reproduce(names: Iterable[str] | None = None, *, out: str | os.PathLike[str] = "reproduce_out",
+              quick: bool = False, traces: str | os.PathLike[str] | None = None, workers: int = 1,
               dask: str | None = None, progress: bool = True) -> Reproduction:
     """Run the experiments ``names`` (default: all) and write the report under ``out``."""
     names = list(names or EXPERIMENTS)
@@ -65,7 +69,9 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
     for name in names:  # every published file checked before the first task, not after hours
         for published in EXPERIMENTS[name].published:
             read_published(root, published)
-    rows, seconds, cpu = [], {}, {}
+    rows: list[dict[str, Any]] = []
+    seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     t0 = time.perf_counter()
     _compute_all(names, root, out, quick, workers=workers, dask=dask, progress=progress)
     seconds["all"] = time.perf_counter() - t0
@@ -91,9 +97,9 @@ def reproduce(names=None, *, out="reproduce_out", quick: bool = False, traces=No
     return Reproduction(results, seconds, quick, out, cpu)
 
 
-def all_tasks(names, root: Path, quick: bool) -> list:
+def all_tasks(names: Iterable[str], root: Path, quick: bool) -> list[Any]:
     """The distinct tasks of the experiments ``names``, checked, the longest (estimated) first."""
-    tasks: list = []
+    tasks: list[Any] = []
     for name in names:
         for spec in EXPERIMENTS[name].specs(root, quick):
             if isinstance(spec, TaskBatch):
@@ -104,7 +110,7 @@ def all_tasks(names, root: Path, quick: bool) -> list:
     return longest_first(tasks)
 
 
-def _compute_all(names, root: Path, out: Path, quick: bool, **run) -> None:
+def _compute_all(names: list[str], root: Path, out: Path, quick: bool, **run: Any) -> None:
     """Every task of the experiments ``names`` in one pool, the longest first (by
     :func:`~goodopt.runs.tasks.estimated_cpu_s`), into the cache ``out/cache``, from which the experiments then
     read their tables: the workers stay busy to the end instead of idling through each sweep's last task."""
@@ -114,10 +120,10 @@ def _compute_all(names, root: Path, out: Path, quick: bool, **run) -> None:
     run_tasks(ordered, "all experiments", cache_dir=out / "cache", **run)
 
 
-def _run_experiment(exp, root: Path, out: Path, files: OutputSet, **run) -> dict:
+def _run_experiment(exp: Experiment, root: Path, out: Path, files: OutputSet, **run: Any) -> dict[str, pd.DataFrame]:
     """Run ``exp``'s sweeps (cached under ``out/cache``); their tables staged in ``files``; name -> table."""
     quick = run.pop("quick")
-    tables = {}
+    tables: dict[str, pd.DataFrame] = {}
     for spec in exp.specs(root, quick):
         if isinstance(spec, TaskBatch):
             table, jobs, _ = run_tasks(list(spec.tasks), spec.name, cache_dir=out / "cache", **run)
@@ -132,7 +138,7 @@ def _run_experiment(exp, root: Path, out: Path, files: OutputSet, **run) -> dict
     return tables
 
 
-def _row(c: Comparison, quick: bool) -> dict:
+def _row(c: Comparison, quick: bool) -> dict[str, Any]:
     row = {k: v for k, v in asdict(c).items() if k != "band"}
     row["band"] = "" if c.band is None else str(c.band)
     row["verdict"] = ("" if c.band is None else "indicative" if quick and not c.like_for_like

@@ -5,9 +5,10 @@ paths relative to the spec, settings that would change nothing, the scenarios an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from goodopt.errors import ValidationError
 from goodopt.validation import MAX_LABEL, Reader, check_label, check_number, suggest, usable_path
@@ -22,7 +23,7 @@ MAX_LOAD, MAX_HOURS = 100.0, 24 * 365.0
 MAX_NAME = MAX_LABEL
 
 
-def check_name(where: str, name) -> str:
+def check_name(where: str, name: object) -> str:
     """A sweep's name: a label, not a path (the default output ``NAME.csv`` is written beside the spec)."""
     return check_label(where, name, "give a plain label such as grid-2024, and choose where the results go with --out")
 
@@ -31,7 +32,7 @@ def check_name(where: str, name) -> str:
 ELASTIC_FIELDS = ("min_nodes", "provision_delay_s", "autoscale_options")
 
 
-def refuse_idle_settings(config: Mapping, vary: Mapping) -> None:
+def refuse_idle_settings(config: Mapping[str, Any], vary: Mapping[str, Any]) -> None:
     """Refuse settings that would change nothing: an empty ``vary`` list (a table of no rows) and elastic
     settings without an auto-scaler."""
     for key, values in vary.items():
@@ -46,7 +47,7 @@ def refuse_idle_settings(config: Mapping, vary: Mapping) -> None:
                                       "set config.autoscale (or vary it), or drop the setting")
 
 
-def checked(where: str, check, *args):
+def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:
     """``check(*args)``, with a validation error re-raised under ``where`` unless it already names a file."""
     try:
         return check(*args)
@@ -59,7 +60,7 @@ def checked(where: str, check, *args):
                               exc.fix) from None
 
 
-def plain_list(r: Reader, key: str, required: bool = False) -> list:
+def plain_list(r: Reader, key: str, required: bool = False) -> list[Any]:
     value = r.raw(key) if required else r.raw(key, [])
     if value is None:
         return []
@@ -78,7 +79,7 @@ def strings(r: Reader, key: str) -> list[str]:
     return out
 
 
-def seeds_of(v, where) -> tuple[int, ...]:
+def seeds_of(v: object, where: str) -> tuple[int, ...]:
     if isinstance(v, int) and not isinstance(v, bool):
         if not 1 <= v <= MAX_SEEDS:
             raise ValidationError(where, f"a count of seeds must lie in [1, {MAX_SEEDS}], got {v}",
@@ -92,7 +93,7 @@ def seeds_of(v, where) -> tuple[int, ...]:
     return tuple(out)
 
 
-def local_path(s, base) -> str:
+def local_path(s: object, base: Path | None) -> str:
     """A relative file path is taken relative to the spec's folder (names and families are kept)."""
     s = str(s)
     if base is None or s.startswith(("family:", "generated:")) or Path(s).is_absolute():
@@ -101,7 +102,7 @@ def local_path(s, base) -> str:
     return str(cand) if cand.exists() else s
 
 
-def scenarios_of(r: Reader, base) -> list[str]:
+def scenarios_of(r: Reader, base: Path | None) -> list[str]:
     """The ``scenarios`` and ``families`` of a spec, every one checked (at least one)."""
     from goodopt.sources import check_source
 
@@ -135,10 +136,11 @@ class Variant:
 
     label: str
     name: str
-    options: Mapping = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
-def variants_of(r: Reader, field_name, key, known, options) -> tuple[Variant, ...]:
+def variants_of(r: Reader, field_name: str, key: str, known: Collection[str],
+                options: Reader | None) -> tuple[Variant, ...]:
     entries = plain_list(r, field_name, required=True)
     if not entries:
         raise ValidationError(r.path(field_name), "is empty", f"list at least one {key}")
@@ -169,11 +171,11 @@ def variants_of(r: Reader, field_name, key, known, options) -> tuple[Variant, ..
     return tuple(out)
 
 
-def options_of(options: Reader | None, key: str) -> dict:
+def options_of(options: Reader | None, key: str) -> dict[str, Any]:
     if options is None or not options.has(key) or options.data[key] is None:
         return {}
     return dict(options.sub(key).data)
 
 
-def p_to_json(p: float):
+def p_to_json(p: float) -> float | str:
     return p if math.isfinite(p) else str(p)
