@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ..arrays import ArrayIn
 from ..errors import ShapeError, ValidationError
 
 #: Gavel's policies (solved by :func:`goodopt.solvers.gavel.solve_gavel`).
@@ -18,6 +20,8 @@ POLICY_NAMES = ("max_min_fairness", "max_min_fairness_agnostic", "max_total_thro
 
 #: How an entity shares its weight among its jobs (hierarchical policies).
 ENTITY_POLICIES = ("fairness", "fifo")
+#: Entities as :func:`check_entities` gives them: sorted ``(name, (("policy", p), ("share", s), ("weight", w)))``.
+EntitySpecs = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 
 
 #: The space-sharing variants: packed policy -> the policy it runs with the matrix's job pairs.
@@ -62,7 +66,7 @@ class ThroughputMatrix:
     entity_policies: tuple[str, ...] | None = None
     isolated_s: np.ndarray | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         J, K = len(self.job_names), len(self.type_names)
         t = np.asarray(self.throughput, dtype=float)
         if t.shape != (J, K):
@@ -103,7 +107,7 @@ class ThroughputMatrix:
         self._check_pairs(J, K)
         self._check_entities(J)
 
-    def _check_entities(self, J):
+    def _check_entities(self, J: int) -> None:
         if self.entities is None:
             if self.entity_weights is not None or self.entity_policies is not None:
                 raise ValidationError("entities", "entity weights and policies need each job's entity",
@@ -125,7 +129,7 @@ class ThroughputMatrix:
         object.__setattr__(self, "entity_weights", w)
         object.__setattr__(self, "entity_policies", pol)
 
-    def _check_pairs(self, J, K):
+    def _check_pairs(self, J: int, K: int) -> None:
         if (self.pairs is None) != (self.pair_throughput is None):
             raise ValidationError("pairs", "pairs and pair_throughput go together", "give both or neither")
         if self.pairs is None:
@@ -179,7 +183,7 @@ class ThroughputMatrix:
         """Throughput under :meth:`equal_share`. Shapes: -> (J,)."""
         return (self.throughput * self.equal_share()).sum(axis=1)
 
-    def effective_throughput(self, x, y=None) -> np.ndarray:
+    def effective_throughput(self, x: ArrayIn, y: ArrayIn | None = None) -> np.ndarray:
         """``sum_k X_jk T_jk`` plus, with pair fractions ``y``, each job's pair terms. Shapes: (J, K), (P, K)
         -> (J,)."""
         out = (np.asarray(x, dtype=float) * self.throughput).sum(axis=1)
@@ -190,7 +194,7 @@ class ThroughputMatrix:
         return out
 
 
-def check_entities(value) -> tuple:
+def check_entities(value: object) -> EntitySpecs:
     """Entities (name -> {weight, policy: fairness | fifo, share}) as sorted ``(name, (("policy", p),
     ("share", s), ("weight", w)))`` pairs, each field checked (weight and share default to 1, policy to
     fairness; ``share`` is how often a generated job belongs to the entity)."""
@@ -224,7 +228,7 @@ def check_entities(value) -> tuple:
     return tuple(sorted(out))
 
 
-def entity_fields(entities: tuple, jobs) -> dict:
+def entity_fields(entities: EntitySpecs, jobs: Iterable[Any]) -> dict[str, Any]:
     """The :class:`ThroughputMatrix` entity fields for ``jobs`` (each with ``.entity``) under
     :func:`check_entities` output; ``{}`` without entities. A job of an unnamed entity is refused."""
     if not entities:
@@ -240,7 +244,7 @@ def entity_fields(entities: tuple, jobs) -> dict:
             "entity_policies": tuple(spec[n]["policy"] for n in names)}
 
 
-def useful_pairs(throughput, pair_throughput) -> np.ndarray:
+def useful_pairs(throughput: ArrayIn, pair_throughput: ArrayIn) -> np.ndarray:
     """Which pair columns can help: sharing beats time-sharing the GPUs between the two alone, i.e.
     ``T^pair_a / T_a + T^pair_b / T_b > 1`` on the type. A column where the sum is <= 1 and neither member
     runs faster together than alone is matched by giving each member that share of time alone, on no more
@@ -253,7 +257,7 @@ def useful_pairs(throughput, pair_throughput) -> np.ndarray:
     return (both > 0).all(axis=2) & ((ratio.sum(axis=2) > 1 + 1e-12) | (ratio > 1 + 1e-12).any(axis=2))
 
 
-def spread(total, usable, capacity, scale_factor) -> np.ndarray:
+def spread(total: np.ndarray, usable: np.ndarray, capacity: ArrayIn, scale_factor: ArrayIn) -> np.ndarray:
     """Each job's time fraction ``total`` spread over its usable types in proportion to their GPUs, scaled
     down where a type would be over-full. Shapes: total (J,), usable (J, K), capacity (K,) -> (J, K)."""
     share = usable * np.asarray(capacity, dtype=float)[None, :]
