@@ -20,6 +20,7 @@ All functions broadcast over numpy arrays; none loops over jobs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -49,7 +50,7 @@ class ThroughputParams:
     beta_n: float
     gamma: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
             if not np.isfinite(value) or value < 0:
@@ -69,14 +70,18 @@ class ThroughputParams:
         return tuple(f.name for f in fields(cls))
 
 
-def _param(params, name):
+#: The model functions' parameters: a :class:`ThroughputParams`, or a mapping of its field names.
+Params = ThroughputParams | Mapping[str, Any]
+
+
+def _param(params: Params, name: str) -> Any:
     """A parameter as an array that broadcasts against the configuration arrays."""
     if isinstance(params, ThroughputParams):
         return getattr(params, name)
     return params[name]
 
 
-def compute_time(params, local_bsz):
+def compute_time(params: Params, local_bsz: Any) -> Any:
     """Compute time of one micro-batch, ``alpha_c + beta_c * m``.
 
     Shapes: broadcast(params, local_bsz) -> same.
@@ -84,7 +89,7 @@ def compute_time(params, local_bsz):
     return _param(params, "alpha_c") + _param(params, "beta_c") * local_bsz
 
 
-def sync_time(params, n_gpus, multi_node):
+def sync_time(params: Params, n_gpus: Any, multi_node: Any) -> Any:
     """Gradient synchronisation time (0 on one GPU).
 
     Shapes: broadcast(params, n_gpus, multi_node) -> same.
@@ -97,7 +102,7 @@ def sync_time(params, n_gpus, multi_node):
     return np.where(n_gpus > 1, t, 0.0)
 
 
-def step_time(params, local_bsz, n_gpus, multi_node):
+def step_time(params: Params, local_bsz: Any, n_gpus: Any, multi_node: Any) -> Any:
     """Time of the synchronising micro-step, ``(T_c^g + T_s^g)^(1/g)``.
 
     Shapes: broadcast(params, local_bsz, n_gpus, multi_node) -> same.
@@ -108,7 +113,7 @@ def step_time(params, local_bsz, n_gpus, multi_node):
     return (t_c**gamma + t_s**gamma) ** (1.0 / gamma)
 
 
-def iteration_time(params, local_bsz, accum_steps, n_gpus, multi_node):
+def iteration_time(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any) -> Any:
     """Time of one optimiser iteration, ``s * T_c(m) + T_step``.
 
     Shapes: broadcast(all arguments) -> same.
@@ -118,7 +123,7 @@ def iteration_time(params, local_bsz, accum_steps, n_gpus, multi_node):
     )
 
 
-def throughput(params, local_bsz, accum_steps, n_gpus, multi_node):
+def throughput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any) -> Any:
     """Examples per second, ``k * m * (s + 1) / T_iter``.
 
     Shapes: broadcast(all arguments) -> same.
@@ -127,7 +132,7 @@ def throughput(params, local_bsz, accum_steps, n_gpus, multi_node):
     return total / iteration_time(params, local_bsz, accum_steps, n_gpus, multi_node)
 
 
-def efficiency(batch_size, phi, init_batch_size):
+def efficiency(batch_size: Any, phi: Any, init_batch_size: Any) -> Any:
     """Statistical efficiency ``(phi + M0) / (phi + M)``; ``phi = inf`` gives 1.
 
     Shapes: broadcast(batch_size, phi, init_batch_size) -> same.
@@ -139,7 +144,7 @@ def efficiency(batch_size, phi, init_batch_size):
     return np.where(np.isinf(phi), 1.0, e)
 
 
-def phi_from_gradients(grad_sqr, grad_var, init_batch_size):
+def phi_from_gradients(grad_sqr: Any, grad_var: Any, init_batch_size: Any) -> Any:
     """Gradient noise scale ``phi = M0 * grad_var / grad_sqr`` (examples).
 
     Shapes: broadcast(grad_sqr, grad_var, init_batch_size) -> same.
@@ -150,7 +155,7 @@ def phi_from_gradients(grad_sqr, grad_var, init_batch_size):
         return np.where(grad_sqr > 0, init_batch_size * grad_var / grad_sqr, np.inf)
 
 
-def goodput(params, local_bsz, accum_steps, n_gpus, multi_node, phi, init_batch_size):
+def goodput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any, phi: Any, init_batch_size: Any) -> Any:
     """Goodput ``X * E(M)`` of explicit configurations (examples/s at M0 efficiency).
 
     Shapes: broadcast(all arguments) -> same.
@@ -160,8 +165,8 @@ def goodput(params, local_bsz, accum_steps, n_gpus, multi_node, phi, init_batch_
     return x * efficiency(total, phi, init_batch_size)
 
 
-def candidate_batches(n_gpus, init_batch_size, max_batch_size, min_local_bsz, max_local_bsz,
-                      n_candidates=N_BATCH_CANDIDATES):
+def candidate_batches(n_gpus: Any, init_batch_size: Any, max_batch_size: Any, min_local_bsz: Any,
+                      max_local_bsz: Any, n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Array, Array, Array]:
     """Pollux's candidate configurations for ``k`` GPUs.
 
     ``n_candidates`` geometric total batch sizes from ``max(M0, k*m_min)`` to
