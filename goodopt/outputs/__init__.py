@@ -40,6 +40,7 @@ import shutil
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import ValidationError
 from .journal import folder_lock, remove_stale, write_durably
@@ -50,14 +51,14 @@ __all__ = ["HOST", "MARKER", "STAGING_MARKER", "OutputSet", "atomic_dir", "atomi
            "write_json", "write_text"]
 
 
-def meta_path(table_path) -> Path:
+def meta_path(table_path: str | os.PathLike[str]) -> Path:
     """Where a table's metadata goes: ``res.csv`` -> ``res.meta.json`` (never the table's own name)."""
     p = Path(table_path)
     return p.with_name(f"{p.stem if p.suffix else p.name}.meta.json")
 
 
 # ------------------------------------------------------------------ checks before work
-def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Iterable = (),
+def check_output(path: str | os.PathLike[str], *, kind: str = "file", option: str = "--out", inputs: Iterable[Any] = (),
                  replaced: bool = True, keep: bool = False) -> Path:
     """Refuse an output that cannot be written, before any work is done.
 
@@ -106,7 +107,7 @@ def check_output(path, *, kind: str = "file", option: str = "--out", inputs: Ite
     return p
 
 
-def _resolved(path) -> Path | None:
+def _resolved(path: Any) -> Path | None:
     """``path`` resolved, or None where it cannot name a file (a NUL byte in it, a loop of links)."""
     try:
         return Path(path).resolve()
@@ -122,7 +123,7 @@ def _existing_ancestor(p: Path) -> Path:
 
 # ------------------------------------------------------------------ atomic files
 @contextlib.contextmanager
-def atomic_path(path) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``path``; renamed over ``path`` when the block ends without error."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +136,7 @@ def atomic_path(path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def staged_file(path, name: str, *, output=None) -> Iterator[Path]:
+def staged_file(path: str | os.PathLike[str], name: str, *, output: str | os.PathLike[str] | None = None) -> Iterator[Path]:
     """A path ``name`` in a hidden staging folder beside ``path``, moved onto ``path`` when the block ends
     without error: for writers that choose the format by the file's own name (a solver writing a model). A
     kill leaves only the staging folder, which the next write of ``path`` removes as debris. ``output``: the
@@ -179,7 +180,7 @@ class OutputSet:
         self.run_id = uuid.uuid4().hex
         self._pairs: list[tuple[Path, Path]] = []
 
-    def path(self, final) -> Path:
+    def path(self, final: str | os.PathLike[str]) -> Path:
         """The temporary to write output ``final`` to."""
         final = Path(final).absolute()
         if any(f == final for _, f in self._pairs):
@@ -224,19 +225,19 @@ def output_set() -> Iterator[OutputSet]:
         out.discard()
 
 
-def write_text(path, text: str) -> Path:
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
     return Path(path)
 
 
-def write_json(path, data) -> Path:
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     """Write ``data`` as indented JSON to ``path`` atomically (numpy scalars as numbers)."""
     return write_text(path, json.dumps(data, indent=2, default=json_default))
 
 
-def json_default(obj):
+def json_default(obj: object) -> int | float | bool | str:
     """JSON encoding of numpy scalars (and, as text, of anything else)."""
     import numpy as np
 
@@ -249,7 +250,7 @@ def json_default(obj):
     return str(obj)
 
 
-def sha256_file(path) -> str:
+def sha256_file(path: str | os.PathLike[str]) -> str:
     """SHA-256 of a file's bytes."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -258,7 +259,7 @@ def sha256_file(path) -> str:
     return h.hexdigest()
 
 
-def table_matches_meta(table_path) -> bool:
+def table_matches_meta(table_path: str | os.PathLike[str]) -> bool:
     """Whether ``NAME.meta.json`` describes exactly the table ``NAME.csv`` holds now."""
     try:
         meta = json.loads(meta_path(table_path).read_text())
@@ -269,7 +270,7 @@ def table_matches_meta(table_path) -> bool:
 
 # ------------------------------------------------------------------ atomic folders
 @contextlib.contextmanager
-def atomic_dir(path, marker: dict | None = None) -> Iterator[Path]:
+def atomic_dir(path: str | os.PathLike[str], marker: dict[str, Any] | None = None) -> Iterator[Path]:
     """A staging folder beside ``path``; exchanged with ``path`` when the block ends without error.
 
     The staging folder gets the :data:`MARKER` file (with ``marker`` as its
