@@ -213,33 +213,43 @@ def best_config(params: Any, n_gpus: Any, multi_node: Any, phi: Any, init_batch_
     Shapes: broadcast(all arguments) = B -> three arrays of shape B.
     """
     args = (n_gpus, multi_node, init_batch_size, max_batch_size, min_local_bsz, max_local_bsz)
-    if isinstance(params, ThroughputParams) and all(np.ndim(a) == 0 for a in args):
-        # one configuration (a job agent's choice, round after round until it refits): scored once
-        key = tuple((np.asarray(a).dtype.str, np.asarray(a).tobytes()) for a in (params.as_array(), *args))
-        scored = _scored_remembered(key, params, args, int(n_candidates))
-    else:
-        scored = scored_candidates(params, *args, n_candidates=n_candidates)
-    return best_candidate(scored, phi, init_batch_size)
+    if not (isinstance(params, ThroughputParams) and all(np.ndim(a) == 0 for a in args)):
+        return best_candidate(scored_candidates(params, *args, n_candidates=n_candidates), phi, init_batch_size)
+    # one configuration (a job agent's choice, round after round until it refits): scored once
+    key = tuple((np.asarray(a).dtype.str, np.asarray(a).tobytes()) for a in (params.as_array(), *args))
+    scored, columns = _scored_remembered(key, params, args, int(n_candidates))
+    if np.ndim(phi) or np.ndim(init_batch_size):
+        return best_candidate(scored, phi, init_batch_size)
+    # best_candidate's compiled loop on the remembered columns, without its broadcasting (the same call)
+    good, local, steps = np.empty(1), np.empty(1, np.int64), np.empty(1, np.int64)
+    choose_columns(*columns, np.array([phi], dtype=float), np.array([init_batch_size], dtype=float), good, local,
+                   steps)
+    return good.reshape(()), local.reshape(()), steps.reshape(())
 
 
 #: Single configurations' scored candidates remembered per process (each about a kilobyte), oldest out first.
 SCORED_ONE_CACHE_SIZE = 8192
-_SCORED_ONE: dict[tuple[Any, ...], tuple[Any, Any, Any, Any, Any]] = {}
+_Scored = tuple[Any, Any, Any, Any, Any]
+_SCORED_ONE: dict[tuple[Any, ...], tuple[_Scored, _Scored]] = {}
 
 
 def _scored_remembered(key: tuple[tuple[str, bytes], ...], params: ThroughputParams, args: tuple[Any, ...],
-                       n_candidates: int) -> tuple[Any, Any, Any, Any, Any]:
-    """:func:`scored_candidates` of one configuration, keyed by the types and bytes of its arguments (the same
-    key, the same arrays: they are read-only)."""
+                       n_candidates: int) -> tuple[_Scored, _Scored]:
+    """:func:`scored_candidates` of one configuration, keyed by the types and bytes of its arguments, and the
+    same arrays as the (C, 1) columns :func:`best_candidate` hands its compiled loop (the same key, the same
+    arrays: they are read-only)."""
     full = (*key, n_candidates)
     hit = _SCORED_ONE.get(full)
     if hit is None:
-        hit = scored_candidates(params, *args, n_candidates=n_candidates)
-        for a in hit:
+        scored = scored_candidates(params, *args, n_candidates=n_candidates)
+        c: list[Array] = [np.ascontiguousarray(np.asarray(a, dtype=t).reshape(-1, 1))
+                          for a, t in zip(scored, (np.int64, np.int64, np.bool_, float, float))]
+        columns: _Scored = (c[0], c[1], c[2], c[3], c[4])
+        for a in (*scored, *columns):
             a.setflags(write=False)
         if len(_SCORED_ONE) >= SCORED_ONE_CACHE_SIZE:
             _SCORED_ONE.pop(next(iter(_SCORED_ONE)))  # the oldest entry
-        _SCORED_ONE[full] = hit
+        hit = _SCORED_ONE[full] = (scored, columns)
     return hit
 
 

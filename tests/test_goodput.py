@@ -226,7 +226,13 @@ def test_one_configurations_candidates_are_scored_once_and_answer_as_before():
     fresh = gp.best_candidate(gp.scored_candidates(g.params, 4, True, *limits), 3000.0, prof.init_batch_size)
     for a, b, c in zip(first, again, fresh):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes() == np.asarray(c).tobytes()
-    assert not next(iter(gp._SCORED_ONE.values()))[4].flags.writeable
+    scored, columns = next(iter(gp._SCORED_ONE.values()))
+    assert not scored[4].flags.writeable and not columns[4].flags.writeable
+    for phi in (np.float64(3000.0), np.array(3000.0), np.inf, np.array(np.nan)):  # scalars of every kind
+        got, want = gp.best_config(g.params, 4, True, phi, *limits), gp.best_candidate(
+            gp.scored_candidates(g.params, 4, True, *limits), phi, prof.init_batch_size)
+        assert all(np.asarray(a).tobytes() == np.asarray(b).tobytes() and np.shape(a) == np.shape(b)
+                   for a, b in zip(got, want))
     gp.best_config(g.params, 4.0, True, 3000.0, *limits)
     gp.best_config(g.params, 5, True, 3000.0, *limits)
     other = ThroughputParams(**{**{n: getattr(g.params, n) for n in ThroughputParams.names()}, "gamma": 1.5})
