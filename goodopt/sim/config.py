@@ -3,8 +3,9 @@ constants they start from."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
@@ -16,6 +17,14 @@ from goodopt.validation import check_number, check_whole, suggest
 from .agent import AGENT_FITS
 from .autoscale import check_elastic, check_one_group, make_autoscaler
 from .presets import SIA_SIM_RESTART_DELAYS_S, SIA_SIM_SLOWDOWNS, sim_preset  # noqa: F401  (importable from here)
+from .workload import Workload
+
+if TYPE_CHECKING:
+    from .policies.base import Policy
+    from .workload import WorkloadJob
+
+#: Per-application settings as sorted ``(application, number)`` pairs.
+PerApp = tuple[tuple[str, float], ...]
 
 #: Applications whose batch and GPU count the Pollux runs kept fixed: app -> (batch, GPUs).
 FIXED_APPS = {"ncf": (32768, 1)}
@@ -25,7 +34,7 @@ FIXED_APPS = {"ncf": (32768, 1)}
 MAX_ROUNDS = 10_000_000
 
 
-def _per_app(name: str, value, minimum: float) -> tuple:
+def _per_app(name: str, value: Any, minimum: float) -> PerApp:
     """A per-application setting (mapping or pairs) as sorted ``(app, number)`` pairs, each checked."""
     pairs = value.items() if isinstance(value, Mapping) else value
     try:
@@ -36,7 +45,7 @@ def _per_app(name: str, value, minimum: float) -> tuple:
     return tuple(sorted((app, check_number(f"{name}.{app}", v, minimum=minimum)) for app, v in pairs))
 
 
-def _autoscale_options(value) -> dict:
+def _autoscale_options(value: Any) -> dict[str, Any]:
     """``autoscale_options`` (a mapping, or option-value pairs) as a dict; anything else is refused."""
     try:
         options = dict(value.items() if isinstance(value, Mapping) else value)
@@ -58,7 +67,7 @@ class SimConfig:
     #: Fraction of progress lost by a multi-node job sharing a node with another multi-node job.
     interference_slowdown: float = 0.0
     max_time_s: float = 60 * 86400.0
-    fixed_apps: tuple = tuple(FIXED_APPS.items())
+    fixed_apps: tuple[tuple[str, tuple[int, int]], ...] = tuple(FIXED_APPS.items())
     gpu_type: str = "t4"
     log_allocations: bool = True
     #: Weight of the job agents' optimism regulariser (Pollux's 1e-2; 0 = plain least squares).
@@ -68,31 +77,31 @@ class SimConfig:
     #: the optimism refinement, :func:`goodopt.fitting.fit_observed`).
     agent_fit: str = "pollux"
     #: Per-application restart seconds overriding ``restart_delay_s`` (e.g. :data:`SIA_SIM_RESTART_DELAYS_S`).
-    restart_delays_s: tuple = ()
+    restart_delays_s: PerApp = ()
     #: Per-application calibration slowdowns >= 1 dividing the true goodput (e.g. :data:`SIA_SIM_SLOWDOWNS`).
-    slowdowns: tuple = ()
+    slowdowns: PerApp = ()
     #: Pollux's simulator's rule for fixed-batch jobs (ncf under Pollux, every job under the baselines): one GPU
     #: running a total batch above the application's initial batch takes at least one accumulation step.
     single_gpu_accumulation: bool = True
     #: Price per GPU-hour of GPU types (USD), over :data:`goodopt.prices.PRICES_PER_GPU_H`.
-    prices_per_gpu_h: tuple = ()
+    prices_per_gpu_h: PerApp = ()
     #: Auto-scaler of an elastic cluster (:data:`goodopt.sim.autoscale.AUTOSCALERS`), or "none": a fixed cluster.
     autoscale: str = "none"
     #: Options of the auto-scaler (name -> number), e.g. ``{"every_s": 600}``.
-    autoscale_options: tuple = ()
+    autoscale_options: tuple[tuple[str, Any], ...] = ()
     #: Fewest nodes an elastic cluster keeps (the largest is the simulation's cluster); it starts with these.
     min_nodes: int = 1
     #: Seconds from requesting a node to its joining (billed meanwhile): cloud GPU instances boot in minutes.
     provision_delay_s: float = 180.0
 
     @classmethod
-    def preset(cls, name: str, **changes) -> SimConfig:
+    def preset(cls, name: str, **changes: Any) -> SimConfig:
         """The settings of a paper's simulator (:data:`goodopt.sim.presets.SIM_PRESETS`: ``pollux``, ``sia``),
         with ``changes`` over them."""
         return cls(**{**sim_preset(name), **changes})
 
     @classmethod
-    def sia(cls, **changes) -> SimConfig:
+    def sia(cls, **changes: Any) -> SimConfig:
         """The settings of Sia's simulator: its per-application restart delays and calibration slowdowns."""
         return cls.preset("sia", **changes)
 
@@ -106,7 +115,7 @@ class SimConfig:
         """USD per GPU-hour of ``gpu_type`` (NaN without a published or given price)."""
         return price_per_gpu_h(gpu_type, self.prices_per_gpu_h)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "restart_delays_s", _per_app("restart_delays_s", self.restart_delays_s, 0.0))
         object.__setattr__(self, "slowdowns", _per_app("slowdowns", self.slowdowns, 1.0))
         object.__setattr__(self, "prices_per_gpu_h", _per_app("prices_per_gpu_h", self.prices_per_gpu_h, 0.0))
@@ -133,22 +142,22 @@ class SimConfig:
                                   "0.25 means a 25% slower job")
 
 
-def fixed_gpus(config: SimConfig) -> dict:
+def fixed_gpus(config: SimConfig) -> dict[str, int]:
     """Application -> the GPU count the engine fixes its jobs to (only applications that fix one)."""
     return {app: gpus for app, (_, gpus) in dict(config.fixed_apps).items() if gpus}
 
 
-def check_setup(workload, cluster: Cluster, policy, config: SimConfig) -> None:
+def check_setup(workload: Workload, cluster: Cluster, policy: Policy, config: SimConfig) -> None:
     """Every check a run makes before its first round, without running it (dry runs call this too)."""
     check_elastic_setup(policy, config, cluster)
     check_per_app_settings(workload, config)
     policy.check_workload(workload, cluster, fixed_gpus(config))
 
 
-def check_per_app_settings(workload, config: SimConfig) -> None:
+def check_per_app_settings(workload: Workload | Sequence[WorkloadJob], config: SimConfig) -> None:
     """Every application named by ``restart_delays_s`` or ``slowdowns`` is one goodopt ships a profile of or
     one of the workload's: a misspelt name would silently set nothing."""
-    jobs = getattr(workload, "jobs", workload)
+    jobs = workload.jobs if isinstance(workload, Workload) else workload
     known = set(shipped_profile_names()) | {wj.application for wj in jobs}
     for name in ("restart_delays_s", "slowdowns"):
         for app, _ in getattr(config, name):
@@ -158,7 +167,7 @@ def check_per_app_settings(workload, config: SimConfig) -> None:
                                       f"{', '.join(sorted(known))}")
 
 
-def check_elastic_setup(policy, config: SimConfig, cluster: Cluster) -> None:
+def check_elastic_setup(policy: Policy, config: SimConfig, cluster: Cluster) -> None:
     """An elastic cluster needs one node group, ``min_nodes`` within it and a policy that plans on whatever
     is provisioned; a fixed cluster takes no ``min_nodes`` other than the default."""
     if config.autoscale == "none":
