@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
@@ -14,6 +15,10 @@ from rich.console import Console
 
 from ..errors import ValidationError
 from ..yaml12 import load_yaml
+
+if TYPE_CHECKING:
+    from ..problem import AllocationProblem
+    from ..scenario import Scenario
 
 #: What a sub-command's ``add_parser`` is handed: ``add(name, **kw)`` makes the sub-command's parser.
 AddParser = Callable[..., argparse.ArgumentParser]
@@ -25,11 +30,11 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 
 
-def fmt(x, digits=3) -> str:
+def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if np.isfinite(x) else str(x)
 
 
-def warn_pinned(sc, pr) -> None:
+def warn_pinned(sc: Scenario, pr: AllocationProblem) -> None:
     """Warn of jobs a re-allocation factor of 0 pins to their current allocation (the ``age_s: 0`` trap)."""
     from ..problem import pinned_jobs
 
@@ -45,7 +50,7 @@ def warn_pinned(sc, pr) -> None:
                 names)
 
 
-def parse_names(value: str, option: str, known) -> list[str]:
+def parse_names(value: str, option: str, known: Collection[str]) -> list[str]:
     """A comma-separated list of names, each one known (with a suggestion for a near miss)."""
     import difflib
 
@@ -62,9 +67,9 @@ def parse_names(value: str, option: str, known) -> list[str]:
     return names
 
 
-def key_values(items, flag: str = "--option", example: str = "n_gen=50") -> dict:
+def key_values(items: Iterable[str] | None, flag: str = "--option", example: str = "n_gen=50") -> dict[str, Any]:
     """``--option KEY=VALUE`` items (or another flag's) as a dict (values parsed as YAML scalars)."""
-    out = {}
+    out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -79,7 +84,7 @@ def key_values(items, flag: str = "--option", example: str = "n_gen=50") -> dict
     return out
 
 
-def check_figure_path(path: Path, option: str, inputs, keep: bool = False) -> None:
+def check_figure_path(path: Path, option: str, inputs: Iterable[Any], keep: bool = False) -> None:
     from ..outputs import check_output
 
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
@@ -94,7 +99,7 @@ def method_names() -> Sequence[str]:
     return METHODS
 
 
-def policy_names():
+def policy_names() -> tuple[str, ...]:
     from ..sim.policies import POLICIES
 
     return tuple(POLICIES)
@@ -110,13 +115,14 @@ class NamesAction(argparse.Action):
     """A comma-separated list of known names (``single``: exactly one), checked as it is parsed, with a
     suggestion for a near miss. ``known`` is a function, so the registries load only when the option is given."""
 
-    def __init__(self, *args, known, single=False, **kw):
+    def __init__(self, *args: Any, known: Callable[[], Collection[str]], single: bool = False, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.known, self.single = known, single
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
         try:
-            names = parse_names(values, option_string, self.known())
+            names = parse_names(values, option_string or self.dest, self.known())
         except ValidationError as exc:
             parser.error(f"argument {option_string}: {exc.problem} ({exc.fix})")
         if self.single and len(names) != 1:
@@ -128,24 +134,24 @@ class LazyHelp(str):
     """A help text computed when help is shown (from the registries, plug-ins included), not when the parser is
     built: the policy registry loads the simulator, which a ``solve`` does not need."""
 
-    text: object
+    text: Callable[[], str]
     suffix: str
 
-    def __new__(cls, text, suffix: str = ""):
+    def __new__(cls, text: Callable[[], str], suffix: str = "") -> LazyHelp:
         obj = super().__new__(cls, "..." + suffix)
         obj.text, obj.suffix = text, suffix
         return obj
 
-    def __add__(self, other):  # argparse appends " (default: ...)"
+    def __add__(self, other: str) -> LazyHelp:  # argparse appends " (default: ...)"
         return LazyHelp(self.text, self.suffix + other)
 
-    def __mod__(self, params):
+    def __mod__(self, params: Any) -> str:
         return (self.text() + self.suffix) % params
 
 
-def whole_in(lo: int, hi: int):
+def whole_in(lo: int, hi: int) -> Callable[[str], int]:
     """An argparse type: a whole number in ``[lo, hi]``."""
-    def whole(text):
+    def whole(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
@@ -156,9 +162,9 @@ def whole_in(lo: int, hi: int):
     return whole
 
 
-def number_in(lo: float, hi: float, *, open_low: bool = True):
+def number_in(lo: float, hi: float, *, open_low: bool = True) -> Callable[[str], float]:
     """An argparse type: a finite number in ``(lo, hi]`` (``[lo, hi]`` unless ``open_low``)."""
-    def number(text):
+    def number(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
@@ -169,7 +175,7 @@ def number_in(lo: float, hi: float, *, open_low: bool = True):
     return number
 
 
-def dask_address(text):
+def dask_address(text: str) -> str:
     from ..runs.execute import check_dask_address
 
     try:
@@ -193,7 +199,7 @@ WORKERS = whole_in(1, 1024)
 SECONDS = number_in(0, 1e6)
 
 
-def print_tasks(tasks) -> None:
+def print_tasks(tasks: Sequence[Any]) -> None:
     con = console()
     con.print(f"{len(tasks)} task(s); every input checked:")
     for t in tasks[:50]:

@@ -5,8 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..runs.task_types import SimTask
 
 from ..cluster import MAX_GPUS_PER_NODE, MAX_NODES
 from ..errors import ValidationError
@@ -77,7 +85,7 @@ def add_parser(add: AddParser) -> None:
     p.set_defaults(func=run)
 
 
-def _policy_options(args, policies) -> dict:
+def _policy_options(args: argparse.Namespace, policies: Sequence[str]) -> dict[str, dict[str, Any]]:
     """``--option`` items per policy: ``POLICY.KEY=VALUE`` for that policy, ``KEY=VALUE`` for every one."""
     options = key_values(args.option)
     per_policy = {p: {k: v for k, v in options.items() if "." not in k} for p in policies}
@@ -91,7 +99,7 @@ def _policy_options(args, policies) -> dict:
     return per_policy
 
 
-def _truth_source(args) -> str:
+def _truth_source(args: argparse.Namespace) -> str:
     from ..traces import traces_dir
 
     if args.truth == "model":
@@ -152,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_elastic(policies, per_policy, args) -> None:
+def _check_elastic(policies: Sequence[str], per_policy: Mapping[str, Mapping[str, Any]],
+                   args: argparse.Namespace) -> None:
     from ..sim.autoscale import check_elastic
     from ..sim.policies import make_policy
 
@@ -166,7 +175,7 @@ def _check_elastic(policies, per_policy, args) -> None:
         check_elastic(make_policy(p, **per_policy[p]), args.autoscale, "--autoscale")
 
 
-def _simulate_one(args, task, out, truth) -> int:
+def _simulate_one(args: argparse.Namespace, task: SimTask, out: Path, truth: str) -> int:
     from ..runs.tasks import run_simulation
 
     res, _, _ = run_simulation(task, progress=not args.quiet and not args.json)
@@ -192,13 +201,13 @@ def _simulate_one(args, task, out, truth) -> int:
 
 
 
-def _count(v) -> str:
+def _count(v: float) -> str:
     """A count (a mean of counts over workloads may not be whole: then one decimal)."""
     v = float(v)
     return str(int(v)) if v.is_integer() else f"{v:.1f}"
 
 
-def _print_policy_summary(table, n_workloads: int) -> None:
+def _print_policy_summary(table: pd.DataFrame, n_workloads: int) -> None:
     from ..sim.result import policy_summary
 
     summ = policy_summary(table)

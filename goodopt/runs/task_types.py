@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from goodopt.outputs import json_default
 
@@ -71,7 +71,7 @@ class SimTask:
 
     workload: str
     policy: str
-    cluster: object
+    cluster: str | Mapping[str, Any]
     truth: str = "model"
     config: Mapping = field(default_factory=dict)
     seed: int = 0

@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError
@@ -311,7 +313,7 @@ def _sim_config(config: Mapping):
     return SimConfig(**dict(config))
 
 
-def task_cluster(spec):
+def task_cluster(spec: Mapping[str, Any] | str | os.PathLike[str]) -> Cluster:
     """The cluster of a task: a scenario's (by any spelling) or ``{"node_groups": [...]}``."""
     if isinstance(spec, Mapping):
         return Cluster(tuple(NodeGroup(g["gpu_type"], int(g["gpus_per_node"]), int(g["n_nodes"]),
@@ -319,7 +321,7 @@ def task_cluster(spec):
     return load_scenario(spec).cluster
 
 
-def cluster_spec(cluster) -> dict:
+def cluster_spec(cluster: Cluster) -> dict[str, Any]:
     """The mapping form of a :class:`~goodopt.cluster.Cluster` that :func:`task_cluster` reads back."""
     return {"node_groups": [{"gpu_type": g.gpu_type, "gpus_per_node": g.gpus_per_node, "n_nodes": g.n_nodes,
                              **({"name": g.prefix} if g.prefix else {})} for g in cluster.groups]}
