@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..runs.benchmark import Library
+    from ..runs.statistics import FriedmanResult
+
+    Stats = tuple[FriedmanResult, pd.DataFrame, str]
 
 from .common import (
     SECONDS,
@@ -62,14 +73,14 @@ def add_parser(add: AddParser) -> None:
     p.set_defaults(func=run)
 
 
-def method_options(items, methods) -> dict:
+def method_options(items: Sequence[str] | None, methods: Sequence[str]) -> dict[str, dict[str, Any]]:
     """``--option`` items per method: ``METHOD.KEY=VALUE`` for that method, ``KEY=VALUE`` for every method whose
     options take ``KEY`` (at least one must)."""
     from ..errors import ValidationError
     from ..solvers.api import METHOD_OPTIONS
 
     options = key_values(items)
-    per_method: dict = {m: {} for m in methods}
+    per_method: dict[str, dict[str, Any]] = {m: {} for m in methods}
     for key, value in options.items():
         method, dot, name = key.rpartition(".")
         if dot:
@@ -122,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _library(folder):
+def _library(folder: str | None) -> Library | None:
     """The library ``--library`` names (``shipped``: the small tier), or None."""
     if folder is None:
         return None
@@ -132,7 +143,7 @@ def _library(folder):
     return library_references(shipped() if folder == "shipped" else folder)
 
 
-def _scenarios(names, lib) -> list:
+def _scenarios(names: Sequence[str], lib: Library | None) -> list[str]:
     """The scenarios to compare: as given, a library's instances by name, or all of them."""
     from ..errors import ValidationError
 
@@ -143,7 +154,9 @@ def _scenarios(names, lib) -> list:
     return [str(lib.scenarios.get(n, n)) for n in names] if names else [str(p) for p in lib.scenarios.values()]
 
 
-def _run_all(args, scenarios, methods, options, lib, traces):
+def _run_all(args: argparse.Namespace, scenarios: list[str], methods: list[str],
+             options: Mapping[str, Mapping[str, Any]], lib: Library | None,
+             traces: bool) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The compare table (with the imported runs and each row's measures) and the variability table."""
     import pandas as pd
 
@@ -167,7 +180,9 @@ def _run_all(args, scenarios, methods, options, lib, traces):
     return table, var
 
 
-def _write(args, table, var, stats, lib, path, figures, texts, scenarios, methods, options) -> None:
+def _write(args: argparse.Namespace, table: pd.DataFrame, var: pd.DataFrame | None, stats: Stats | None,
+           lib: Library | None, path: Path, figures: dict[str, Path], texts: dict[str, Path], scenarios: list[str],
+           methods: list[str], options: Mapping[str, Mapping[str, Any]]) -> None:
     from ..outputs import output_set
     from ..runs.plots import plot_convergence, plot_critical_difference, plot_profiles, plot_time_to_target
     from ..runs.tables import write_table_into
@@ -195,14 +210,14 @@ def _write(args, table, var, stats, lib, path, figures, texts, scenarios, method
             var.to_csv(out.path(texts["--permutations"]), index=False)
 
 
-def _stats(table, measure):
+def _stats(table: pd.DataFrame, measure: str) -> Stats:
     from ..runs.statistics import friedman, scores, wilcoxon_holm
 
     s = scores(table, measure)
     return friedman(s, measure), wilcoxon_holm(s, measure), measure
 
 
-def _latex(table, stats, reference) -> str:
+def _latex(table: pd.DataFrame, stats: Stats | None, reference: Any) -> str:
     from ..runs.performance import method_summary
     from ..runs.statistics import latex_table
 
@@ -218,7 +233,8 @@ def _latex(table, stats, reference) -> str:
     return "\n".join(parts)
 
 
-def _print(args, table, var, stats, lib) -> None:
+def _print(args: argparse.Namespace, table: pd.DataFrame, var: pd.DataFrame | None, stats: Stats | None,
+           lib: Library | None) -> None:
     from ..runs.performance import method_summary
     from ..runs.tables import summary
 
@@ -242,7 +258,7 @@ def _print(args, table, var, stats, lib) -> None:
         _rich(con, "variability over permutations of jobs and nodes (and solver seeds)", variability_summary(var))
 
 
-def _rich(con, title, df) -> None:
+def _rich(con: Console, title: str, df: pd.DataFrame) -> None:
     t = Table(title=title)
     for col in df.columns:
         t.add_column(str(col), justify="left" if df[col].dtype == object else "right", overflow="fold")
