@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -10,13 +11,17 @@ import pandas as pd
 from .style import TAB10, save
 from .style import plain_log as _plain_log
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 APPS = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
 
 
 COLORS = dict(zip(APPS, TAB10))
 
 
-def _panel(ax, title, xlabel, ylabel, logy=True):
+def _panel(ax: Axes, title: str, xlabel: str, ylabel: str, logy: bool = True) -> None:
     """Common styling of one facet: log x (and y), plain tick labels, grid."""
     ax.set_title(title)
     ax.set_xscale("log")
@@ -28,13 +33,13 @@ def _panel(ax, title, xlabel, ylabel, logy=True):
     ax.grid(alpha=0.3, which="both")
 
 
-def _finish(fig, axes, out, name):
+def _finish(fig: Figure, axes: Any, out: Path, name: str) -> list[Path]:
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     return save(fig, out, name)
 
 
-def _grid(title):
+def _grid(title: str) -> tuple[Figure, Any]:
     fig, axes = plt.subplots(2, 3, figsize=(12, 6.8))
     fig.suptitle(title)
     return fig, axes.ravel()

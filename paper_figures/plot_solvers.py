@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,6 +17,9 @@ import pandas as pd
 from goodopt.runs.plots import draw_profiles
 
 from .style import colours, markers, plain_log, save
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def _p_label(p: float) -> str:
@@ -83,12 +87,12 @@ def _spread(df: pd.DataFrame) -> str:
     return f"mean, range over {n_sc} scenario(s) x {max(n_seed, 1)} seed(s) per size"
 
 
-def _dodge(n_gpus, i: int, n: int):
+def _dodge(n_gpus: Any, i: int, n: int) -> Any:
     """Cluster sizes nudged per series on the log2 axis, so that series at equal values stay visible."""
     return n_gpus * 2 ** (0.07 * (i - (n - 1) / 2))
 
 
-def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
+def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path) -> list[Path]:
     df = df.copy()
     df["relative"] = df.fitness / df.best_bound
     labels = list(dict.fromkeys(df.label))
@@ -127,7 +131,7 @@ def _quality_and_time(df: pd.DataFrame, title: str, name: str, out: Path):
     return save(fig, out, name)
 
 
-def _mark_uncertified(ax, df: pd.DataFrame, labels: list) -> None:
+def _mark_uncertified(ax: Axes, df: pd.DataFrame, labels: list[str]) -> None:
     """Runs that stopped at a limit (or were judged numerical) are crossed out, so they are not read as optima."""
     bounded = df[df.method.isin(["milp", "brute-force"])] if "method" in df else df.iloc[:0]
     stopped = bounded[bounded.status.isin(UNCERTIFIED)] if "status" in bounded else bounded.iloc[:0]
@@ -139,7 +143,7 @@ def _mark_uncertified(ax, df: pd.DataFrame, labels: list) -> None:
                    label="stopped at a time or node limit (not certified)")
 
 
-def _time_limit(tables: Path, name: str):
+def _time_limit(tables: Path, name: str) -> float | None:
     import json
 
     meta = json.loads((tables / f"{name}.meta.json").read_text())

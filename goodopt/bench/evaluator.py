@@ -11,12 +11,15 @@ overhead, not table construction.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..cluster import Cluster, NodeGroup
 from ..fitness import power_mean
 from ..generate import random_scenario
+from ..problem import AllocationProblem
 
 #: (nodes, GPUs per node, jobs) of the benchmark cases.
 CASES = ((16, 4, 30), (16, 4, 60), (64, 8, 200), (256, 8, 800))
@@ -26,12 +29,12 @@ POP_SIZE = 100
 class _JobSpeedupFunction:
     """Per-job memoised speedup function (the baseline's unit of work)."""
 
-    def __init__(self, problem, j):
+    def __init__(self, problem: AllocationProblem, j: int) -> None:
         self._table = problem.speedup_table[j, 0]
         self._k_max = problem.max_k
         self._memo: dict[tuple[int, int], float] = {}
 
-    def __call__(self, n_nodes, n_gpus):
+    def __call__(self, n_nodes: np.ndarray, n_gpus: np.ndarray) -> np.ndarray:
         assert np.all(n_nodes <= n_gpus) and np.all((n_nodes > 0) == (n_gpus > 0))
         pairs = np.stack([n_nodes, n_gpus], axis=1)
         uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
@@ -44,7 +47,7 @@ class _JobSpeedupFunction:
         return values[inverse.reshape(-1)]
 
 
-def per_job_fitness(problem, fns, pop):
+def per_job_fitness(problem: AllocationProblem, fns: Sequence[_JobSpeedupFunction], pop: np.ndarray) -> Any:
     """Baseline: a Python loop over jobs. Shapes: (P, J, N) -> (P,)."""
     speedups = []
     for j, fn in enumerate(fns):
@@ -58,7 +61,7 @@ def per_job_fitness(problem, fns, pop):
     return power_mean(s + problem.eps, problem.p, problem.weights)
 
 
-def _population(rng, problem, size):
+def _population(rng: np.random.Generator, problem: AllocationProblem, size: int) -> np.ndarray:
     """Random populations resembling GA members: each job on 0-2 nodes."""
     pop = np.zeros((size, problem.n_jobs, problem.n_nodes), dtype=np.int64)
     for _ in range(2):
@@ -68,7 +71,7 @@ def _population(rng, problem, size):
     return pop
 
 
-def _time(fn, min_seconds=0.3):
+def _time(fn: Callable[[], object], min_seconds: float = 0.3) -> float:
     fn()  # warm
     reps, start = 0, time.perf_counter()
     while True:
@@ -79,7 +82,8 @@ def _time(fn, min_seconds=0.3):
             return elapsed / reps
 
 
-def run(seed: int = 0, cases=CASES, progress=None):
+def run(seed: int = 0, cases: Sequence[tuple[int, int, int]] = CASES,
+        progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Rows of the evaluator benchmark (one per case)."""
     rows = []
     for n_nodes, gpn, n_jobs in cases:
