@@ -24,7 +24,7 @@ SUMMARY_COLUMNS = ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "re
                    "n_rounds", "policy_s", "engine_s", "wall_s")
 
 
-def to_json(value):
+def to_json(value: Any) -> Any:
     """``value`` as plain JSON types (tuples as lists, numpy scalars as numbers, ``inf`` kept)."""
     return json.loads(json.dumps(value, default=json_default))
 
@@ -40,13 +40,13 @@ class SolveTask:
 
     scenario: object
     method: str
-    options: Mapping
+    options: Mapping[str, Any]
     p: float | None = None
     seed: int | None = None
     label: str = ""
     kind: ClassVar[str] = "solve"
 
-    def inputs(self) -> dict:
+    def inputs(self) -> dict[str, Any]:
         """The task's inputs as canonical JSON (the naming field ``label`` left out)."""
         return to_json({"kind": self.kind, "scenario": str(self.scenario), "method": self.method,
                         "options": dict(sorted(self.options.items())),
@@ -73,15 +73,15 @@ class SimTask:
     policy: str
     cluster: str | Mapping[str, Any]
     truth: str = "model"
-    config: Mapping = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
-    options: Mapping = field(default_factory=dict)
-    policy_described: Mapping = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    policy_described: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
-    vary: Mapping = field(default_factory=dict)
+    vary: Mapping[str, Any] = field(default_factory=dict)
     kind: ClassVar[str] = "simulate"
 
-    def inputs(self) -> dict:
+    def inputs(self) -> dict[str, Any]:
         """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
         return to_json({"kind": self.kind, "workload": str(self.workload), "policy": self.policy,
                         "cluster": self.cluster, "truth": self.truth, "config": dict(sorted(self.config.items())),
@@ -104,16 +104,16 @@ class RigidTask:
     """
 
     throughputs: str
-    capacity: Mapping
+    capacity: Mapping[str, Any]
     rate_per_h: float
     n_jobs: int
-    config: Mapping
+    config: Mapping[str, Any]
     seed: int = 0
     label: str = ""
-    vary: Mapping = field(default_factory=dict)
+    vary: Mapping[str, Any] = field(default_factory=dict)
     kind: ClassVar[str] = "rigid"
 
-    def inputs(self) -> dict:
+    def inputs(self) -> dict[str, Any]:
         """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
         return to_json({"kind": self.kind, "throughputs": str(self.throughputs),
                         "capacity": dict(sorted(self.capacity.items())), "rate_per_h": float(self.rate_per_h),
@@ -136,13 +136,13 @@ class ParetoTask:
     scenario: str
     objectives: str
     method: str
-    options: Mapping = field(default_factory=dict)
-    prices: Mapping = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    prices: Mapping[str, Any] = field(default_factory=dict)
     seed: int | None = None
     label: str = ""
     kind: ClassVar[str] = "pareto"
 
-    def inputs(self) -> dict:
+    def inputs(self) -> dict[str, Any]:
         """The task's inputs as canonical JSON (the naming field ``label`` left out)."""
         return to_json({"kind": self.kind, "scenario": self.scenario, "objectives": self.objectives,
                         "method": self.method, "options": dict(sorted(self.options.items())),

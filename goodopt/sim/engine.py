@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -61,13 +62,22 @@ from .elastic import NodePool, PoolView
 from .job_steps import advance_job
 from .state import RoundState, SimJob
 
+if TYPE_CHECKING:
+    from .autoscale import Autoscaler
+    from .elastic import PoolView
+    from .policies.base import Policy
+    from .policies.goodput import GoodputPolicy
+    from .truth import AppTruth, Truth
+    from .workload import Workload
+
 log = logging.getLogger(__name__)
 
 
 class Engine:
     """Runs one workload under one policy (use :func:`goodopt.sim.simulate`)."""
 
-    def __init__(self, workload, cluster: Cluster, policy, truth, config: SimConfig, rng: np.random.Generator):
+    def __init__(self, workload: Workload, cluster: Cluster, policy: Policy, truth: Truth, config: SimConfig,
+                 rng: np.random.Generator) -> None:
         self.workload, self.cluster, self.policy, self.truth, self.config = workload, cluster, policy, truth, config
         self.rng = rng
         self.types = cluster.gpu_type_names
@@ -79,7 +89,7 @@ class Engine:
                                   f"build it for all of {list(self.types)} (trace_truth / model_truth gpu_types=)")
         self.aware = policy.hetero_aware
         fixed = dict(config.fixed_apps)
-        self.jobs = []
+        self.jobs: list[SimJob] = []
         for i, wj in enumerate(workload.jobs):
             app = truth[wj.application]
             batch, gpus = fixed.get(wj.application, (None, None))
@@ -95,8 +105,8 @@ class Engine:
             self.jobs.append(SimJob(i, wj.name, wj.application, float(wj.arrival_s), wj.num_replicas,
                                     batch or wj.batch_size, agent, fixed_gpus=gpus,
                                     row=np.zeros(cluster.n_nodes, dtype=np.int64), entity=wj.entity))
-        self.rounds: list[dict] = []
-        self.alloc_log: list[tuple] = []
+        self.rounds: list[dict[str, Any]] = []
+        self.alloc_log: list[tuple[Any, ...]] = []
         #: USD per GPU-second of each node.
         self.node_price_s = np.array([config.price_of(t) for t in cluster.node_gpu_types]) / 3600.0
         self.scaler = self._autoscaler(policy, config, cluster)
@@ -109,7 +119,7 @@ class Engine:
         self.engine_s = 0.0
 
     @staticmethod
-    def _autoscaler(policy, config: SimConfig, cluster: Cluster):
+    def _autoscaler(policy: Policy, config: SimConfig, cluster: Cluster) -> Autoscaler | None:
         if config.autoscale == "none":
             return None
 
@@ -117,7 +127,7 @@ class Engine:
         return make_autoscaler(config.autoscale, **dict(config.autoscale_options))
 
     # ----------------------------------------------------------------- loop
-    def run(self, progress=None, until_s: float | None = None):
+    def run(self, progress: Callable[[float, int, int], None] | None = None, until_s: float | None = None) -> Engine:
         """Run rounds until every job has completed (a :class:`SimulationError` at ``max_time_s`` names the
         unfinished ones), or with ``until_s`` until the simulated time first reaches it (jobs may then be
         unfinished); ``progress(time_s, n_done, n_jobs)`` is called after each round."""
@@ -181,7 +191,7 @@ class Engine:
         self.engine_s += (time.perf_counter() - e0) - (e2 - e1)
         return True
 
-    def _admit(self, t) -> None:
+    def _admit(self, t: float) -> None:
         """Jobs that have arrived by ``t`` become active (on a heterogeneous cluster, aware policies' agents
         first profile every type)."""
         while self._pending and self._pending[0].arrival_s <= t:
@@ -192,7 +202,7 @@ class Engine:
                 cast(HeteroAgent, job.agent).bootstrap(apps, app0.phi(app0.init_batch_size, 0))
             self._active.append(job)
 
-    def _next_look(self, t) -> float:
+    def _next_look(self, t: float) -> float:
         """With no job active: the next arrival's round, or the auto-scaler's next look at the idle cluster."""
         cfg = self.config
         t_next = max(t + cfg.interval_s, np.floor(self._pending[0].arrival_s / cfg.interval_s) * cfg.interval_s)
@@ -201,7 +211,8 @@ class Engine:
             t_next = min(t_next, max(t + cfg.interval_s, tick))
         return t_next
 
-    def _record_round(self, alloc, finished, cost_per_h, scale, policy_s) -> None:
+    def _record_round(self, alloc: np.ndarray, finished: list[SimJob], cost_per_h: float, scale: dict[str, Any],
+                      policy_s: float) -> None:
         """The round log's row (one per round)."""
         active, t = self._active, self.t
         gpus, gpus_up, billed = alloc.sum(), self.pool.gpus_up(), self.pool.billed
@@ -218,7 +229,7 @@ class Engine:
         log.debug("round %d at %.0f s: %d active, %d GPUs allocated, %d finished, policy %.3f s", self.r, t,
                   len(active), int(gpus), len(finished), policy_s)
 
-    def _scale(self, active, t, r) -> dict:
+    def _scale(self, active: list[SimJob], t: float, r: int) -> dict[str, Any]:
         """Provisioned nodes join; the auto-scaler (when due) resizes the pool; jobs on removed nodes stop."""
         self.pool.join(t)
         if self.scaler is None or t < self._next_scale_s:
@@ -226,8 +237,11 @@ class Engine:
 
         self._next_scale_s = t + self.scaler.every_s
         current = np.stack([j.row for j in active]) if active else np.zeros((0, self.cluster.n_nodes), np.int64)
+        # an auto-scaler runs only beside a policy that plans on any cluster: check_elastic admits the goodput
+        # policies alone, and each has an objective
+        planner = cast("GoodputPolicy", self.policy)
         state = ScaleState(t, r, self.cluster, tuple(active), current, int(self.pool.billed.sum()),
-                           self.config.min_nodes, self.policy.objective, self.policy.max_gpus)
+                           self.config.min_nodes, planner.objective, planner.max_gpus)
         e0 = time.perf_counter()
         target = self.scaler.target(state)
         removed = self.pool.resize(0, target, t)
@@ -239,7 +253,7 @@ class Engine:
         return {"target_nodes": target, "autoscale_s": time.perf_counter() - e0,
                 **{f"autoscale_{k}": v for k, v in self.scaler.last_stats.items()}}
 
-    def _allocate(self, active, view, t, r) -> np.ndarray:
+    def _allocate(self, active: list[SimJob], view: PoolView, t: float, r: int) -> np.ndarray:
         """The policy's checked allocation of the active jobs on the provisioned nodes, on the full cluster."""
         current = np.stack([j.row for j in active])
         if view.cluster is None:  # nothing provisioned: every job waits
@@ -251,13 +265,13 @@ class Engine:
         return view.to_full(alloc, self.cluster.n_nodes) if view.cluster is not self.cluster else alloc
 
     # ------------------------------------------------------------ progress
-    def _apply_and_advance(self, active, alloc, t):
+    def _apply_and_advance(self, active: list[SimJob], alloc: np.ndarray, t: float) -> list[SimJob]:
         cfg = self.config
         adaptive = self.policy.adaptive_batch
         # multi-node jobs per node, for interference
         multi = (alloc > 0).sum(axis=1) > 1
         shared = (alloc[multi] > 0).sum(axis=0) > 1 if multi.any() else np.zeros(alloc.shape[1], bool)
-        finished = []
+        finished: list[SimJob] = []
         for j, job in enumerate(active):
             row = alloc[j]
             if not np.array_equal(row, job.row):
@@ -281,8 +295,8 @@ class Engine:
             if cfg.interference_slowdown and multi[j] and np.any(shared & (row > 0)):
                 slow = 1.0 - cfg.interference_slowdown
             before = job.progress
-            advance_job(job, self._truth(job), t, cfg.interval_s, slow, self.config.slowdown_of(job.application),
-                        adaptive, hetero=self.hetero)
+            advance_job(job, job_truth(self.truth, job, self.hetero), t, cfg.interval_s, slow,
+                        self.config.slowdown_of(job.application), adaptive, hetero=self.hetero)
             if job.progress < before:
                 raise SimulationError(f"job {job.name}: progress went backwards at t={t:g}s")
             held = cfg.interval_s if job.completion_s is None else job.completion_s - t
@@ -297,13 +311,18 @@ class Engine:
                 job.row = np.zeros_like(job.row)
         return finished
 
-    def _truth(self, job):
-        """The job's ground truth on the GPU type it holds."""
-        return self.truth.on(job.application, job.gpu_type) if self.hetero else self.truth[job.application]
-
-    def _batch(self, job, adaptive):
-        app = self._truth(job)
+    def _batch(self, job: SimJob, adaptive: bool) -> tuple[int, int]:
+        app = job_truth(self.truth, job, self.hetero)
         if adaptive or job.agent.fixed_batch is not None:
             return job.agent.choose(job.placement, gpu_type=job.gpu_type) if self.hetero \
                 else job.agent.choose(job.placement)
         return app.fixed_config(job.batch_size, job.n_gpus, single_gpu_accumulation=self.config.single_gpu_accumulation)
+
+
+def job_truth(truth: Truth, job: SimJob, hetero: bool) -> AppTruth:
+    """The job's ground truth on the GPU type it holds."""
+    if not hetero:
+        return truth[job.application]
+    if job.gpu_type is None:
+        raise SimulationError(f"job {job.name} holds no GPUs, so it runs on no GPU type")
+    return truth.on(job.application, job.gpu_type)
