@@ -41,19 +41,26 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from goodopt import goodput as gp
 from goodopt.cluster import Cluster, NodeGroup
-from goodopt.errors import ValidationError
+from goodopt.errors import SimulationError, ValidationError
 from goodopt.objective import Objective
 from goodopt.solvers import solve
 from goodopt.solvers.option_checks import MAX_POPULATION
 from goodopt.validation import check_number, check_whole, suggest
 
 from .policies import goodput_problem
-from .state import RoundState
+from .state import RoundState, SimJob
+
+if TYPE_CHECKING:
+    from goodopt.problem import AllocationProblem
+
+    from .agent import JobAgent
+    from .policies.base import Policy
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +72,7 @@ class ScaleState:
     time_s: float
     round_index: int
     cluster: Cluster  # the largest cluster allowed
-    jobs: tuple
+    jobs: tuple[SimJob, ...]
     current: np.ndarray  # (J, N) on the largest cluster
     billed: int  # nodes provisioned or provisioning
     min_nodes: int
@@ -80,7 +87,7 @@ class ScaleState:
     def gpus_per_node(self) -> int:
         return int(self.cluster.groups[0].gpus_per_node)
 
-    def round_state(self, n_nodes: int):
+    def round_state(self, n_nodes: int) -> RoundState:
         """The round's allocation state on the first ``n_nodes`` nodes (jobs holding GPUs beyond them lose
         their whole allocation, as they would restart)."""
         g = self.cluster.groups[0]
@@ -95,17 +102,17 @@ class Autoscaler:
     """Base class: see the module docstring."""
 
     name = "autoscaler"
-    OPTIONS: dict = {"every_s": 300.0}
+    OPTIONS: dict[str, float] = {"every_s": 300.0}
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(self.OPTIONS))
         if unknown:
             raise ValidationError(f"autoscale_options.{unknown[0]}", f"not an option of the {self.name} auto-scaler",
                                   f"its options: {', '.join(sorted(self.OPTIONS))}")
         self.options = {**self.OPTIONS, **options}
         self.every_s = check_number("autoscale_options.every_s", self.options["every_s"], minimum=0, strict=True)
-        self.last_stats: dict = {}
-        self.rng = None
+        self.last_stats: dict[str, Any] = {}
+        self.rng: np.random.Generator | None = None
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on the largest cluster ``cluster``."""
@@ -122,8 +129,15 @@ class Autoscaler:
     def wanted(self, state: ScaleState) -> int:
         raise NotImplementedError
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"name": self.name, **self.options}
+
+    def generator(self) -> np.random.Generator:
+        """The run's generator, given by :meth:`reset` (refused before it)."""
+        if self.rng is None:
+            raise SimulationError(f"the {self.name} auto-scaler was not reset: reset(cluster, rng) gives it the "
+                                  "run's generator")
+        return self.rng
 
 
 class PolluxAutoscaler(Autoscaler):
@@ -132,7 +146,7 @@ class PolluxAutoscaler(Autoscaler):
     name = "pollux"
     OPTIONS = {"every_s": 300.0, "min_utility": 0.35, "max_utility": 0.65, "pop_size": 50, "n_gen": 50}
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         lo = check_number("autoscale_options.min_utility", self.options["min_utility"], minimum=0, strict=True)
         hi = check_number("autoscale_options.max_utility", self.options["max_utility"], minimum=lo, strict=True)
@@ -147,7 +161,7 @@ class PolluxAutoscaler(Autoscaler):
 
         problem = goodput_problem(state.round_state(state.max_nodes), state.objective, state.max_gpus)
         res = solve(problem, "nsga2", {"pop_size": self.options["pop_size"], "n_gen": self.options["n_gen"],
-                                       "seed": int(self.rng.integers(2**31 - 1))})
+                                       "seed": int(self.generator().integers(2**31 - 1))})
         front = res.extra.get("pareto_allocations")
         if front is None or not len(front):
             return state.billed
@@ -164,7 +178,7 @@ class PolluxAutoscaler(Autoscaler):
         return size
 
 
-def one_gpu_speedups(problem, allocations, state: ScaleState) -> np.ndarray:
+def one_gpu_speedups(problem: AllocationProblem, allocations: np.ndarray, state: ScaleState) -> np.ndarray:
     """Each job's goodput over its goodput on one GPU, without re-allocation factors: the ideal-scaling
     yardstick of Pollux's utility. Shapes: allocations (P, J, N) -> (P, J)."""
     one = goodput_problem(state.round_state(problem.n_nodes), dataclasses.replace(state.objective, base="one-gpu"),
@@ -173,7 +187,8 @@ def one_gpu_speedups(problem, allocations, state: ScaleState) -> np.ndarray:
     return one.evaluator().speedups(allocations)
 
 
-def utility_band_size(nodes, fitness, utility, billed: int, band: tuple[float, float]) -> tuple[int, float | None]:
+def utility_band_size(nodes: np.ndarray, fitness: np.ndarray, utility: np.ndarray, billed: int,
+                      band: tuple[float, float]) -> tuple[int, float | None]:
     """Pollux's rule on a front of allocations: ``billed`` when the fittest allocation on at most ``billed``
     nodes has a utility in ``band``, else the node count of the allocation whose utility is nearest the band's
     centre (fewer nodes on ties); with the utility at the current size (None if no allocation fits it).
@@ -198,17 +213,18 @@ class ThroughputAutoscaler(Autoscaler):
     name = "throughput"
     OPTIONS = {"every_s": 300.0, "min_gain": 0.5}
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.min_gain = check_number("autoscale_options.min_gain", self.options["min_gain"], minimum=0)
 
-    def job_gpus(self, job, gpus_per_node: int, cap: int) -> int:
+    def job_gpus(self, job: SimJob, gpus_per_node: int, cap: int) -> int:
         """GPUs the throughput rule gives ``job``: double while throughput grows by ``min_gain``."""
         if job.fixed_gpus is not None:
             return int(job.fixed_gpus)
-        app, params = job.agent.app, job.agent.refit()
+        agent = cast("JobAgent", job.agent)  # an elastic cluster has one GPU type (check_one_group): one-type agents
+        app, params = agent.app, agent.refit()
         local = min(app.init_batch_size, app.max_local_bsz)
-        limit = min(cap, job.agent.gpu_limit(), max(app.max_batch_size // max(local, 1), 1))
+        limit = min(cap, agent.gpu_limit(), max(app.max_batch_size // max(local, 1), 1))
         k = 1
         while 2 * k <= limit:
             now, more = (gp.throughput(params, local, 0, kk, kk > gpus_per_node) for kk in (k, 2 * k))
@@ -231,7 +247,7 @@ class ExactAutoscaler(Autoscaler):
     name = "exact"
     OPTIONS = {"every_s": 300.0, "gpu_worth": 0.5, "node_limit": 2000, "time_limit_s": 10.0}
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.gpu_worth = check_number("autoscale_options.gpu_worth", self.options["gpu_worth"], minimum=0)
         check_number("autoscale_options.time_limit_s", self.options["time_limit_s"], minimum=0, strict=True)
@@ -274,7 +290,7 @@ def check_one_group(cluster: Cluster, where: str = "autoscale") -> None:
                               f"({cluster.describe()})", "simulate an elastic cluster of one GPU type")
 
 
-def check_elastic(policy, autoscale: str, where: str = "autoscale") -> None:
+def check_elastic(policy: Policy, autoscale: str, where: str = "autoscale") -> None:
     """An auto-scaler needs a policy that plans on whatever nodes are provisioned (the goodput policies)."""
     if autoscale != "none" and not getattr(policy, "elastic", False):
         raise ValidationError(where, f"the {policy.name!r} policy plans on a fixed cluster, which auto-scaling "
@@ -282,7 +298,7 @@ def check_elastic(policy, autoscale: str, where: str = "autoscale") -> None:
                               "auto-scale with a goodput policy: pollux, milp, sia, greedy or equal-share")
 
 
-def make_autoscaler(name: str, **options) -> Autoscaler:
+def make_autoscaler(name: str, **options: Any) -> Autoscaler:
     """An auto-scaler by name with its options (unknown names and options are errors)."""
     if name not in AUTOSCALERS:
         raise ValidationError("autoscale", f"unknown auto-scaler {name!r}",
