@@ -31,8 +31,9 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 from goodopt.errors import GoodoptError, Interrupted, TaskError, ValidationError
 from goodopt.progress import set_task_sink
@@ -195,9 +196,10 @@ class _Tally:
         self.failures: list[tuple[int, str, str]] = []
 
 
-def map_tasks(fn: Callable, items: list, *, workers: int = 1, dask: str | None = None, progress=True,
-              label: str = "tasks", describe: Callable = str, on_result: Callable | None = None,
-              n_before: int = 0, cached: bool = False) -> list:
+def map_tasks(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 1, dask: str | None = None,
+              progress: Any = True, label: str = "tasks", describe: Callable[[Any], str] = str,
+              on_result: Callable[[int, Any], None] | None = None, n_before: int = 0,
+              cached: bool = False) -> list[Any]:
     """``[fn(item) for item in items]`` inline, on a process pool or on Dask, with a done/total bar.
 
     See the module docstring for errors and interrupts. ``describe(item)``

@@ -32,9 +32,11 @@ per job for solves, JCT per job for simulations, the points of each front.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -44,18 +46,19 @@ from .cache import TaskCache, task_key
 from .execute import map_tasks
 from .spec import SweepSpec, load_spec, spec_from_dict, spec_to_dict
 from .tables import add_reference_columns, frame, table_outputs, write_table_into
+from .task_types import Task
 from .tasks import check_sim_tasks, estimated_cpu_s, expand, named_rows, run_task
 
 log = logging.getLogger(__name__)
 
 
-def sweep_outputs(path) -> list[Path]:
+def sweep_outputs(path: str | os.PathLike[str]) -> list[Path]:
     """Every file :meth:`SweepResult.write` writes for ``path``."""
     path = Path(path)
     return table_outputs(path) + table_outputs(jobs_path(path))
 
 
-def jobs_path(path) -> Path:
+def jobs_path(path: str | os.PathLike[str]) -> Path:
     """The per-job table beside ``path``: ``res.csv`` -> ``res-jobs.csv``."""
     path = Path(path)
     return path.with_name(f"{path.stem}-jobs{path.suffix or '.csv'}")
@@ -71,14 +74,14 @@ class SweepResult:
     n_computed: int
     n_cached: int
 
-    def write(self, path, **metadata) -> Path:
+    def write(self, path: str | os.PathLike[str], **metadata: Any) -> Path:
         """``path`` (CSV), ``<stem>-jobs.csv`` and their ``.meta.json`` (metadata incl. the spec and one
         run id), put in place together."""
         with output_set() as out:
             self.write_into(out, path, **metadata)
         return Path(path)
 
-    def write_into(self, out: OutputSet, path, **metadata) -> Path:
+    def write_into(self, out: OutputSet, path: str | os.PathLike[str], **metadata: Any) -> Path:
         """:meth:`write` as part of the output set ``out``."""
         path = Path(path)
         meta = {"sweep": spec_to_dict(self.spec), "n_tasks": self.n_computed + self.n_cached, **metadata}
@@ -87,7 +90,7 @@ class SweepResult:
         return path
 
 
-def as_spec(spec) -> SweepSpec:
+def as_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
     """A :class:`SweepSpec` from a spec, a mapping or a YAML path."""
     if isinstance(spec, SweepSpec):
         return spec
@@ -96,8 +99,8 @@ def as_spec(spec) -> SweepSpec:
     return load_spec(spec)
 
 
-def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers: int = 1,
-              dask: str | None = None, progress=True) -> SweepResult:
+def run_sweep(spec: SweepSpec | Mapping[str, Any] | str | Path, *, cache_dir: str | os.PathLike[str] | None = None,
+              workers: int = 1, dask: str | None = None, progress: Any = True) -> SweepResult:
     """Run every task of ``spec`` not yet in ``cache_dir``; returns the tables.
 
     ``cache_dir=None`` disables caching. ``workers`` local processes, or a
@@ -119,7 +122,7 @@ def run_sweep(spec: SweepSpec | Mapping | str | Path, *, cache_dir=None, workers
     return SweepResult(table, jobs, spec, n_computed, n_cached)
 
 
-def checked_tasks(spec: SweepSpec | Mapping | str | Path) -> list:
+def checked_tasks(spec: SweepSpec | Mapping[str, Any] | str | Path) -> list[Task]:
     """Every task of ``spec`` (:func:`~goodopt.runs.tasks.expand`), each simulation's setup checked before any
     runs (:func:`~goodopt.runs.tasks.check_sim_tasks`), as :func:`run_sweep` runs them."""
     tasks = expand(as_spec(spec))
@@ -127,8 +130,8 @@ def checked_tasks(spec: SweepSpec | Mapping | str | Path) -> list:
     return tasks
 
 
-def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask: str | None = None,
-              progress=True) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+def run_tasks(tasks: Sequence[Task], name: str, *, cache_dir: str | os.PathLike[str] | None = None, workers: int = 1,
+              dask: str | None = None, progress: Any = True) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """Run ``tasks`` (any kinds of :mod:`goodopt.runs.tasks`) with the cache of ``cache_dir`` as
     :func:`run_sweep` does: ``(table, per-job table, number computed now)``, one table row per task."""
     results, n_computed = run_cached(tasks, name, cache_dir=cache_dir, workers=workers, dask=dask,
@@ -138,14 +141,14 @@ def run_tasks(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask:
     return frame(rows), frame(jobs), n_computed
 
 
-def run_cached(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask: str | None = None,
-               progress=True) -> tuple[list[dict], int]:
+def run_cached(tasks: Sequence[Task], name: str, *, cache_dir: str | os.PathLike[str] | None = None, workers: int = 1,
+               dask: str | None = None, progress: Any = True) -> tuple[list[dict[str, Any]], int]:
     """Every result of ``tasks`` (:func:`~goodopt.runs.tasks.run_task`'s), in their order: those found in the
     cache of ``cache_dir`` read from it, the others computed and stored as each arrives; with how many were
     computed now. ``cache_dir=None`` computes them all."""
     cache = TaskCache(cache_dir) if cache_dir is not None else None
     keys: list[str] = [task_key(t) for t in tasks] if cache is not None else [""] * len(tasks)
-    done: dict[int, dict] = {}
+    done: dict[int, dict[str, Any]] = {}
     if cache is not None:
         for i, (task, key) in enumerate(zip(tasks, keys)):
             hit = cache.get(task, key)
@@ -154,7 +157,7 @@ def run_cached(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask
     todo = [i for i in range(len(tasks)) if i not in done]
     log.info("%s: %d tasks, %d cached, %d to run", name, len(tasks), len(done), len(todo))
 
-    def store(n, result):
+    def store(n: int, result: dict[str, Any]) -> None:
         i = todo[n]
         done[i] = result
         if cache is not None:
@@ -166,11 +169,11 @@ def run_cached(tasks: list, name: str, *, cache_dir=None, workers: int = 1, dask
     return [done[i] for i in range(len(tasks))], len(todo)
 
 
-def longest_first(tasks) -> list:
+def longest_first(tasks: Iterable[Task]) -> list[Task]:
     """``tasks`` once each (tasks with the same cache key are one), the longest first by
     :func:`~goodopt.runs.tasks.estimated_cpu_s`: run in one pool in this order, the workers stay busy to the end
     instead of idling through each batch's last task."""
-    distinct: dict[str, object] = {}
+    distinct: dict[str, Task] = {}
     for task in tasks:
         distinct.setdefault(task_key(task), task)
     return sorted(distinct.values(), key=estimated_cpu_s, reverse=True)

@@ -20,7 +20,7 @@ import functools
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +195,7 @@ def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
 
 
 # ------------------------------------------------------------------ running tasks
-def run_task(task: Task) -> dict:
+def run_task(task: Task) -> dict[str, Any]:
     """Compute one task (on any worker): ``{"row": {...}, "jobs": [{...}, ...]}`` as plain JSON types,
     without the naming columns (:func:`named_rows` adds them). The row's ``cpu_s`` is the CPU time the
     task took in its process (every thread)."""
@@ -292,7 +292,7 @@ def run_simulation(task: SimTask, progress: bool = False):
     return res, row, jobs
 
 
-def check_sim_tasks(tasks) -> None:
+def check_sim_tasks(tasks: Iterable[Any]) -> None:
     """Every check a simulation makes before its first round (:func:`goodopt.sim.config.check_setup`), for
     each distinct workload, cluster, policy and settings among ``tasks`` (simulation tasks; others skipped)."""
     seen = set()
@@ -347,7 +347,7 @@ def generated_load(spec: str) -> tuple[float, float]:
     return math.nan, math.nan
 
 
-def named_rows(task: Task, rows: list[dict]) -> list[dict]:
+def named_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows with the task's label (after the first column) and its ``vary`` values."""
     extra = [("label", task.label)] + list(getattr(task, "vary", {}).items())
     out = []
