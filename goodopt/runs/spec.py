@@ -58,9 +58,11 @@ options}`` with the fields of :class:`~goodopt.pareto.exact.ExactFrontOptions` o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from goodopt.errors import ValidationError
 from goodopt.fitness import check_p
@@ -72,7 +74,7 @@ from goodopt.sim.autoscale import check_elastic, check_one_group
 from goodopt.sim.config import SimConfig
 from goodopt.sim.policies import POLICIES, make_policy
 from goodopt.sim.presets import over_rigid_preset, rigid_preset, sim_preset
-from goodopt.sim.rigid import RigidConfig
+from goodopt.sim.rigid_config import RigidConfig
 from goodopt.sim.workload import check_workloads, expand_workloads
 from goodopt.solvers.api import METHOD_OPTIONS, METHODS, RANDOMISED, options_for
 from goodopt.solvers.options import refuse_file_options
@@ -135,30 +137,31 @@ class SweepSpec:
     workloads: tuple[str, ...] = ()
     cluster: str = "pollux-testbed"
     truth: str = "model"
-    config: Mapping = field(default_factory=dict)
-    vary: Mapping = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    vary: Mapping[str, Any] = field(default_factory=dict)
     # kind: rigid
     rates: tuple[float, ...] = ()
     n_jobs: int = 0
     window: tuple[int, int] | None = None
-    capacity: Mapping = field(default_factory=dict)
+    capacity: Mapping[str, Any] = field(default_factory=dict)
     throughputs: str = ""
     #: RigidConfig settings of every policy (``generator``, ``scale_factors``, ``arrivals``), under each
     #: policy's own options.
-    rigid_config: Mapping = field(default_factory=dict)
+    rigid_config: Mapping[str, Any] = field(default_factory=dict)
     # kind: pareto (with scenarios)
     objectives: tuple[str, ...] = ()
-    prices: Mapping = field(default_factory=dict)
+    prices: Mapping[str, Any] = field(default_factory=dict)
 
 
-def load_spec(path) -> SweepSpec:
+def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Read a sweep spec from YAML (its fields: the module docstring)."""
     p = Path(path)
     data = read_yaml(p, "sweep spec")
     return spec_from_dict(data, base_dir=p.parent, default_name=p.stem)
 
 
-def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") -> SweepSpec:
+def spec_from_dict(d: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | None = None,
+                   default_name: str = "sweep") -> SweepSpec:
     """Validate a sweep mapping, every field and every file it names, before any work.
 
     The fields are those of the module docstring; every key is checked (a misspelt one is an error with a
@@ -194,7 +197,7 @@ def spec_from_dict(d: Mapping, *, base_dir=None, default_name: str = "sweep") ->
     return spec
 
 
-def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+def _solve_spec(r: Reader, name: str, seeds: tuple[int, ...], options: Reader | None, base: Path | None) -> SweepSpec:
     variants = variants_of(r, "methods", "method", METHODS, options)
     scenarios = scenarios_of(r, base)
     t = r.number("time_limit_s", None, minimum=0, strict=True)
@@ -206,7 +209,8 @@ def _solve_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
                      p_values=p_values)
 
 
-def _pareto_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+def _pareto_spec(r: Reader, name: str, seeds: tuple[int, ...], options: Reader | None,
+                 base: Path | None) -> SweepSpec:
     variants = variants_of(r, "methods", "method", FRONT_METHODS, options)
     scenarios = scenarios_of(r, base)
     objectives = tuple(strings(r, "objectives") or ["efficiency,fairness"])
@@ -224,7 +228,8 @@ def _pareto_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
                      prices=dict(prices))
 
 
-def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+def _simulate_spec(r: Reader, name: str, seeds: tuple[int, ...], options: Reader | None,
+                   base: Path | None) -> SweepSpec:
     variants = variants_of(r, "policies", "policy", tuple(POLICIES), options)
     for v in variants:
         checked(f"spec.policies.{v.label}.options", lambda v=v: make_policy(v.name, **dict(v.options)))
@@ -264,7 +269,8 @@ def _simulate_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
                      config=config, vary=vary)
 
 
-def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
+def _rigid_spec(r: Reader, name: str, seeds: tuple[int, ...], options: Reader | None,
+                base: Path | None) -> SweepSpec:
     variants = variants_of(r, "policies", "policy", POLICY_NAMES, options)
     rates = tuple(check_number(f"{r.path('rates')}[{i}]", x, minimum=0, strict=True, maximum=1e6,
                                error=ValidationError) for i, x in enumerate(plain_list(r, "rates", required=True)))
@@ -313,12 +319,12 @@ def _rigid_spec(r: Reader, name, seeds, options, base) -> SweepSpec:
 RIGID_COMMON = ("generator", "scale_factors", "arrivals", "mechanism")
 
 
-def _engine_settings(r: Reader, key: str, values_of) -> dict:
+def _engine_settings(r: Reader, key: str, values_of: Callable[[Any], list[Any] | None]) -> dict[str, Any]:
     if not r.has(key) or r.data[key] is None:
         r.seen.add(key)
         return {}
     sub = r.sub(key)
-    out = {}
+    out: dict[str, Any] = {}
     known = SIM_CONFIG_FIELDS + SWITCH_FIELDS + CHOICE_FIELDS + (MAPPING_FIELDS if key == "config" else ())
     for k in sub.keys():
         if k not in known:
@@ -346,7 +352,7 @@ def _engine_settings(r: Reader, key: str, values_of) -> dict:
     return {k: v[0] for k, v in out.items()} if key == "config" else out
 
 
-def _check_method_options(v: Variant, time_limit, node_limit) -> None:
+def _check_method_options(v: Variant, time_limit: float | None, node_limit: int | None) -> None:
     refuse_file_options(f"spec.methods.{v.label}.options", v.options)
     opts = {**({"seed": 0} if v.name in RANDOMISED else {}), **dict(v.options)}
     if time_limit is not None:
@@ -356,7 +362,7 @@ def _check_method_options(v: Variant, time_limit, node_limit) -> None:
     checked(f"spec.methods.{v.label}.options", options_for, v.name, opts)
 
 
-def spec_to_dict(spec: SweepSpec) -> dict:
+def spec_to_dict(spec: SweepSpec) -> dict[str, Any]:
     """The YAML-ready mapping of ``spec`` (every field explicit)."""
     key = "methods" if spec.kind in ("solve", "pareto") else "policies"
     inner = "method" if spec.kind in ("solve", "pareto") else "policy"
