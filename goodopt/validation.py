@@ -18,6 +18,8 @@ from __future__ import annotations
 import difflib
 import logging
 import math
+import os
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, overload
 
@@ -36,7 +38,7 @@ MAX_WHOLE = 2 ** 31 - 1
 _MISSING = object()
 
 
-def usable_path(text, field: str = "path", error=ValidationError) -> Path:
+def usable_path(text: str | os.PathLike[str], field: str = "path", error: type[ValidationError] = ValidationError) -> Path:
     """``Path(text)``, or ``error`` when the system refuses to even look it up (a name too long, a NUL byte)."""
     p = Path(text)
     try:
@@ -48,7 +50,7 @@ def usable_path(text, field: str = "path", error=ValidationError) -> Path:
     return p
 
 
-def read_text(path, what: str, error=ValidationError) -> str:
+def read_text(path: str | os.PathLike[str], what: str, error: type[ValidationError] = ValidationError) -> str:
     """The text of input file ``path`` (a ``what``: "scenario", "allocation", ...), or ``error`` saying why not."""
     p = usable_path(path, what, error)
     if p.is_dir():
@@ -70,7 +72,7 @@ def read_text(path, what: str, error=ValidationError) -> str:
                     "save the file as UTF-8") from None
 
 
-def read_yaml(path, what: str, error=ValidationError):
+def read_yaml(path: str | os.PathLike[str], what: str, error: type[ValidationError] = ValidationError) -> Any:
     """The parsed YAML (or JSON) of input file ``path``; syntax errors name ``file:line:column``."""
     text = read_text(path, what, error)
     try:
@@ -86,7 +88,7 @@ def read_yaml(path, what: str, error=ValidationError):
 MAX_LABEL = 128
 
 
-def check_label(where: str, name, fix: str, error=ValidationError) -> str:
+def check_label(where: str, name: object, fix: str, error: type[ValidationError] = ValidationError) -> str:
     """A name that is a label, not a path: printable, non-empty, at most :data:`MAX_LABEL` characters, no path
     separator, no leading dot (a hidden file or a parent folder) and no leading or trailing spaces. Sweep names,
     method and policy names (built-in or plug-in) follow it, as each may name an output file or folder."""
@@ -102,7 +104,7 @@ def check_label(where: str, name, fix: str, error=ValidationError) -> str:
     return name
 
 
-def suggest(name, known) -> str:
+def suggest(name: object, known: Iterable[object]) -> str:
     """``"did you mean 'x'? "`` for a near miss among ``known`` names, else ``""``."""
     near = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
     return f"did you mean {near[0]!r}? " if near else ""
@@ -111,7 +113,7 @@ def suggest(name, known) -> str:
 class Reader:
     """Typed access to one mapping at a known path; errors are raised as ``error`` (a ValidationError class)."""
 
-    def __init__(self, data: Any, path: str, error=ScenarioError):
+    def __init__(self, data: Any, path: str, error: type[ValidationError] = ScenarioError) -> None:
         if not isinstance(data, dict):
             raise error(path, f"must be a mapping, got {type(data).__name__}")
         self.data = data
@@ -128,7 +130,7 @@ class Reader:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def raw(self, key: str | int, default=_MISSING):
+    def raw(self, key: str | int, default: Any = _MISSING) -> Any:
         self.seen.add(key)
         if key not in self.data:
             if default is _MISSING:
@@ -136,7 +138,7 @@ class Reader:
             return default
         return self.data[key]
 
-    def optional(self, key: str, default):
+    def optional(self, key: str, default: Any) -> Any:
         return self.raw(key, default)
 
     def sub(self, key: str) -> Reader:
@@ -144,13 +146,13 @@ class Reader:
 
     mapping = sub
 
-    def items(self, key: str, default=_MISSING) -> list:
+    def items(self, key: str, default: Any = _MISSING) -> list[Any]:
         value = self.raw(key, default)
         if not isinstance(value, list):
             raise self.error(self.path(key), f"must be a list, got {type(value).__name__}")
         return value
 
-    def string(self, key: str, default=_MISSING, choices=None) -> str:
+    def string(self, key: str, default: Any = _MISSING, choices: Collection[str] | None = None) -> str:
         value = self.raw(key, default)
         if not isinstance(value, str) or not value:
             raise self.error(self.path(key), f"must be a non-empty string, got {value!r}")
@@ -159,7 +161,7 @@ class Reader:
                              f"{suggest(value, choices)}choose one of {sorted(choices)}")
         return value
 
-    def name(self, key: str, default=_MISSING) -> str:
+    def name(self, key: str, default: Any = _MISSING) -> str:
         """A name as written: text, non-empty and printable. A number or boolean (``1e3``, ``no`` in YAML 1.1)
         is refused rather than turned into other text (``'1000.0'``, ``'False'``)."""
         value = self.raw(key, default)
@@ -171,7 +173,7 @@ class Reader:
                              "e.g. name: resnet-0")
         return value
 
-    def boolean(self, key: str, default=_MISSING) -> bool:
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
         value = self.raw(key, default)
         if not isinstance(value, bool):
             raise self.error(self.path(key), f"must be true or false, got {value!r}")
@@ -192,7 +194,16 @@ class Reader:
             return None
         return check_number(self.path(key), value, minimum, maximum, strict, allow_inf, self.error)
 
-    def integer(self, key: str, default=_MISSING, minimum=None, maximum=MAX_WHOLE):
+    @overload
+    def integer(self, key: str, default: None, minimum: int | None = None,
+                maximum: int | None = MAX_WHOLE) -> int | None: ...
+
+    @overload
+    def integer(self, key: str, default: int = ..., minimum: int | None = None,
+                maximum: int | None = MAX_WHOLE) -> int: ...
+
+    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None,
+                maximum: int | None = MAX_WHOLE) -> int | None:
         value = self.raw(key, default)
         if value is None and default is None:
             return None
@@ -211,7 +222,7 @@ class Reader:
         values = self.items(key)
         return [check_number(f"{self.path(key)}[{i}]", v, error=self.error) for i, v in enumerate(values)]
 
-    def expect(self, known) -> None:
+    def expect(self, known: Collection[str]) -> None:
         """Reject keys outside ``known`` now, before any field is read (a typo is reported first)."""
         self.seen |= {k for k in self.data if k not in known}
         unknown = [k for k in self.data if k not in known]
@@ -229,7 +240,8 @@ class Reader:
             )
 
 
-def check_whole(path: str, value, minimum: int, maximum: int = MAX_WHOLE, error=ValidationError) -> int:
+def check_whole(path: str, value: object, minimum: int, maximum: int = MAX_WHOLE,
+                error: type[ValidationError] = ValidationError) -> int:
     """A whole number in ``[minimum, maximum]``; a float is accepted only when it is whole (never rounded)."""
     v = check_number(path, value, minimum=minimum, maximum=maximum, error=error)
     if v != int(v):
@@ -237,8 +249,8 @@ def check_whole(path: str, value, minimum: int, maximum: int = MAX_WHOLE, error=
     return int(v)
 
 
-def check_number(path: str, value, minimum=None, maximum=None, strict=False, allow_inf=False,
-                 error=ScenarioError) -> float:
+def check_number(path: str, value: object, minimum: float | None = None, maximum: float | None = None,
+                 strict: bool = False, allow_inf: bool = False, error: type[ValidationError] = ScenarioError) -> float:
     """Coerce a number, rejecting NaN, infinities (unless allowed) and out-of-range values."""
     if isinstance(value, str) and allow_inf and value.strip().lower() in ("inf", "+inf", "-inf"):
         value = float(value)
