@@ -31,14 +31,17 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goodopt.errors import GoodoptError, Interrupted, TaskError, ValidationError
 from goodopt.progress import set_task_sink
 
 from .watch import Route, TaskWatch, report_queue, watching
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +49,14 @@ log = logging.getLogger(__name__)
 PARENT_POLL_S = 0.5
 
 
-def _worker_init(parent_pid: int, progress_queue=None) -> None:
+def _worker_init(parent_pid: int, progress_queue: Any = None) -> None:
     """Set up a local worker: Ctrl-C is the parent's to handle; exit when the parent is gone; tasks' progress
     reports go to the parent through ``progress_queue``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if progress_queue is not None:
         set_task_sink(lambda *message: progress_queue.put_nowait(message))
 
-    def watch():
+    def watch() -> None:
         while True:
             if os.getppid() != parent_pid:
                 os._exit(1)
@@ -80,12 +83,12 @@ def check_dask_address(address: str) -> str:
     return str(address)
 
 
-def _connect(client_class, address: str):
+def _connect(client_class: Any, address: str) -> Any:
     """A Dask client of the scheduler at ``address``, or a :class:`ValidationError` within about
     :data:`DASK_CONNECT_S` seconds, whatever answers there: Dask's own timeout covers the connection, not a peer
     that accepts it and never completes the handshake (an HTTP server, the dashboard's port), where it waited
     without end; so the connection is made in a thread of its own and given up on at the deadline."""
-    box: dict = {}
+    box: dict[str, Any] = {}
 
     def connect() -> None:
         try:
@@ -107,7 +110,7 @@ def _connect(client_class, address: str):
 
 
 @contextlib.contextmanager
-def open_executor(workers: int = 1, dask: str | None = None, progress_queue=None):
+def open_executor(workers: int = 1, dask: str | None = None, progress_queue: Any = None) -> Iterator[Any]:
     """A ``concurrent.futures`` executor: a Dask cluster's (``dask`` address), a process pool, or None (inline)."""
     log.debug("executor: %s", f"Dask at {dask}" if dask else f"{workers} local process(es)" if workers > 1
               else "inline")
@@ -145,7 +148,7 @@ _KEPT: list[_Kept] = []  # the innermost kept_workers block's pool last
 
 
 @contextlib.contextmanager
-def kept_workers(workers: int):
+def kept_workers(workers: int) -> Iterator[None]:
     """Keep ``workers`` local processes for every :func:`map_tasks` call with local workers inside the block,
     instead of starting fresh interpreters for each call (each start imports goodopt, about 2 s of CPU).
     Results do not depend on it: a task's answer depends only on its inputs. With ``workers`` <= 1 the
@@ -165,7 +168,7 @@ def kept_workers(workers: int):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def stop_pool(ex, futures=()) -> None:
+def stop_pool(ex: Any, futures: Iterable[cf.Future[Any]] = ()) -> None:
     """Cancel ``futures`` (the pending tasks of ``ex``) and end a local pool's worker processes now."""
     for fut in futures:
         fut.cancel()
@@ -180,7 +183,7 @@ def stop_pool(ex, futures=()) -> None:
                 p.join(timeout=5)
 
 
-def progress_bar(enabled: bool = True):
+def progress_bar(enabled: bool = True) -> Progress:
     """A rich progress bar showing description, done / total and elapsed time."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -191,7 +194,7 @@ def progress_bar(enabled: bool = True):
 class _Tally:
     """What a run has done so far, for the messages of :class:`TaskError` and :class:`Interrupted`."""
 
-    def __init__(self, n_before: int, n_total: int, cached: bool):
+    def __init__(self, n_before: int, n_total: int, cached: bool) -> None:
         self.done, self.total, self.cached = n_before, n_total, cached
         self.failures: list[tuple[int, str, str]] = []
 
@@ -222,7 +225,7 @@ def map_tasks(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 
 
         watch = TaskWatch(bar, row, label, tally)
 
-        def arrived(i, fut_or_value, is_future):
+        def arrived(i: int, fut_or_value: Any, is_future: bool) -> None:
             try:
                 value = fut_or_value.result() if is_future else fut_or_value()
             except Interrupted:
@@ -255,7 +258,9 @@ def map_tasks(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 
     return [results[i] for i in range(len(items))]
 
 
-def _run_all(fn, items, workers, dask, watch, describe, arrived, queue, kept: _Kept | None = None) -> None:
+def _run_all(fn: Callable[[Any], Any], items: list[Any], workers: int, dask: str | None, watch: TaskWatch,
+             describe: Callable[[Any], str], arrived: Callable[[int, Any, bool], None], queue: Any,
+             kept: _Kept | None = None) -> None:
     with (contextlib.nullcontext(kept.pool) if kept else open_executor(workers, dask, queue)) as ex:
         if ex is None:
             for i, item in enumerate(items):
@@ -263,7 +268,7 @@ def _run_all(fn, items, workers, dask, watch, describe, arrived, queue, kept: _K
                 watch.show()
                 arrived(i, lambda item=item: fn(item), False)
             return
-        futures: dict = {}
+        futures: dict[cf.Future[Any], int] = {}
         try:
             for i, item in enumerate(items):
                 futures[ex.submit(fn, item)] = i
@@ -281,7 +286,7 @@ def _run_all(fn, items, workers, dask, watch, describe, arrived, queue, kept: _K
 NO_WORKER_WARN_S = 30.0
 
 
-def _completed(futures, client=None):
+def _completed(futures: Iterable[cf.Future[Any]], client: Any = None) -> Iterator[cf.Future[Any]]:
     """The futures as they finish (:func:`concurrent.futures.as_completed`). With a Dask ``client``, a cluster
     that has had no worker for :data:`NO_WORKER_WARN_S` is said to, with a warning each time that passes again:
     the run keeps waiting (a worker that joins picks the tasks up; Ctrl-C stops it, finished tasks kept)."""
@@ -303,7 +308,7 @@ class _NoWorkers:
         self.since: float | None = None
         self.said = 0
 
-    def check(self, client, n_pending: int) -> None:
+    def check(self, client: Any, n_pending: int) -> None:
         try:
             n_workers = len(client.nthreads())
         except Exception:  # noqa: BLE001 -- the scheduler itself is gone: its own error ends the tasks
@@ -321,7 +326,7 @@ class _NoWorkers:
 
 
 @contextlib.contextmanager
-def _ignoring_sigint():
+def _ignoring_sigint() -> Iterator[None]:
     """Further Ctrl-C presses are ignored while a run cleans up (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
