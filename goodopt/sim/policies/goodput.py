@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,9 +17,14 @@ from goodopt.solvers import solve
 
 from .base import Policy
 
+if TYPE_CHECKING:
+    from goodopt.solvers.result import SolveResult
+
+    from ..state import RoundState
+
 
 # ----------------------------------------------------------- goodput-aware
-def goodput_problem(state, objective: Objective, max_gpus: int | None = None) -> AllocationProblem:
+def goodput_problem(state: RoundState, objective: Objective, max_gpus: int | None = None) -> AllocationProblem:
     """The round's allocation problem as the job agents report it (each job at most ``max_gpus`` GPUs if
     given, besides its agent's limit), built straight from the simulation's state. Each job is its own
     application (its agent's profile); a job holding nothing pays no re-allocation factor.
@@ -46,7 +51,7 @@ def goodput_problem(state, objective: Objective, max_gpus: int | None = None) ->
     return AllocationProblem.from_jobs(cl, objective, columns)
 
 
-def _cap(limit, max_gpus):
+def _cap(limit: int | None, max_gpus: int | None) -> int | None:
     return limit if max_gpus is None else max_gpus if limit is None else min(limit, max_gpus)
 
 
@@ -59,7 +64,7 @@ class VirtualNodes:
     machine. ``physical[v]`` is the machine of virtual node ``v``.
     """
 
-    def __init__(self, cluster, size: int):
+    def __init__(self, cluster: Cluster, size: int) -> None:
         groups, physical, first = [], [], 0
         for g in cluster.groups:
             if g.gpus_per_node % size and g.gpus_per_node > size:
@@ -73,7 +78,7 @@ class VirtualNodes:
         self.physical = np.array(physical, dtype=np.int64)
         self.size = size
 
-    def to_virtual(self, current) -> np.ndarray:
+    def to_virtual(self, current: np.ndarray) -> np.ndarray:
         """Each job's GPUs on a machine filled into its virtual nodes in order. Shapes: (J, N) -> (J, V)."""
         cap = self.cluster.node_capacity
         out = np.zeros((current.shape[0], len(self.physical)), dtype=np.int64)
@@ -84,7 +89,7 @@ class VirtualNodes:
                 out[j, v], left = take, left - take
         return out
 
-    def to_physical(self, x) -> np.ndarray:
+    def to_physical(self, x: Any) -> np.ndarray:
         """GPUs per machine. Shapes: (J, V) -> (J, N)."""
         x = np.asarray(x)
         out = np.zeros((x.shape[0], int(self.physical.max()) + 1), dtype=np.int64)
@@ -105,7 +110,8 @@ class GoodputPolicy(Policy):
 
     def __init__(self, *, p: float | None = None, base: str | None = None, interference_avoidance: bool = True,
                  restart_delay_s: float = 30.0, preset: str = "pollux", idle_penalty: float | None = None,
-                 max_gpus: int | None = None, virtual_node_gpus: int | None = None, options: dict | None = None):
+                 max_gpus: int | None = None, virtual_node_gpus: int | None = None,
+                 options: dict[str, Any] | None = None) -> None:
         """``preset="sia"`` starts from Sia's objective (:meth:`Objective.sia`); ``p``, ``base`` and
         ``idle_penalty`` override the preset's values."""
         super().__init__()
@@ -127,27 +133,27 @@ class GoodputPolicy(Policy):
         self.preset = preset
         self.options = dict(options or {})
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The policy's name and options, for run metadata."""
         return {"name": self.name, "method": self.method, "preset": self.preset, "p": self.objective.p,
                 "base": self.objective.base, "idle_penalty": self.objective.idle_penalty,
                 "interference_avoidance": self.objective.interference_avoidance, "max_gpus": self.max_gpus,
                 "virtual_node_gpus": self.virtual_node_gpus, "options": self.options}
 
-    def reset(self, cluster, rng) -> None:
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
 
-    def resize(self, cluster) -> None:
+    def resize(self, cluster: Cluster) -> None:
         """Plan on ``cluster`` (an elastic cluster's provisioned nodes) from this round on."""
         super().resize(cluster)
         self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
 
-    def _options(self, state, problem) -> dict:
+    def _options(self, state: RoundState, problem: AllocationProblem) -> dict[str, Any]:
         return dict(self.options)
 
-    def allocate(self, state) -> np.ndarray:
+    def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
@@ -165,7 +171,7 @@ class GoodputPolicy(Policy):
         self._after(state, problem, res)
         return res.x if vn is None else vn.to_physical(res.x)
 
-    def _after(self, state, problem, res) -> None:
+    def _after(self, state: RoundState, problem: AllocationProblem, res: SolveResult) -> None:
         pass
 
 
@@ -184,7 +190,7 @@ class PolluxPolicy(GoodputPolicy):
     hetero_aware = False  # Pollux treats every GPU as the same type
 
     def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy",
-                 stall_generations: int | None | str = "auto", **kw):
+                 stall_generations: int | None | str = "auto", **kw: Any) -> None:
         super().__init__(**kw)
         # Pollux's GA starts from the current allocation and the last round's population, not from greedy
         self.options.update(pop_size=pop_size, n_gen=n_gen, engine=engine, warm_start=None)
@@ -195,12 +201,12 @@ class PolluxPolicy(GoodputPolicy):
         self._prev_names: tuple[str, ...] = ()
         self._prev_pop = None
 
-    def reset(self, cluster, rng) -> None:
+    def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self._prev_names, self._prev_pop = (), None
 
-    def _options(self, state, problem) -> dict:
+    def _options(self, state: RoundState, problem: AllocationProblem) -> dict[str, Any]:
         opts = dict(self.options)
         opts["seed"] = int(self.rng.integers(2**31 - 1))
         if self._prev_pop is not None:
@@ -214,7 +220,7 @@ class PolluxPolicy(GoodputPolicy):
             opts["initial_population"] = init
         return opts
 
-    def _after(self, state, problem, res) -> None:
+    def _after(self, state: RoundState, problem: AllocationProblem, res: SolveResult) -> None:
         self._prev_names = tuple(job.name for job in state.jobs)
         self._prev_pop = res.extra.get("final_population")
 
@@ -231,7 +237,7 @@ class MilpPolicy(GoodputPolicy):
     method = "milp"
 
     def __init__(self, *, time_limit_s: float | None = 10.0, mip_rel_gap: float = 1e-4,
-                 node_limit: int | None = None, **kw):
+                 node_limit: int | None = None, **kw: Any) -> None:
         """``node_limit`` (branch-and-bound nodes per MILP) is the deterministic budget; with
         ``time_limit_s=None`` a run's allocations do not depend on the machine's speed."""
         super().__init__(**kw)
@@ -239,7 +245,7 @@ class MilpPolicy(GoodputPolicy):
         if node_limit is not None:
             self.options["node_limit"] = node_limit
 
-    def _options(self, state, problem) -> dict:
+    def _options(self, state: RoundState, problem: AllocationProblem) -> dict[str, Any]:
         opts = dict(self.options)
         if problem.current.any() and problem.evaluator().violation(problem.current) == 0:
             opts.setdefault("warm_start", problem.current)
@@ -252,7 +258,7 @@ class SiaPolicy(MilpPolicy):
 
     name = "sia"
 
-    def __init__(self, *, preset: str = "sia", **kw):
+    def __init__(self, *, preset: str = "sia", **kw: Any) -> None:
         super().__init__(preset=preset, **kw)
 
 
