@@ -8,7 +8,9 @@ suffix (png, pdf, svg) unless ``fmt`` names one.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,8 +20,14 @@ from goodopt.outputs import atomic_path
 from .measures import closed_trace
 from .performance import method_summary, performance_profile
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-def _pyplot():
+    from .statistics import FriedmanResult
+
+
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,7 +36,7 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path, fmt: str | None) -> Path:
+def _save(fig: Figure, path: Path, fmt: str | None) -> Path:
     plt = _pyplot()
     fmt = fmt or path.suffix.lstrip(".").lower() or "png"
     try:
@@ -39,7 +47,7 @@ def _save(fig, path: Path, fmt: str | None) -> Path:
     return path
 
 
-def _step(ax, prof: pd.DataFrame, tau_max: float, log_x: bool) -> None:
+def _step(ax: Axes, prof: pd.DataFrame, tau_max: float, log_x: bool) -> None:
     for method in prof.columns:
         taus = np.append(prof.index.to_numpy(), tau_max)
         rho = np.append(prof[method].to_numpy(), prof[method].iloc[-1])
@@ -50,14 +58,15 @@ def _step(ax, prof: pd.DataFrame, tau_max: float, log_x: bool) -> None:
     ax.set_ylim(-0.02, 1.02)
 
 
-def plot_profiles(table: pd.DataFrame, path, shift: float = 1.0, fmt: str | None = None, reference=None) -> Path:
+def plot_profiles(table: pd.DataFrame, path: str | os.PathLike[str], shift: float = 1.0, fmt: str | None = None,
+                  reference: Any = None) -> Path:
     """Dolan-Moré performance profiles of ``table`` (a compare table): time to the best answer (left) and
     fitness relative to the best (right); the legend gives each method's shifted geometric mean seconds.
     ``reference``: scenario -> certified fitness (a library's), the answer to reach instead of the best found."""
     return _save(draw_profiles(table, shift, reference), Path(path), fmt)
 
 
-def draw_profiles(table: pd.DataFrame, shift: float = 1.0, reference=None):
+def draw_profiles(table: pd.DataFrame, shift: float = 1.0, reference: Any = None) -> Figure:
     """The figure of :func:`plot_profiles` (a matplotlib Figure, for callers that save it their own way)."""
     plt = _pyplot()
     summ = method_summary(table, shift=shift, reference=reference).set_index("method")
@@ -87,7 +96,7 @@ def draw_profiles(table: pd.DataFrame, shift: float = 1.0, reference=None):
     return fig
 
 
-def plot_convergence(table: pd.DataFrame, path, fmt: str | None = None) -> Path:
+def plot_convergence(table: pd.DataFrame, path: str | os.PathLike[str], fmt: str | None = None) -> Path:
     """The incumbent (solid line, dots) and proven bound (dashed, paler, triangles) over time of every solve in
     ``table`` (a compare table with a ``trace`` column: ``compare(..., traces=True)``), one panel per scenario,
     in fitness units. Each trace is closed by the solve's answer at its end (:func:`closed_trace`), so a method
@@ -120,7 +129,7 @@ def plot_convergence(table: pd.DataFrame, path, fmt: str | None = None) -> Path:
     return _save(fig, Path(path), fmt)
 
 
-def _draw_course(ax, row: pd.Series, colour: str) -> None:
+def _draw_course(ax: Axes, row: pd.Series, colour: str) -> None:
     """One solve's closed trace on ``ax``: its incumbent, and its bound where it proved one."""
     fitness = float(row["fitness"]) if bool(row.get("feasible", True)) else math.nan
     pts = np.asarray(closed_trace(row["trace"] or [], row["seconds"], fitness, row["bound"]), dtype=float)
@@ -136,13 +145,13 @@ def _draw_course(ax, row: pd.Series, colour: str) -> None:
                 alpha=0.55)
 
 
-def plot_time_to_target(curves: dict[str, pd.DataFrame], path, fmt: str | None = None) -> Path:
+def plot_time_to_target(curves: dict[str, pd.DataFrame], path: str | os.PathLike[str], fmt: str | None = None) -> Path:
     """Time-to-target curves (:func:`goodopt.runs.measures.time_to_target_curve`), one panel per target: the
     fraction of instances each method has within the target of the reference value by time t."""
     return _save(draw_time_to_target(curves), Path(path), fmt)
 
 
-def draw_time_to_target(curves: dict[str, pd.DataFrame]):
+def draw_time_to_target(curves: dict[str, pd.DataFrame]) -> Figure:
     """The figure of :func:`plot_time_to_target`."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 3.6), squeeze=False)
@@ -161,13 +170,14 @@ def draw_time_to_target(curves: dict[str, pd.DataFrame]):
     return fig
 
 
-def plot_critical_difference(result, path, fmt: str | None = None, title: str = "") -> Path:
+def plot_critical_difference(result: FriedmanResult, path: str | os.PathLike[str], fmt: str | None = None,
+                             title: str = "") -> Path:
     """The critical-difference diagram of a :class:`~goodopt.runs.statistics.FriedmanResult` (Nemenyi's
     p-values at its alpha; :func:`scikit_posthocs.critical_difference_diagram`)."""
     return _save(draw_critical_difference(result, title), Path(path), fmt)
 
 
-def draw_critical_difference(result, title: str = ""):
+def draw_critical_difference(result: FriedmanResult, title: str = "") -> Figure:
     """The figure of :func:`plot_critical_difference`."""
     import scikit_posthocs as sp
 
