@@ -17,7 +17,10 @@ epoch from each validation curve, combined across batch sizes by the median.
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,7 +59,7 @@ class ThroughputFit:
     multi_node_identified: bool
 
 
-def _predict(x, local_bsz, n_gpus, multi):
+def _predict(x: np.ndarray, local_bsz: Any, n_gpus: Any, multi: Any) -> tuple[Any, Any]:
     p = dict(zip(("alpha_c", "beta_c", "alpha_r", "beta_r"), x[:4]))
     p["alpha_n"] = x[2] + x[4]
     p["beta_n"] = x[3] + x[5]
@@ -96,7 +99,7 @@ def fit_throughput(df: pd.DataFrame) -> ThroughputFit:
     alpha_n0 = max(float(np.median(sync[multi])) if has_multi else alpha_r0, alpha_r0)
     free = np.array([True, True, True, True, has_multi, has_multi, True])
 
-    def residuals(xf):
+    def residuals(xf: np.ndarray) -> np.ndarray:
         x = np.zeros(7)
         x[free] = xf
         tc, ts = _predict(x, m, k, multi)
@@ -152,7 +155,8 @@ def epoch_iterations(curves: dict[int, pd.DataFrame]) -> float:
     return float(np.median(np.diff(np.concatenate([[0.0], progress]))))
 
 
-def fit_application(traces, app: str, gpu_types=None) -> AppProfile:
+def fit_application(traces: str | os.PathLike[str] | None, app: str,
+                    gpu_types: Iterable[str] | None = None) -> AppProfile:
     """Fit one application's profile on every GPU type with measurements."""
     curves = read_validation(validation_dir(traces, app))
     epochs, phi = phi_curve(curves)
@@ -200,7 +204,8 @@ OPTIMISM = 1e-2
 RMS_SMOOTHING = 1e-3
 
 
-def _optimistic(x, free, residuals, sizes, lower, upper, weight, typical):
+def _optimistic(x: np.ndarray, free: np.ndarray, residuals: Callable[[np.ndarray], np.ndarray], sizes: Sequence[int], lower: np.ndarray,
+                upper: np.ndarray, weight: float, typical: np.ndarray) -> np.ndarray:
     """``x`` refined on Pollux's objective: RMS log errors (per kind, smoothed by :data:`RMS_SMOOTHING`) +
     ``weight`` x retrogression ratios^2.
 
@@ -210,7 +215,7 @@ def _optimistic(x, free, residuals, sizes, lower, upper, weight, typical):
     scale = np.maximum(np.abs(x[free]), typical[free])
     cuts = np.cumsum(sizes)[:-1]
 
-    def objective(u):
+    def objective(u: np.ndarray) -> float:
         xf = u * scale
         err = sum(float(np.sqrt(np.mean(r ** 2) + RMS_SMOOTHING ** 2)) for r in np.split(residuals(xf), cuts)
                   if len(r))
@@ -237,8 +242,8 @@ def _optimistic(x, free, residuals, sizes, lower, upper, weight, typical):
     return out
 
 
-def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start=None,
-                 optimism: float = OPTIMISM) -> ThroughputParams:
+def fit_observed(num_nodes: Any, num_replicas: Any, local_bsz: Any, step_time: Any, sync_time: Any,
+                 start: ThroughputParams | None = None, optimism: float = OPTIMISM) -> ThroughputParams:
     """Throughput parameters from a running job's own few observations.
 
     Parameters the observations cannot identify are fixed to optimistic values,
@@ -286,7 +291,7 @@ def fit_observed(num_nodes, num_replicas, local_bsz, step_time, sync_time, start
                             alpha_n=float(alpha_n), beta_n=float(beta_n), gamma=float(np.clip(x[6], 1, 10)))
 
 
-def _observed_start(k, m, multi, compute, sync):
+def _observed_start(k: np.ndarray, m: np.ndarray, multi: np.ndarray, compute: np.ndarray, sync: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(x, free)``: the start of :func:`fit_observed` in its seven working parameters (``alpha_c, beta_c,
     alpha_r, beta_r``, the inter-node offsets ``alpha_n - alpha_r, beta_n - beta_r``, ``gamma``) and which of
     them the observations identify; the others keep their fixed values."""
@@ -311,7 +316,8 @@ def _observed_start(k, m, multi, compute, sync):
     return x, free
 
 
-def _fit_observed_free(x, free, start, k, m, multi, compute, step, sync, optimism):
+def _fit_observed_free(x: np.ndarray, free: np.ndarray, start: ThroughputParams | None, k: np.ndarray, m: np.ndarray, multi: np.ndarray,
+                       compute: np.ndarray, step: np.ndarray, sync: np.ndarray, optimism: float) -> np.ndarray:
     """The free parameters of :func:`fit_observed` by least squares on log times (from ``start`` when given),
     then refined on Pollux's objective with ``optimism``; returns all seven working parameters."""
     lower, upper = np.zeros(7), np.full(7, np.inf)
@@ -325,7 +331,7 @@ def _fit_observed_free(x, free, start, k, m, multi, compute, step, sync, optimis
     has = (k > 1) & (sync > 0)
     log_y = np.log(sync[has])
 
-    def residuals(xf):
+    def residuals(xf: np.ndarray) -> np.ndarray:
         xx = x0.copy()
         xx[free] = xf
         tc, ts = _predict(xx, m, k, multi)
