@@ -20,6 +20,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.abc import Traversable
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -42,7 +43,7 @@ class GpuProfile:
     max_local_bsz: int
     fit: Mapping[str, object] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not 1 <= self.min_local_bsz <= self.max_local_bsz:
             raise ScenarioError(
                 "min_local_bsz", f"need 1 <= min_local_bsz ({self.min_local_bsz}) <= max_local_bsz ({self.max_local_bsz})"
@@ -65,7 +66,7 @@ class AppProfile:
     #: "progress"); used by the simulator's model ground truth.
     epoch_iterations: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not 1 <= self.init_batch_size <= self.max_batch_size:
             raise ScenarioError(f"profiles.{self.name}.init_batch_size",
                                 "need 1 <= init_batch_size <= max_batch_size")
@@ -87,7 +88,7 @@ class AppProfile:
         return np.exp(np.interp(epoch, self.phi_epochs, np.log(self.phi_values)))
 
     # ------------------------------------------------------------------ I/O
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The YAML-ready mapping of this profile."""
         return {
             "name": self.name,
@@ -111,7 +112,7 @@ class AppProfile:
         }
 
     @classmethod
-    def from_dict(cls, data, where: str = "profile") -> AppProfile:
+    def from_dict(cls, data: Any, where: str = "profile") -> AppProfile:
         """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         gpus = {}
@@ -149,7 +150,7 @@ class AppProfile:
         r.done()
         return prof
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the profile as YAML to ``path`` (atomically); returns the path."""
         return save_profile(self, path)
 
@@ -170,7 +171,7 @@ class ThroughputProfile:
     #: other job type's steps/s) while the two share one GPU of ``gpu_type``.
     pairs: Mapping[str, Mapping[str, tuple[float, float]]] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ScenarioError(f"profiles.{self.name}.batch_size", f"must be >= 1, got {self.batch_size}")
         if not self.rates:
@@ -188,12 +189,12 @@ class ThroughputProfile:
             rates[gpu] = MappingProxyType(clean)
         object.__setattr__(self, "rates", MappingProxyType(rates))
         pairs = {}
-        for gpu, table in dict(self.pairs).items():
-            for other, both in table.items():
+        for gpu, shared in dict(self.pairs).items():
+            for other, both in shared.items():
                 if len(both) != 2 or not all(np.isfinite(v) and v >= 0 for v in both):
                     raise ScenarioError(f"profiles.{self.name}.pairs.{gpu}.{other}",
                                         f"must be two finite steps/s >= 0 (this job's, the other's), got {both!r}")
-            pairs[gpu] = MappingProxyType({str(o): (float(a), float(b)) for o, (a, b) in table.items()})
+            pairs[gpu] = MappingProxyType({str(o): (float(a), float(b)) for o, (a, b) in shared.items()})
         object.__setattr__(self, "pairs", MappingProxyType(pairs))
 
     @property
@@ -217,7 +218,7 @@ class ThroughputProfile:
                 out[k, int(multi)] = v
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The YAML-ready mapping of this profile."""
         return {
             "kind": "throughput",
@@ -232,7 +233,7 @@ class ThroughputProfile:
         }
 
     @classmethod
-    def from_dict(cls, data, where: str = "profile") -> ThroughputProfile:
+    def from_dict(cls, data: Any, where: str = "profile") -> ThroughputProfile:
         """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         r.string("kind", choices=("throughput",))
@@ -256,16 +257,16 @@ class ThroughputProfile:
         r.done()
         return prof
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the profile as YAML to ``path`` (atomically); returns the path."""
         return save_profile(self, path)
 
 
-def _pairs(r: Reader) -> dict:
+def _pairs(r: Reader) -> dict[str, dict[str, tuple[float, float]]]:
     """The optional ``pairs`` block of a throughput profile: GPU type -> other job type -> [own, other]."""
     if not r.has("pairs"):
         return {}
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, tuple[float, float]]] = {}
     block = r.mapping("pairs")
     for gpu in block.keys():
         table = block.sub(gpu)
@@ -280,12 +281,12 @@ def _pairs(r: Reader) -> dict:
     return out
 
 
-def save_profile(profile, path) -> Path:
+def save_profile(profile: AppProfile | ThroughputProfile, path: str | os.PathLike[str]) -> Path:
     """Write a profile of either kind as YAML to ``path``, atomically."""
     return write_text(path, yaml.safe_dump(profile.to_dict(), sort_keys=False, width=100, default_flow_style=None))
 
 
-def profile_from_dict(data, where: str = "profile"):
+def profile_from_dict(data: Any, where: str = "profile") -> AppProfile | ThroughputProfile:
     """An :class:`AppProfile` or, with ``kind: throughput``, a :class:`ThroughputProfile`."""
     if not isinstance(data, dict):
         raise ScenarioError(where, f"a profile must be a mapping, got {type(data).__name__}",
@@ -306,7 +307,7 @@ def load_profile(path: str | os.PathLike[str]) -> AppProfile | ThroughputProfile
     return profile_from_dict(data, where=path.name)
 
 
-def shipped_profiles_dir():
+def shipped_profiles_dir() -> Traversable:
     """The folder of the shipped, fitted profiles (``scenarios/profiles``)."""
     return resources.files("goodopt.scenarios") / "profiles"
 
