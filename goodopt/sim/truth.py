@@ -41,15 +41,19 @@ gradient statistics this is ``(var + sqr) / (var / scale + sqr)``.
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from goodopt import goodput as gp
 from goodopt.errors import TraceError, ValidationError
-from goodopt.profiles import shipped_profile
+from goodopt.profiles import AppProfile, shipped_profile
 from goodopt.traces import (
     GPU_TYPE_CLUSTER,
     POLLUX_APPS,
@@ -66,7 +70,7 @@ log = logging.getLogger(__name__)
 _LOCAL_BSZ_CAPS = {"yolov3": 8}
 
 
-def canonical_placement(counts) -> str | None:
+def canonical_placement(counts: Iterable[int]) -> str | None:
     """Digit key of a ring placement: non-zero GPU counts per node, smallest rotation.
 
     ``None`` when a node holds more than 9 GPUs (no digit key exists).
@@ -123,7 +127,7 @@ class AppTruth:
             value = memo[key] = float(scale * gp.efficiency(batch_size, self.phi(batch_size, epoch), m0))
         return value
 
-    def iteration_time(self, placement, local_bsz: int, accum_steps: int) -> float:
+    def iteration_time(self, placement: tuple[int, ...], local_bsz: int, accum_steps: int) -> float:
         """Seconds per optimiser iteration with ``accum_steps`` extra micro-batches."""
         step, sync = self.times(placement, local_bsz)
         return step + accum_steps * max(step - sync, 0.0)
@@ -154,7 +158,7 @@ class AppTruth:
             start = self.epoch_end_progress[e]
         return steps
 
-    def remaining_time(self, progress: float, epoch: int, placement, batch_size: int, *,
+    def remaining_time(self, progress: float, epoch: int, placement: Sequence[int], batch_size: int, *,
                        single_gpu_accumulation: bool = False) -> float:
         """Oracle seconds to completion at a fixed batch on ``placement`` (no restarts)."""
         local, accum = self.fixed_config(batch_size, sum(placement), single_gpu_accumulation=single_gpu_accumulation)
@@ -165,7 +169,8 @@ class AppTruth:
 class TraceAppTruth(AppTruth):
     """Truth from one application's Pollux trace folder."""
 
-    def __init__(self, app_dir, name: str, target_epochs: int, *, placements_csv=None, scalability_csv=None):
+    def __init__(self, app_dir: Path, name: str, target_epochs: int, *, placements_csv: Path | None = None,
+                 scalability_csv: Path | None = None) -> None:
         placements = read_placements(placements_csv or app_dir / "placements.csv")
         scal = read_scalability(scalability_csv or app_dir / "scalability.csv")
         curves = read_validation(app_dir)
@@ -201,7 +206,7 @@ class TraceAppTruth(AppTruth):
         self._sqr, self._var = sqr, var
         self.times = lru_cache(maxsize=65536)(self._times)  # type: ignore[method-assign]  # per-instance cache
 
-    def _times(self, placement, local_bsz):
+    def _times(self, placement: tuple[int, ...], local_bsz: int) -> tuple[float, float]:
         key = canonical_placement(placement)
         if key is not None and key in self._exact:
             return _at(self._exact[key], local_bsz)
@@ -209,7 +214,7 @@ class TraceAppTruth(AppTruth):
         k = sum(placement)
         return self._interpolate(n, k, local_bsz)
 
-    def _interpolate(self, n, k, m):
+    def _interpolate(self, n: int, k: int, m: float) -> tuple[float, float]:
         ns = self._node_counts
         n_lo, n_hi, wn = _bracket(ns, n)
         out = np.zeros(2)
@@ -224,25 +229,25 @@ class TraceAppTruth(AppTruth):
                 out += w_node * w_gpu * np.array(_at(self._general[(node_count, gpu_count)], m))
         return float(out[0]), float(out[1])
 
-    def stats(self, batch_size, epoch):
+    def stats(self, batch_size: float, epoch: int) -> tuple[float, float]:
         """(grad_sqr, grad_var) at ``batch_size`` during 0-based ``epoch``."""
         e = min(max(int(epoch), 0), self._sqr.shape[1] - 1)
         x = np.log(np.clip(batch_size, self._batches[0], self._batches[-1]))
         lb = np.log(self._batches)
         return float(np.interp(x, lb, self._sqr[:, e])), float(np.interp(x, lb, self._var[:, e]))
 
-    def phi(self, batch_size, epoch):
+    def phi(self, batch_size: float, epoch: int) -> float:
         sqr, var = self.stats(batch_size, epoch)
         return float(gp.phi_from_gradients(sqr, var, self.init_batch_size))
 
 
-def _line(df):
+def _line(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     d = df.sort_values("local_bsz")
     g = d.groupby("local_bsz", as_index=False)[["step_time", "sync_time"]].mean()
     return g["local_bsz"].to_numpy(float), g["step_time"].to_numpy(float), g["sync_time"].to_numpy(float)
 
 
-def _at(line, m):
+def _at(line: tuple[np.ndarray, np.ndarray, np.ndarray], m: float) -> tuple[float, float]:
     """Step and sync time at per-GPU batch m on one measured line (see module docstring)."""
     ms, step, sync = line
     if len(ms) == 1 or m <= ms[-1]:
@@ -253,7 +258,7 @@ def _at(line, m):
     return float(step[-1] + max(slope_step, 0.0) * dm), float(sync[-1] + max(slope_sync, 0.0) * dm)
 
 
-def _bracket(values, x):
+def _bracket(values: np.ndarray, x: float) -> tuple[Any, Any, float]:
     """Neighbours of x in sorted ``values`` and the weight of the upper one (clamped)."""
     if x <= values[0]:
         return values[0], values[0], 0.0
@@ -269,7 +274,7 @@ def _bracket(values, x):
 class ModelAppTruth(AppTruth):
     """Truth from a fitted profile (no traces needed)."""
 
-    def __init__(self, profile, gpu_type: str = "t4", gpus_per_node: int = 4):
+    def __init__(self, profile: AppProfile, gpu_type: str = "t4", gpus_per_node: int = 4) -> None:
         if profile.epoch_iterations is None:
             raise ValidationError(f"profiles.{profile.name}.epoch_iterations", "is missing",
                                   "refit the profile with `goodopt fit` (it records iterations per epoch)")
@@ -287,14 +292,14 @@ class ModelAppTruth(AppTruth):
         self._profile = profile
         self.times = lru_cache(maxsize=65536)(self._times)  # type: ignore[method-assign]  # per-instance cache
 
-    def _times(self, placement, local_bsz):
+    def _times(self, placement: tuple[int, ...], local_bsz: int) -> tuple[float, float]:
         k = sum(placement)
         multi = sum(1 for c in placement if c) > 1
         m = max(local_bsz, self.min_local_bsz)
         step = float(gp.step_time(self._params, m, k, multi))
         return step, float(gp.sync_time(self._params, k, multi))
 
-    def phi(self, batch_size, epoch):
+    def phi(self, batch_size: float, epoch: int) -> float:
         return float(self._profile.phi_at(epoch + 1))
 
 
@@ -305,12 +310,13 @@ class Truth:
     :meth:`on` selects a type.
     """
 
-    def __init__(self, apps: dict, source: str, gpu_types: tuple[str, ...] = ("t4",)):
+    def __init__(self, apps: Mapping[str, AppTruth | Mapping[str, AppTruth]], source: str,
+                 gpu_types: tuple[str, ...] = ("t4",)) -> None:
         """``apps`` maps application -> AppTruth (primary type) or -> {gpu_type: AppTruth}."""
         self.gpu_types = tuple(gpu_types)
-        self.by_type = {}
+        self.by_type: dict[tuple[str, str], AppTruth] = {}
         for app, value in apps.items():
-            per_type = value if isinstance(value, dict) else {self.gpu_types[0]: value}
+            per_type = value if isinstance(value, Mapping) else {self.gpu_types[0]: value}
             for gpu, t in per_type.items():
                 self.by_type[(app, gpu)] = t
         self.apps = {app: self.by_type[(app, self.gpu_types[0])] for app in apps
@@ -336,7 +342,8 @@ class Truth:
         return app in self.apps
 
 
-def trace_truth(traces=None, apps=POLLUX_APPS, gpu_types: tuple[str, ...] = ("t4",)) -> Truth:
+def trace_truth(traces: str | os.PathLike[str] | None = None, apps: Iterable[str] = POLLUX_APPS,
+                gpu_types: tuple[str, ...] = ("t4",)) -> Truth:
     """Ground truth from the traces (``traces`` or ``$GOODOPT_TRACES``).
 
     T4 alone uses the Pollux traces; other GPU types (or several) use the Sia
@@ -361,7 +368,8 @@ def trace_truth(traces=None, apps=POLLUX_APPS, gpu_types: tuple[str, ...] = ("t4
     return Truth(out, source=f"traces:{root}", gpu_types=gpu_types)
 
 
-def model_truth(apps=POLLUX_APPS, profiles=None, gpu_type: str | tuple[str, ...] = "t4") -> Truth:
+def model_truth(apps: Iterable[str] = POLLUX_APPS, profiles: Mapping[str, AppProfile] | None = None,
+                gpu_type: str | tuple[str, ...] = "t4") -> Truth:
     """Ground truth from the fitted (shipped unless given) profiles, on one or several GPU types."""
     profiles = profiles or {}
     types = (gpu_type,) if isinstance(gpu_type, str) else tuple(gpu_type)
