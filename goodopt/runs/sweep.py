@@ -125,7 +125,7 @@ def run_sweep(spec: SweepSpec | Mapping[str, Any] | str | Path, *, cache_dir: st
 def checked_tasks(spec: SweepSpec | Mapping[str, Any] | str | Path) -> list[Task]:
     """Every task of ``spec`` (:func:`~goodopt.runs.tasks.expand`), each simulation's setup checked before any
     runs (:func:`~goodopt.runs.tasks.check_sim_tasks`), as :func:`run_sweep` runs them."""
-    tasks = expand(as_spec(spec))
+    tasks = list(expand(as_spec(spec)))
     check_sim_tasks(tasks)
     return tasks
 

@@ -20,22 +20,23 @@ import functools
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError
 from goodopt.families import family
-from goodopt.gavel import assign_entities, gavel_trace, read_gavel_throughputs
+from goodopt.gavel import RigidJob, assign_entities, gavel_trace, read_gavel_throughputs
 from goodopt.gavel.generator import gavel_trace_exact
 from goodopt.progress import task_named
 from goodopt.scenario import Scenario
-from goodopt.sim import simulate
+from goodopt.sim import SimulationResult, simulate
 from goodopt.sim.config import SimConfig, check_setup
 from goodopt.sim.policies import make_policy
-from goodopt.sim.rigid import RigidConfig, simulate_rigid, simulate_rigid_steady
-from goodopt.sim.truth import model_truth, trace_truth
+from goodopt.sim.rigid import simulate_rigid, simulate_rigid_steady
+from goodopt.sim.rigid_config import RigidConfig
+from goodopt.sim.truth import Truth, model_truth, trace_truth
 from goodopt.sim.workload import GENERATED_PREFIX, parse_generated, resolve_workload
 from goodopt.solvers import solve
 from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, options_for
@@ -59,8 +60,8 @@ from .task_types import (  # noqa: F401
 )
 
 
-def rigid_task(throughputs, capacity: Mapping, rate_per_h: float, n_jobs: int, *, seed: int = 0,
-               label: str = "", vary: Mapping | None = None, **config) -> RigidTask:
+def rigid_task(throughputs: str | os.PathLike[str], capacity: Mapping[str, Any], rate_per_h: float, n_jobs: int, *, seed: int = 0,
+               label: str = "", vary: Mapping[str, Any] | None = None, **config: Any) -> RigidTask:
     """A rigid-job simulation task with its settings checked and every default filled in."""
     cfg = RigidConfig(**config)
     full = {k: (list(v) if isinstance(v, tuple) and k == "window" else dict(v) if k == "options" else v)
@@ -108,9 +109,12 @@ def _workload_jobs(workload: str) -> int:
         return 100
 
 
+#: Any one kind of task (a list of tasks of one kind stays of that kind).
+AnyTask = TypeVar("AnyTask", SolveTask, SimTask, RigidTask, ParetoTask)
+
 # ------------------------------------------------------------------ making tasks
-def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None, seed=None,
-               label: str = "") -> SolveTask:
+def solve_task(scenario: object, method: str, options: Mapping[str, Any] | None = None, *, p: float | None = None,
+               seed: int | None = None, label: str = "") -> SolveTask:
     """A solve task with the method's options validated and completed with their defaults."""
     opts = dict(options or {})
     refuse_file_options("options", opts)
@@ -120,8 +124,9 @@ def solve_task(scenario, method: str, options: Mapping | None = None, *, p=None,
     return SolveTask(scenario, method, to_json(full), None if p is None else float(p), seed, label or method)
 
 
-def sim_task(workload, policy: str, cluster, *, truth: str = "model", config: Mapping | None = None, seed: int = 0,
-             options: Mapping | None = None, label: str = "", vary: Mapping | None = None) -> SimTask:
+def sim_task(workload: object, policy: str, cluster: str | Mapping[str, Any], *, truth: str = "model",
+             config: Mapping[str, Any] | None = None, seed: int = 0, options: Mapping[str, Any] | None = None, label: str = "",
+             vary: Mapping[str, Any] | None = None) -> SimTask:
     """A simulation task with every engine setting explicit and the policy's options checked."""
     cfg = SimConfig(**dict(config or {}))
     described = make_policy(policy, **dict(options or {})).describe()
@@ -130,11 +135,11 @@ def sim_task(workload, policy: str, cluster, *, truth: str = "model", config: Ma
                    to_json(described), label or policy, dict(vary or {}))
 
 
-def _config_dict(cfg) -> dict:
+def _config_dict(cfg: SimConfig) -> dict[str, Any]:
     return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in cfg.__dict__.items()}
 
 
-def expand(spec: SweepSpec) -> list[Task]:
+def expand(spec: SweepSpec) -> Sequence[Task]:
     """Every task of ``spec``, in grid order; a task given twice (the same row twice) is refused."""
     if spec.kind == "solve":
         return refuse_duplicates(_expand_solve(spec))
@@ -150,7 +155,7 @@ def expand(spec: SweepSpec) -> list[Task]:
     return refuse_duplicates(_expand_simulate(spec))
 
 
-def refuse_duplicates(tasks: list) -> list:
+def refuse_duplicates(tasks: list[AnyTask]) -> list[AnyTask]:
     """``tasks``, or a :class:`ValidationError` naming the first task given twice (it would give two equal rows)."""
     seen: dict[str, int] = {}
     for i, task in enumerate(tasks):
@@ -178,7 +183,7 @@ def _expand_solve(spec: SweepSpec) -> list[SolveTask]:
 
 
 def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
-    combos: list[dict] = [{}]
+    combos: list[dict[str, Any]] = [{}]
     for k, values in spec.vary.items():
         combos = [{**c, k: v} for c in combos for v in values]
     tasks = []
@@ -216,7 +221,7 @@ def run_task(task: Task) -> dict[str, Any]:
     return to_json(out)
 
 
-def _run_solve(task: SolveTask) -> dict:
+def _run_solve(task: SolveTask) -> dict[str, Any]:
     warm_up(task.method)
     sc = task.scenario if isinstance(task.scenario, Scenario) else load_scenario(task.scenario)
     if task.p is not None:
@@ -248,7 +253,7 @@ def warm_up(method: str) -> None:
     solve(family("tiny").scenario(0).problem(), method, opts)
 
 
-def _run_rigid(task: RigidTask) -> dict:
+def _run_rigid(task: RigidTask) -> dict[str, Any]:
     import numpy as np
 
 
@@ -256,7 +261,7 @@ def _run_rigid(task: RigidTask) -> dict:
     cfg = dict(task.config)
     cfg["window"] = None if cfg.get("window") is None else tuple(cfg["window"])
 
-    def trace(n):  # one endless trace per seed: jobs from one stream, their entities from another
+    def trace(n: int) -> Sequence[RigidJob]:  # one endless trace per seed: jobs from one stream, entities another
         sizes = dict(cfg.get("scale_factors") or ())
         if cfg.get("generator", "gavel") == "gavel":
             jobs = gavel_trace_exact(thr, task.rate_per_h, n, task.seed, sizes)
@@ -278,7 +283,8 @@ def _run_rigid(task: RigidTask) -> dict:
     return {"row": {**head, **res.summary}, "jobs": [{**head, **r} for r in res.jobs.to_dict(orient="records")]}
 
 
-def run_simulation(task: SimTask, progress: bool = False):
+def run_simulation(task: SimTask,
+                   progress: bool = False) -> tuple[SimulationResult, dict[str, Any], list[dict[str, Any]]]:
     """Run one simulation task: ``(SimulationResult, row, job rows)``; ``progress`` shows the run's bar."""
     wl = resolve_workload(task.workload)
     cluster = task_cluster(task.cluster)
@@ -309,7 +315,7 @@ def check_sim_tasks(tasks: Iterable[Any]) -> None:
             raise ValidationError(f"task {t.describe()}: {exc.field}", exc.problem, exc.fix) from None
 
 
-def _sim_config(config: Mapping):
+def _sim_config(config: Mapping[str, Any]) -> SimConfig:
     return SimConfig(**dict(config))
 
 
@@ -328,7 +334,7 @@ def cluster_spec(cluster: Cluster) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=4)
-def cached_truth(source: str, apps: tuple[str, ...], gpu_types: tuple[str, ...] = ("t4",)):
+def cached_truth(source: str, apps: tuple[str, ...], gpu_types: tuple[str, ...] = ("t4",)) -> Truth:
     """Ground truth by source (``"model"`` or a traces folder), built once per process."""
     if source == "model":
         return model_truth(apps, gpu_type=gpu_types)
