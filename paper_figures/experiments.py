@@ -8,6 +8,7 @@ changed.
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,13 +49,13 @@ class Context:
     progress: object = False  # False, True or a live rich Progress
 
 
-def write_table(df: pd.DataFrame, out: Path, name: str, **meta) -> Path:
+def write_table(df: pd.DataFrame, out: Path, name: str, **meta: Any) -> Path:
     """Write ``name.csv`` and ``name.meta.json`` (metadata) under ``out``, atomically."""
     return _write_csv(df, Path(out) / f"{name}.csv", table_name=name, numpy=np.__version__,
                       python=platform.python_version(), **meta)
 
 
-def throughput_table(gpu_type="t4") -> pd.DataFrame:
+def throughput_table(gpu_type: str = "t4") -> pd.DataFrame:
     """Throughput vs per-GPU batch at several placements, per application."""
     rows = []
     placements = [(1, 1), (4, 1), (8, 2), (16, 4)]  # (GPUs, nodes)
@@ -69,7 +70,7 @@ def throughput_table(gpu_type="t4") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def measured_throughput(traces, gpu_type="t4") -> pd.DataFrame:
+def measured_throughput(traces: str | os.PathLike[str] | None, gpu_type: str = "t4") -> pd.DataFrame:
     """Measured throughput at the same placements (for overlay), empty without traces."""
     rows = []
     for app in POLLUX_APPS:
@@ -98,7 +99,7 @@ def efficiency_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def goodput_table(gpu_type="t4", gpus_per_node=4) -> pd.DataFrame:
+def goodput_table(gpu_type: str = "t4", gpus_per_node: int = 4) -> pd.DataFrame:
     """Goodput-optimal batch and speedup (vs one GPU) against GPU count, early and late in training."""
     rows = []
     k = GPU_COUNTS
@@ -136,7 +137,7 @@ def speedup_types_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def find_traces(traces=None) -> str | None:
+def find_traces(traces: str | os.PathLike[str] | None = None) -> str | None:
     """The traces folder (argument, ``$GOODOPT_TRACES`` or ``../shared/traces``), or None when absent."""
     try:
         return str(traces_dir(traces))
@@ -177,7 +178,7 @@ def sweep_tables(specs_of: Callable[[Context], list[dict[str, Any]]]) -> Callabl
     return experiment
 
 
-def sweep_table(ctx: Context, spec: dict, base_dir: Path | None = None) -> Path:
+def sweep_table(ctx: Context, spec: dict[str, Any], base_dir: Path | None = None) -> Path:
     """Run one sweep spec (cached) and write its tables, its spec (YAML) and metadata."""
     sp = spec_from_dict(spec, base_dir=base_dir)
     res = run_sweep(sp, cache_dir=ctx.cache, workers=ctx.workers, progress=ctx.progress)
@@ -192,22 +193,22 @@ def spec_tasks(sweeps: list[dict[str, Any]]) -> list[Any]:
     return [task for spec in sweeps for task in checked_tasks(spec_from_dict(spec))]
 
 
-def fairness_specs(ctx: Context) -> list[dict]:
+def fairness_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 3: the exact optimum for each p of the fairness knob."""
     return [specs.fairness(ctx.scale)]
 
 
-def exact_vs_heuristic_specs(ctx: Context) -> list[dict]:
+def exact_vs_heuristic_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 4: every method on homogeneous clusters of growing size."""
     return [specs.exact_vs_heuristic(ctx.scale)]
 
 
-def runtime_specs(ctx: Context) -> list[dict]:
+def runtime_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 7: every method on heterogeneous clusters of growing size."""
     return [specs.runtime_scaling(ctx.scale)]
 
 
-def solver_specs(ctx: Context) -> list[dict]:
+def solver_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 9: the open MILP solvers on the reference model of the shipped families."""
     return [specs.solver_comparison(ctx.scale)]
 
@@ -219,7 +220,7 @@ def _need_traces(ctx: Context, what: str) -> str:
     return ctx.traces
 
 
-def simulation_specs(ctx: Context) -> list[dict]:
+def simulation_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 5: the simulation sweeps (policies x workloads x loads; interval; interference)."""
     traces = _need_traces(ctx, "simulation") if ctx.scale == "full" else None
     return specs.simulation(ctx.scale, traces)
@@ -238,7 +239,7 @@ def hetero_workloads(ctx: Context) -> list[str]:
     return paths
 
 
-def heterogeneity_specs(ctx: Context) -> list[dict]:
+def heterogeneity_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 6: heterogeneity-aware and unaware policies on Sia's cluster (the default scale's workloads written
     first)."""
     if ctx.scale == "full":
@@ -246,7 +247,7 @@ def heterogeneity_specs(ctx: Context) -> list[dict]:
     return [specs.heterogeneity(ctx.scale, workloads=hetero_workloads(ctx))]
 
 
-def autoscaling_specs(ctx: Context) -> list[dict]:
+def autoscaling_specs(ctx: Context) -> list[dict[str, Any]]:
     """Figure 8's sweeps: cost vs JCT of the auto-scalers on the embedded default."""
     traces = _need_traces(ctx, "auto-scaling") if ctx.scale == "full" else None
     return specs.autoscaling(ctx.scale, traces)
@@ -257,16 +258,16 @@ def autoscaling_tables(ctx: Context) -> list[Path]:
     return [*(sweep_table(ctx, spec) for spec in autoscaling_specs(ctx)), *single_job_tables(ctx)]
 
 
-def autoscaling_tasks(ctx: Context) -> list:
+def autoscaling_tasks(ctx: Context) -> list[Any]:
     """Every task of figure 8: its sweeps' and the lone job's on fixed clusters."""
     return [*spec_tasks(autoscaling_specs(ctx)), *single_job_tasks(ctx)[1]]
 
 
-def _t4_nodes(n: int) -> dict:
+def _t4_nodes(n: int) -> dict[str, Any]:
     return {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": n}]}
 
 
-def single_job_tasks(ctx: Context) -> tuple[Workload, list]:
+def single_job_tasks(ctx: Context) -> tuple[Workload, list[Any]]:
     """The lone job (ImageNet at the default scale; its workload file written) and its runs on fixed clusters of
     several sizes."""
     app, sizes = specs.single_job(ctx.scale)

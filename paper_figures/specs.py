@@ -17,6 +17,9 @@ so a figure's data can be recomputed with ``goodopt sweep``.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 SCALES = ("tiny", "default", "full")
 
 #: p values of the fairness knob (figure 3), from utilitarian to max-min.
@@ -33,7 +36,7 @@ TINY_HETERO_APPS = ("ncf", "yolov3")  # requests of 1 and 4 GPUs fit the tiny 8 
 NODE_LIMIT = 20_000
 
 
-def fairness(scale: str) -> dict:
+def fairness(scale: str) -> dict[str, Any]:
     """Figure 3: one contended scenario solved exactly for each p."""
     scenario = "family:tiny:0" if scale == "tiny" else "family:knob-32:0"
     p = [1, -1, "-inf"] if scale == "tiny" else list(P_KNOB)
@@ -41,13 +44,13 @@ def fairness(scale: str) -> dict:
             "node_limit": NODE_LIMIT}
 
 
-def _solver_methods(scale: str, pwl_k) -> list:
+def _solver_methods(scale: str, pwl_k: Any) -> list[str | dict[str, Any]]:
     ga = {"label": "ga", "method": "ga", "options": {"pop_size": 20, "n_gen": 10} if scale == "tiny" else {}}
     return (["milp"] + [{"label": f"milp-pwl K={k}", "method": "milp-pwl", "options": {"breakpoints": k}}
                         for k in pwl_k] + [ga, "greedy"])
 
 
-def exact_vs_heuristic(scale: str) -> dict:
+def exact_vs_heuristic(scale: str) -> dict[str, Any]:
     """Figure 4: homogeneous clusters of 16 to 2048 GPUs, exact vs piecewise-linear vs heuristics."""
     sizes = {"tiny": [16], "default": [16, 64, 256], "full": [16, 64, 256, 1024, 2048]}[scale]
     pwl_k = {"tiny": [4], "default": [2, 4, 8, 16], "full": [2, 4, 8, 16, 32]}[scale]
@@ -57,7 +60,7 @@ def exact_vs_heuristic(scale: str) -> dict:
             "node_limit": NODE_LIMIT}
 
 
-def runtime_scaling(scale: str) -> dict:
+def runtime_scaling(scale: str) -> dict[str, Any]:
     """Figure 7: scheduler runtime vs cluster size on heterogeneous clusters (the Sia paper's scaling axis)."""
     fams = {"tiny": ["hetero-tiny"], "default": ["hetero-16", "sia-64", "five-types-512"],
             "full": ["hetero-16", "sia-64", "five-types-512", "five-types-2048"]}[scale]
@@ -75,7 +78,7 @@ def runtime_scaling(scale: str) -> dict:
 MILP_SOLVERS = ("highs", "scip", "cbc", "cpsat")
 
 
-def solver_comparison(scale: str) -> dict:
+def solver_comparison(scale: str) -> dict[str, Any]:
     """Figure 9: the reference model of each shipped family on every open MILP solver (the same arrays)."""
     fams = {"tiny": ["tiny", "hetero-tiny"], "default": ["tiny", "hetero-tiny", "hetero-16", "testbed-over", "sia-64"],
             "full": ["tiny", "hetero-tiny", "hetero-16", "testbed-over", "sia-64", "five-types-512"]}[scale]
@@ -87,7 +90,7 @@ def solver_comparison(scale: str) -> dict:
             "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
-def library_benchmark(scale: str) -> dict:
+def library_benchmark(scale: str) -> dict[str, Any]:
     """Figure 10: methods and solvers on the shipped library's instances, judged against its certified values."""
     from goodopt.library.build import instance_name, tiers
 
@@ -97,7 +100,7 @@ def library_benchmark(scale: str) -> dict:
             "full": list(small.families)}[scale]
     reference = [{"label": f"{s} (reference model)", "method": f"milp@{s}", "options": {"formulation": "reference"}}
                  for s in MILP_SOLVERS]
-    heuristics: list[dict] = [{"label": m, "method": m, "options": {}} for m in ("greedy", "ga", "milp-pwl")]
+    heuristics: list[dict[str, Any]] = [{"label": m, "method": m, "options": {}} for m in ("greedy", "ga", "milp-pwl")]
     methods = [{"label": "milp (HiGHS, staged)", "method": "milp", "options": {}}, *reference, *heuristics]
     if scale == "tiny":
         methods = methods[:2] + heuristics[:1]
@@ -106,7 +109,7 @@ def library_benchmark(scale: str) -> dict:
             "methods": methods, "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
-def sia_configurations(scale: str) -> dict:
+def sia_configurations(scale: str) -> dict[str, Any]:
     """Figure 11: the exact optimum over every configuration and over Sia's set, on the shipped library."""
     from goodopt.library import shipped
 
@@ -118,7 +121,7 @@ def sia_configurations(scale: str) -> dict:
             "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
-def _pollux_workloads(scale: str, traces) -> dict:
+def _pollux_workloads(scale: str, traces: str | os.PathLike[str] | None) -> dict[str, Any]:
     """Workload fields of the homogeneous simulations."""
     if scale == "full":
         return {"workloads": [f"{traces}/pollux/workloads/load-{x}" for x in ("0.5", "1.0", "1.5", "2.0")],
@@ -128,9 +131,9 @@ def _pollux_workloads(scale: str, traces) -> dict:
     return {"generated": {"loads": [1.0], "seeds": [0, 1, 2], "hours": 2}}
 
 
-def simulation(scale: str, traces=None) -> list[dict]:
+def simulation(scale: str, traces: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """Figure 5: JCT per policy across workloads and loads, the JCT CDF, interval and interference."""
-    policies: list[str | dict]
+    policies: list[str | dict[str, Any]]
     if scale == "tiny":
         policies = ["greedy", "tiresias"]
         sensitive = "greedy"
@@ -160,7 +163,7 @@ def simulation(scale: str, traces=None) -> list[dict]:
     return specs
 
 
-def heterogeneity(scale: str, traces=None, workloads=()) -> dict:
+def heterogeneity(scale: str, traces: str | os.PathLike[str] | None = None, workloads: Any = ()) -> dict[str, Any]:
     """Figure 6: Gavel's policies vs the goodput MILP (Sia's and Pollux's objective) vs unaware Pollux."""
     if scale == "tiny":
         return {"name": "heterogeneity", "kind": "simulate", "cluster": "family:hetero-16:0",
@@ -177,7 +180,7 @@ def heterogeneity(scale: str, traces=None, workloads=()) -> dict:
         {"label": "gavel finish-time", "policy": "gavel", "options": {"policy": "finish_time_fairness"}}]}
 
 
-def autoscaling(scale: str, traces=None) -> list[dict]:
+def autoscaling(scale: str, traces: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """Figure 8: an elastic cluster of up to 16 x 4 T4 under each auto-scaler, and the fixed cluster: Pollux's
     GA with no auto-scaler (the fixed runs of figure 5), Pollux's and the throughput one; the MILP policy with
     the exact auto-scaler (size and allocation both by the MILP)."""
