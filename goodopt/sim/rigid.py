@@ -57,11 +57,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
 from goodopt.errors import SimulationError, ValidationError
-from goodopt.gavel import PACKED, GavelThroughputs, ThroughputMatrix, entity_fields, spread, useful_pairs
+from goodopt.gavel import PACKED, GavelThroughputs, RigidJob, ThroughputMatrix, entity_fields, spread, useful_pairs
 from goodopt.solvers.gavel import solve_gavel
 from goodopt.solvers.gavel_rounds import GavelRounds
 from goodopt.solvers.rounds import RoundMechanism
@@ -71,9 +73,14 @@ from .rigid_report import job_table, run_summary
 
 log = logging.getLogger(__name__)
 
+#: A longer trace when asked with how many jobs the run has (None: no more).
+More = Callable[[int], Sequence[RigidJob] | None]
+#: Scheduling units: a job's name (or ``a+b``) and its trace indices.
+Units = list[tuple[str, tuple[int, ...]]]
 
-def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: RigidConfig,
-                   seed: int = 0, more=None) -> RigidResult:
+
+def simulate_rigid(jobs: Sequence[RigidJob], throughputs: GavelThroughputs, capacity: Mapping[str, int], config: RigidConfig,
+                   seed: int = 0, more: More | None = None) -> RigidResult:
     """Run ``jobs`` (:class:`~goodopt.gavel.RigidJob`, any order) on ``capacity`` (GPU type -> GPUs).
 
     ``seed`` draws the order in which an agnostic policy's types are filled under ``mechanism: gavel`` (Gavel
@@ -94,8 +101,9 @@ def simulate_rigid(jobs, throughputs: GavelThroughputs, capacity: dict, config: 
     return RigidResult(job_table(run, window), run_summary(run, window, time.perf_counter() - t0))
 
 
-def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, capacity: dict,
-                          config: RigidConfig, max_jobs: int = 1_000_000, seed: int = 0) -> RigidResult:
+def simulate_rigid_steady(trace: Callable[[int], Sequence[RigidJob]], n_jobs: int, throughputs: GavelThroughputs,
+                          capacity: Mapping[str, int], config: RigidConfig, max_jobs: int = 1_000_000,
+                          seed: int = 0) -> RigidResult:
     """:func:`simulate_rigid` with jobs arriving until every job of the window has finished, as Gavel's
     simulator keeps generating them: a window measured while the cluster drains would understate the load.
 
@@ -109,7 +117,7 @@ def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, cap
     if config.window is None:
         return simulate_rigid(trace(n), throughputs, capacity, config, seed)
 
-    def more(have: int):
+    def more(have: int) -> Sequence[RigidJob] | None:
         m = min(2 * have, int(max_jobs))
         if m <= have:
             return None
@@ -122,8 +130,10 @@ def simulate_rigid_steady(trace, n_jobs: int, throughputs: GavelThroughputs, cap
 class _Run:
     """One run's mutable state."""
 
-    def __init__(self, jobs, throughputs, types, capacity, config, rng, more=None):
-        self.jobs, self.types, self.capacity, self.cfg = [], types, capacity, config
+    def __init__(self, jobs: Sequence[RigidJob], throughputs: GavelThroughputs, types: tuple[str, ...], capacity: np.ndarray,
+                 config: RigidConfig, rng: np.random.Generator, more: More | None = None) -> None:
+        self.jobs: list[RigidJob] = []
+        self.types, self.capacity, self.cfg = types, capacity, config
         self.throughputs, self.more = throughputs, more
         self.rate = np.zeros((0, len(types)))
         self.total_steps, self.scale = np.zeros(0), np.zeros(0, dtype=np.int64)  # per job
@@ -131,18 +141,19 @@ class _Run:
         self.last_type, self.changes = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         self.shared_s, self.isolated_s = np.zeros(0), np.zeros(0)  # isolated_s: mechanism gavel, FTF (below)
         self._append(jobs)
-        self.pair_rate: dict = {}  # (job, job) -> (K, 2) throughputs together, None where sharing cannot help
+        self.pair_rate: dict[tuple[int, ...], np.ndarray | None] = {}  # (job, job) -> (K, 2) rates together, or None
         self.mechanism = RoundMechanism(types)
         self.gavel = GavelRounds(len(types), config.round_s, config.reset_interval_s) \
             if config.mechanism == "gavel" else None
         self.rng = rng
-        self.isolated: dict = {}  # mechanism gavel, finish-time fairness: job -> (remaining, isolated speed)
-        self.units, self.ux, self.x_for = [], None, ()
-        self.last_unit: dict = {}  # unit -> type it ran on last round (lease continuation)
+        self.isolated: dict[int, tuple[float, float]] = {}  # mechanism gavel, FTF: job -> (remaining, isolated speed)
+        self.units: Units = []
+        self.ux, self.x_for = np.zeros((0, len(types))), cast(tuple[str, ...], ())
+        self.last_unit: dict[str, int] = {}  # unit -> type it ran on last round (lease continuation)
         self.n_rounds, self.n_solves, self.lp_s = 0, 0, 0.0
         self.t = 0.0
 
-    def _append(self, jobs) -> None:
+    def _append(self, jobs: Sequence[RigidJob]) -> None:
         """Add later jobs of the trace (and their per-job state)."""
         n, K = len(jobs), len(self.types)
         rate = np.array([[self.throughputs.rate(t, j.job_type, j.scale_factor)
@@ -159,7 +170,8 @@ class _Run:
 
     def _extend(self) -> None:
         """Ask for a longer trace and append its later jobs (they must extend the jobs run so far)."""
-        longer = None if self.more is None else sorted(self.more(len(self.jobs)), key=lambda j: j.arrival_s)
+        got = None if self.more is None else self.more(len(self.jobs))
+        longer = None if got is None else sorted(got, key=lambda j: j.arrival_s)
         if longer is None or len(longer) <= len(self.jobs):
             self.more = None
             return
@@ -177,8 +189,9 @@ class _Run:
             self._extend()
         return self.jobs[i].arrival_s if i < len(self.jobs) else None
 
-    def until_window_done(self, window: set):
-        cfg, nxt, active, left = self.cfg, 0, [], set(window)
+    def until_window_done(self, window: set[int]) -> None:
+        cfg, nxt, left = self.cfg, 0, set(window)
+        active: list[int] = []
         while left:
             if self.t > cfg.max_time_s:
                 log.info("rigid run stopped at max_time_s = %g s with %d window job(s) unfinished", cfg.max_time_s,
@@ -193,7 +206,7 @@ class _Run:
                 return
             step = None
             if active:
-                step = self._round(active) if self.gavel is None else self._gavel_round(active)
+                step = self._round(active) if self.gavel is None else self._gavel_round(self.gavel, active)
                 running = np.isnan(self.completion[active])
                 left.difference_update(np.asarray(active)[~running].tolist())
                 active = np.asarray(active)[running].tolist()
@@ -210,7 +223,7 @@ class _Run:
             return max(self.t, arrival_s)
         return max(self.t + self.cfg.round_s, np.floor(arrival_s / self.cfg.round_s) * self.cfg.round_s)
 
-    def _round(self, active) -> float | None:
+    def _round(self, active: list[int]) -> float | None:
         """One round of goodopt's mechanism; its length (always a whole round: rounds keep a fixed grid)."""
         names = tuple(self.jobs[j].name for j in active)
         if names != self.x_for:
@@ -235,15 +248,15 @@ class _Run:
                 continue
             idx += mem
             ks += [k] * len(mem)
-            rates += [self.rate[mem[0], k]] if len(mem) == 1 else self.pair_rate[mem][k].tolist()
+            rates += [self.rate[mem[0], k]] if len(mem) == 1 else cast(np.ndarray, self.pair_rate[mem])[k].tolist()
             shared += [len(mem) > 1] * len(mem)
         self._advance(np.array(idx, dtype=np.int64), np.array(ks, dtype=np.int64), np.array(rates, dtype=float),
                       np.array(shared, dtype=bool))
         return self.cfg.round_s
 
-    def _gavel_round(self, active) -> float | None:
-        """One round of Gavel's mechanism; it lasts until its last job's share of it ends (None: no job ran)."""
-        g, ids = self.gavel, np.asarray(active, dtype=np.int64)  # the mechanism knows jobs by trace index
+    def _gavel_round(self, g: GavelRounds, active: list[int]) -> float | None:
+        """One round of Gavel's mechanism ``g``; it lasts until its last job's share of it ends (None: no job ran)."""
+        ids = np.asarray(active, dtype=np.int64)  # the mechanism knows jobs by trace index
         g.sync(ids)
         if g.due(self.t):
             units, x = self._fractions(active)  # one unit per job: this mechanism runs no pairs
@@ -262,12 +275,12 @@ class _Run:
         g.record(idx, ks, seconds)
         return float(seconds.max())
 
-    def _check_capacity(self, types, scale) -> None:
+    def _check_capacity(self, types: np.ndarray, scale: np.ndarray) -> None:
         """Refuse a round that gives some GPU type more GPUs than it has."""
         if np.any(np.bincount(types, weights=scale, minlength=len(self.types)) > self.capacity):
             raise SimulationError(f"round at t={self.t:g}s: a GPU type is over capacity")
 
-    def _advance(self, idx, ks, rates, shared) -> np.ndarray:
+    def _advance(self, idx: np.ndarray, ks: np.ndarray, rates: np.ndarray, shared: np.ndarray) -> np.ndarray:
         """Jobs ``idx`` (distinct) run this round on types ``ks`` at ``rates`` (``shared``: beside a partner);
         each runs the round or until it finishes, then completes at that exact time. Counts type changes.
         Returns each job's seconds. Shapes: (n,) each -> (n,)."""
@@ -291,14 +304,14 @@ class _Run:
         self.completion[done] = self.t + seconds[finished]
         return seconds
 
-    def _fractions(self, active):
+    def _fractions(self, active: list[int]) -> tuple[Units, np.ndarray]:
         """The scheduling units (job name or ``a+b``, their job indices) and their time fractions (U, K)."""
         jobs = [self.jobs[j] for j in active]
         thr = self.rate[active]
         remaining = np.array([max(j.total_steps - self.done_steps[i], 1e-9) for i, j in zip(active, jobs)])
         pairs = both = None
         if self.cfg.agnostic:  # one pooled type, throughput 1: remaining work in seconds at the best speed
-            names, seen, cap = ("pooled",), np.ones((len(jobs), 1)), np.array([self.capacity.sum()])
+            names, seen, cap = cast(tuple[str, ...], ("pooled",)), np.ones((len(jobs), 1)), np.array([self.capacity.sum()])
             remaining = remaining / thr.max(axis=1)
         else:
             names, seen, cap = self.types, thr, self.capacity
@@ -311,57 +324,63 @@ class _Run:
             elapsed_s=np.array([max(self.t - j.arrival_s, 0.0) for j in jobs]), arrival_order=np.arange(len(jobs)),
             pairs=pairs, pair_throughput=both, **entity_fields(self.cfg.entities, jobs))
         if self.gavel is not None and self.cfg.policy == "finish_time_fairness":
-            mx = dataclasses.replace(mx, isolated_s=self._isolated_finish(active, mx))
+            mx = dataclasses.replace(mx, isolated_s=self._isolated_finish(active, mx, remaining))
         res = solve_gavel(mx, self.cfg.policy, dict(self.cfg.options))
         self.n_solves += 1
         self.lp_s += res.seconds
-        units = [(j.name, (i,)) for i, j in zip(active, jobs)]
+        units: Units = [(j.name, (i,)) for i, j in zip(active, jobs)]
         x = spread(res.x[:, 0], thr > 0, self.capacity, mx.scale_factor) if self.cfg.agnostic else res.x
         if pairs is None:
             return units, x
-        keep = np.flatnonzero(res.pair_x.sum(axis=1) > 1e-9)
+        pair_x = cast(np.ndarray, res.pair_x)  # with pairs, the policy's answer has their fractions
+        keep = np.flatnonzero(pair_x.sum(axis=1) > 1e-9)
         for a, b in pairs[keep]:
             units.append((f"{jobs[a].name}+{jobs[b].name}", (active[a], active[b])))
-        return units, np.vstack([x, res.pair_x[keep]])
+        return units, np.vstack([x, pair_x[keep]])
 
-    def _isolated_finish(self, active, mx) -> np.ndarray:
+    def _isolated_finish(self, active: list[int], mx: ThroughputMatrix, remaining: np.ndarray) -> np.ndarray:
         """Gavel's finish time in isolation: the isolated time of the work done so far (summed from one
         recomputation to the next at the isolated speed of the earlier one) plus the rest at today's."""
         eq = mx.equal_share_throughput()
-        for j, rest in zip(active, mx.remaining_steps):
+        for j, rest in zip(active, remaining):
             if j in self.isolated:
                 before, was = self.isolated[j]
                 self.isolated_s[j] += (before - rest) / was
-        self.isolated = dict(zip(active, zip(mx.remaining_steps, eq)))
-        return np.maximum(self.isolated_s[active] + mx.remaining_steps / eq, 1e-9)
+        self.isolated = dict(zip(active, zip(remaining.tolist(), eq.tolist())))
+        return np.maximum(self.isolated_s[active] + remaining / eq, 1e-9)
 
-    def _pairs(self, active):
+    def _pairs(self, active: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Useful pairs of the active one-GPU jobs (local indices) and their throughputs together (P, K, 2)."""
         ones = [i for i, j in enumerate(active) if self.jobs[j].scale_factor == 1]
-        pairs, both = [], []
+        pairs: list[tuple[int, int]] = []
+        both: list[np.ndarray] = []
         for n, a in enumerate(ones):
             for b in ones[n + 1:]:
                 key = (active[a], active[b])
                 if key not in self.pair_rate:
-                    self.pair_rate[key] = self._pair_rates(*key)
-                if self.pair_rate[key] is not None:
+                    self.pair_rate[key] = pair_rates(self.throughputs, self.types, self.jobs, self.rate, *key)
+                rates = self.pair_rate[key]
+                if rates is not None:
                     pairs.append((a, b))
-                    both.append(self.pair_rate[key])
+                    both.append(rates)
         if not pairs:
             return np.zeros((0, 2), dtype=np.int64), np.zeros((0, len(self.types), 2))
         return np.array(pairs, dtype=np.int64), np.array(both)
 
-    def _pair_rates(self, ga, gb):
-        """(K, 2) throughputs of jobs ``ga``, ``gb`` together where sharing is useful, else None."""
-        a, b = self.jobs[ga], self.jobs[gb]
-        out = np.zeros((len(self.types), 2))
-        for k, t in enumerate(self.types):
-            hit = self.throughputs.pairs.get((t, a.job_type, b.job_type))
-            swapped = self.throughputs.pairs.get((t, b.job_type, a.job_type))
-            if hit is not None:
-                out[k] = hit
-            elif swapped is not None:
-                out[k] = swapped[::-1]
-        alone = np.stack([self.rate[ga], self.rate[gb]], axis=1)
-        out[~useful_pairs(alone[None], out[None])[0]] = 0.0
-        return out if out.any() else None
+
+def pair_rates(throughputs: GavelThroughputs, types: tuple[str, ...], jobs: Sequence[RigidJob], rate: np.ndarray,
+               ga: int, gb: int) -> np.ndarray | None:
+    """(K, 2) throughputs of jobs ``ga``, ``gb`` (indices into ``jobs``, whose rates alone are ``rate`` (J, K))
+    together where sharing is useful, else None."""
+    a, b = jobs[ga], jobs[gb]
+    out = np.zeros((len(types), 2))
+    for k, t in enumerate(types):
+        hit = throughputs.pairs.get((t, a.job_type, b.job_type))
+        swapped = throughputs.pairs.get((t, b.job_type, a.job_type))
+        if hit is not None:
+            out[k] = hit
+        elif swapped is not None:
+            out[k] = swapped[::-1]
+    alone = np.stack([rate[ga], rate[gb]], axis=1)
+    out[~useful_pairs(alone[None], out[None])[0]] = 0.0
+    return out if out.any() else None
