@@ -65,8 +65,8 @@ lock: test-latest
 test: $(STAMP)
 	GOODOPT_LOCKED=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
-# ruff on every Python file (pyflakes, import order, bugbear, pyupgrade), then mypy on the package (strict on the
-# solvers, formulations and the core modules they use); the rules and their exceptions are in pyproject.toml. mypy reads the package through a
+# ruff on every Python file (pyflakes, import order, bugbear, pyupgrade), then mypy on the package (strict on
+# every module); the rules and their exceptions are in pyproject.toml. mypy reads the package through a
 # tree of links shaped like the installed one (goodopt.solvers is the top-level solvers/ folder, and so on), made
 # afresh in the venv each time.
 TYPES := $(VENV)/typecheck

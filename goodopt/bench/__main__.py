@@ -6,7 +6,9 @@ Every benchmark reports ratios against a baseline run in the same process.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +22,7 @@ from ..runs.tables import write_table
 from . import beside_pollux, evaluator, mip_solvers, pareto, sia_ilp, sim_speed, simulation, solvers
 
 
-def _table(title, df, cols, digits=1):
+def _table(title: str, df: pd.DataFrame, cols: Sequence[str], digits: int = 1) -> Table:
     t = Table(title=title)
     for c in cols:
         t.add_column(c, justify="left" if df[c].dtype == object else "right")
@@ -30,7 +32,7 @@ def _table(title, df, cols, digits=1):
     return t
 
 
-def _save(out, name, rows, seed, baseline):
+def _save(out: Path, name: str, rows: list[dict[str, Any]], seed: int, baseline: str) -> pd.DataFrame:
     """``out/NAME.csv`` and its ``NAME.meta.json`` (the seed, the baseline, the machine, date and commit), put in
     place together."""
     df = pd.DataFrame(rows)
@@ -38,7 +40,7 @@ def _save(out, name, rows, seed, baseline):
     return df
 
 
-def _part_exact(con, bar, out, args) -> None:
+def _part_exact(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed, against = args.seed, args.against
     task = bar.add_task("exact solves", total=len(solvers.EXACT_FAMILIES) * len(solvers.EXACT_OBJECTIVES))
     rows = solvers.exact_solves(seed, progress=lambda: bar.advance(task))
@@ -66,7 +68,7 @@ def _part_exact(con, bar, out, args) -> None:
               f"steady state {first['steady_s']:.3f} s, overhead {first['overhead_s']:.3f} s")
 
 
-def _part_evaluator(con, bar, out, args) -> None:
+def _part_evaluator(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
     task = bar.add_task("evaluator", total=len(evaluator.CASES))
     df = _save(out, "evaluator", evaluator.run(seed=seed, progress=lambda: bar.advance(task)),
@@ -76,7 +78,7 @@ def _part_evaluator(con, bar, out, args) -> None:
                       "per_job_loop_evals_per_s", "speedup_ratio", "table_build_s"]))
 
 
-def _part_ga(con, bar, out, args) -> None:
+def _part_ga(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
     task = bar.add_task("GA rounds", total=len(solvers.GA_JOBS))
     df = _save(out, "ga_round", solvers.ga_rounds(seed, progress=lambda: bar.advance(task)),
@@ -86,7 +88,7 @@ def _part_ga(con, bar, out, args) -> None:
                           "same_result"], digits=3))
 
 
-def _part_milp(con, bar, out, args) -> None:
+def _part_milp(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
     task = bar.add_task("MILP scaling", total=len(solvers.MILP_CASES))
     df = _save(out, "milp", solvers.milp_scaling(seed, progress=lambda: bar.advance(task)),
@@ -96,7 +98,7 @@ def _part_milp(con, bar, out, args) -> None:
                       "greedy_s", "ratio_to_greedy", "greedy_relative_fitness"], digits=4))
 
 
-def _part_simulation(con, bar, out, args) -> None:
+def _part_simulation(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
     task = bar.add_task("simulations", total=len(simulation.RUNS))
     df = _save(out, "simulation", simulation.run(seed, progress=lambda: bar.advance(task)),
@@ -107,7 +109,7 @@ def _part_simulation(con, bar, out, args) -> None:
                           "restarts"], digits=3))
 
 
-def _part_choices(con, bar, out, args) -> None:
+def _part_choices(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
     task = bar.add_task("model choices", total=6)
     df = _save(out, "model_choices", solvers.model_choices(seed, progress=lambda: bar.advance(task)),
@@ -117,7 +119,7 @@ def _part_choices(con, bar, out, args) -> None:
                       "note"], digits=3))
 
 
-def _part_quality(con, bar, out, args) -> None:
+def _part_quality(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
     task = bar.add_task("quality", total=len(solvers.QUALITY_FAMILIES) * 3)
     df = _save(out, "quality", solvers.quality(progress=lambda: bar.advance(task)), seed,
@@ -132,7 +134,7 @@ def _part_quality(con, bar, out, args) -> None:
                      list(summ.columns), digits=4))
 
 
-def _part_ga_scale(con, bar, out, args) -> None:
+def _part_ga_scale(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
     task = bar.add_task("GA at scale", total=len(solvers.GA_SCALE_FAMILIES))
     df = _save(out, "ga_scale", solvers.ga_at_scale(seed, progress=lambda: bar.advance(task)),
@@ -142,7 +144,7 @@ def _part_ga_scale(con, bar, out, args) -> None:
                       "lp_rounding_cpu_s", "generations"], digits=4))
 
 
-def _part_solvers(con, bar, out, args) -> None:
+def _part_solvers(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     names = mip_solvers.solvers_here()
     task = bar.add_task("MILP solvers", total=len(mip_solvers.INSTANCES) * 2 * len(names))
     rows = mip_solvers.solver_table(progress=lambda: bar.advance(task))
@@ -156,7 +158,7 @@ def _part_solvers(con, bar, out, args) -> None:
                       "same_optimum"], digits=3))
 
 
-def _part_sim_speed(con, bar, out, args) -> None:
+def _part_sim_speed(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     task = bar.add_task("simulator speed", total=sum(len(s[-1]) for s in sim_speed.SCALES))
     df = _save(out, "sim_speed", sim_speed.run(args.seed, progress=lambda: bar.advance(task)), args.seed,
                "the Pollux policy at the same scale in this run")
@@ -168,7 +170,7 @@ def _part_sim_speed(con, bar, out, args) -> None:
                       "cpu_s_per_sim_h", "policy_share", "ratio_to_pollux"], digits=2))
 
 
-def _part_beside_pollux(con, bar, out, args) -> None:
+def _part_beside_pollux(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     if args.pollux_artifact is None:
         con.print("beside-pollux: skipped (give --pollux-artifact DIR, the Pollux artifact's simulator/ folder, and "
                   "--pollux-python PY, a Python with its requirements)")
@@ -184,7 +186,7 @@ def _part_beside_pollux(con, bar, out, args) -> None:
                       "n_rounds", "ratio_to_goodopt"], digits=2))
 
 
-def _part_sia(con, bar, out, args) -> None:
+def _part_sia(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     task = bar.add_task("beside a Sia-style ILP", total=sum(len(s) for _, s in sia_ilp.INSTANCES))
     rows, summary = sia_ilp.sia_table(progress=lambda: bar.advance(task))
     _save(out, "sia_ilp", rows, args.seed, "a Sia-style ILP over Sia's configuration set, built by goodopt, on CBC "
@@ -195,7 +197,7 @@ def _part_sia(con, bar, out, args) -> None:
                      "goodopt's CPU seconds to the baseline's, over its seeds", df, list(df.columns), digits=3))
 
 
-def _part_pareto(con, bar, out, args) -> None:
+def _part_pareto(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     task = bar.add_task("Pareto fronts", total=len(pareto.INSTANCES) * len(pareto.ALGORITHMS) * len(pareto.SEEDS))
     df = _save(out, "pareto", pareto.pareto_table(progress=lambda: bar.advance(task)), args.seed,
                "the exact front of the same instance (epsilon-constraint, each point certified) in this run")
@@ -225,7 +227,7 @@ PARTS = {
 }
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="bench_out", help="folder for the CSV results")
     ap.add_argument("--seed", type=int, default=0)

@@ -15,7 +15,9 @@ Every number is measured in this process, next to its baseline:
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -30,9 +32,11 @@ from ..formulations import milp as fm
 from ..formulations.configs import enumerate_configs
 from ..generate import random_scenario, testbed_cluster
 from ..objective import Objective
+from ..problem import AllocationProblem
 from ..solvers.api import options_for
 from ..solvers.backend import solve_model
 from ..solvers.genetic import solve_ga
+from ..solvers.result import SolveResult
 from ..sources import load_scenario
 from .evaluator import _JobSpeedupFunction, per_job_fitness
 
@@ -70,11 +74,11 @@ GA_SCALE_FAMILIES = ("sia-64", "cluster-256", "five-types-512", "cluster-2048", 
 class _LoopEvaluator(Evaluator):
     """The evaluator with fitness and speedups from the per-job loop (the baseline)."""
 
-    def __init__(self, problem):
+    def __init__(self, problem: AllocationProblem) -> None:
         super().__init__(problem)
         self._fns = [_JobSpeedupFunction(problem, j) for j in range(problem.n_jobs)]
 
-    def evaluate(self, pop) -> Evaluation:
+    def evaluate(self, pop: Any) -> Evaluation:
         pop, _ = self._coerce(pop)
         fit = per_job_fitness(self.problem, self._fns, pop)
         k, nodes, gtype, _, terms = self._counted(pop)
@@ -87,18 +91,18 @@ class _TimedEvaluator(Evaluator):
 
     seconds = 0.0
 
-    def evaluate(self, pop):
+    def evaluate(self, pop: Any) -> Evaluation:
         t = time.perf_counter()
         out = super().evaluate(pop)
         self.seconds += time.perf_counter() - t
         return out
 
 
-def _ga_options(seed):
+def _ga_options(seed: int) -> Any:
     return options_for("ga", {"seed": seed})
 
 
-def ga_rounds(seed: int = 0, progress=None):
+def ga_rounds(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Seconds per GA round, vectorised vs per-job loop, at 16 x 4 GPUs."""
     rows = []
     for n_jobs in GA_JOBS:
@@ -121,7 +125,7 @@ def ga_rounds(seed: int = 0, progress=None):
     return rows
 
 
-def _stage_seconds(res) -> str:
+def _stage_seconds(res: SolveResult) -> str:
     """``stage: seconds (status)`` per stage of an exact solve, build + solve seconds; the exact placement checks
     (sub-problems of one GPU type, milliseconds each) summed into one entry."""
     parts, checks, check_s = [], 0, 0.0
@@ -136,7 +140,7 @@ def _stage_seconds(res) -> str:
     return "; ".join(parts)
 
 
-def exact_solves(seed: int = 0, progress=None):
+def exact_solves(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Build + solve seconds (wall and CPU) of the certified MILP per family, objective and stage, the pyomo
     route in the same run, and Sia's ILP time where it was measured (:data:`SIA_ILP_CPU_S`).
 
@@ -154,7 +158,7 @@ def exact_solves(seed: int = 0, progress=None):
     return rows
 
 
-def exact_problem(name: str, objective: str, seed: int):
+def exact_problem(name: str, objective: str, seed: int) -> AllocationProblem:
     """The family's problem for ``seed`` under its own objective or Sia's."""
     sc = FAMILIES[name].scenario(seed)
     if objective == "sia":
@@ -162,7 +166,7 @@ def exact_problem(name: str, objective: str, seed: int):
     return sc.problem()
 
 
-def _exact_row(name: str, objective: str, seeds: range, with_pyomo: bool) -> dict:
+def _exact_row(name: str, objective: str, seeds: range, with_pyomo: bool) -> dict[str, Any]:
     """The row of the slowest of ``seeds`` (its problem, solve, stages and pyomo comparison); LP iterations and
     B&B nodes summed over every seed's solve, so that the work measure does not hang on which seed was slowest."""
     timed = []
@@ -198,14 +202,15 @@ def _seed_range(seeds: range) -> str:
     return str(seeds.start) if len(seeds) == 1 else f"{seeds.start}-{seeds.stop - 1}"
 
 
-def least_cpu(pr) -> tuple[float, Any, int]:
+def least_cpu(pr: AllocationProblem) -> tuple[float, Any, int]:
     """CPU seconds of the exact solve of ``pr`` (the least of :data:`EXACT_REPEATS` solves when the first takes
     under :data:`REPEAT_BELOW_S`), that solve's result, and how many solves were timed. Each repeat does the same
     deterministic work (a node budget, no time limit)."""
     return least_cpu_of(lambda: solve(pr, "milp", {"node_limit": EXACT_NODE_LIMIT}))
 
 
-def least_cpu_of(run, clock=time.process_time, repeats: int = EXACT_REPEATS) -> tuple[float, Any, int]:
+def least_cpu_of(run: Callable[[], Any], clock: Callable[[], float] = time.process_time,
+                 repeats: int = EXACT_REPEATS) -> tuple[float, Any, int]:
     """The least CPU seconds (by ``clock``) of ``run()`` over up to ``repeats`` calls, repeated only while the
     best takes under :data:`REPEAT_BELOW_S`; the result of that call, and how many calls were timed."""
     best, result, runs = float("inf"), None, 0
@@ -219,7 +224,7 @@ def least_cpu_of(run, clock=time.process_time, repeats: int = EXACT_REPEATS) -> 
     return best, result, runs
 
 
-def against_previous(rows: list[dict], folder) -> None:
+def against_previous(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) -> None:
     """Add ``previous_cpu_s`` and ``ratio_to_previous`` (this run's CPU seconds / the earlier run's) to each
     row, from ``folder/exact.csv`` of an earlier ``make bench`` (a release's, say); NaN where it has none.
 
@@ -259,13 +264,13 @@ def _seeds_key(seeds: Any) -> str:
     return "" if text.isdigit() or text in ("", "nan") else text
 
 
-def _enumerate_seconds(pr) -> float:
+def _enumerate_seconds(pr: AllocationProblem) -> float:
     t = time.perf_counter()
     enumerate_configs(pr)
     return time.perf_counter() - t
 
 
-def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict:
+def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict[str, Any]:
     """Seconds of the first and second exact solve in a fresh Python process (imports excluded)."""
     import subprocess
     import sys
@@ -280,7 +285,7 @@ def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict:
     return {"family": family, "first_s": first, "steady_s": second, "overhead_s": first - second}
 
 
-def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
+def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Exact MILP on the two benchmark sizes, with greedy on the same problem as the ratio base."""
     solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
     rows = []
@@ -303,7 +308,7 @@ def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress=None):
     return rows
 
 
-def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
+def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Presolve on/off (configuration model) and symmetry breaking on/off (placement model)."""
     rows = []
     for name in ("testbed-over", "mixed-64", "cluster-1024"):
@@ -335,7 +340,7 @@ def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress=None):
     return rows
 
 
-def quality(seeds=(0, 1, 2), time_limit_s: float = 30.0, progress=None):
+def quality(seeds: Sequence[int] = (0, 1, 2), time_limit_s: float = 30.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Fitness of heuristics relative to the certified optimum (or best proven bound) per family."""
     rows = []
     for name in QUALITY_FAMILIES:
@@ -360,7 +365,7 @@ def quality(seeds=(0, 1, 2), time_limit_s: float = 30.0, progress=None):
     return rows
 
 
-def ga_at_scale(seed: int = 0, progress=None):
+def ga_at_scale(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """The default GA (engine ``auto``) per family: fitness / certified optimum, CPU seconds, and the peak of
     memory numpy and Python allocated during the solve (tracemalloc), beside LP rounding alone."""
     import tracemalloc
