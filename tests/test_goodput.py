@@ -160,7 +160,7 @@ def test_one_gpu_base(testbed):
 def _best_candidate_as_arrays(scored, phi, init_batch_size):
     """The rule of gp.best_candidate as whole-array operations (the statement its compiled loop must match)."""
     micro, accum, valid, total, x = scored
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # phi = 0 at no GPUs: 0 / 0, as the loop meets it
         g = np.where(valid, x * gp.efficiency(total, phi, init_batch_size), 0.0)
     best = np.argmax(g, axis=0)[None]
     gbest = np.take_along_axis(g, best, axis=0)[0]
