@@ -184,14 +184,14 @@ class KnownScores:
 
     def __call__(self, pop: Array) -> Array:
         keys = _row_bytes(pop)
-        new: dict[bytes, int] = {}
-        for i, key in enumerate(keys):
-            if key not in self.known and key not in new:
-                new[key] = i
+        known = self.known
+        new: dict[bytes, int] = {}  # each key not scored yet, at its first member
+        for i in [i for i, key in enumerate(keys) if key not in known]:
+            new.setdefault(keys[i], i)
         if new:
             ev = self.evaluator.evaluate(pop[list(new.values())])
-            self.known.update(zip(new, np.where(ev.violation == 0, ev.fitness, -np.inf).tolist()))
-        return np.array([self.known[key] for key in keys])
+            known.update(zip(new, np.where(ev.violation == 0, ev.fitness, -np.inf).tolist()))
+        return np.fromiter(map(known.__getitem__, keys), dtype=float, count=len(keys))
 
 
 def _offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generator, crossover_prob: float,
