@@ -31,11 +31,9 @@ def _best(micro: Array, accum: Array, valid: Array, total: Array, x: Array, i: i
           m0: float) -> tuple[float, int, int]:
     """Column ``i``'s best goodput, micro-batch and accumulation steps under ``phi`` and ``m0``."""
     best, bv = 0, 0.0
+    flat = math.isinf(phi)  # efficiency 1 at every batch
     for c in range(x.shape[0]):
-        if math.isinf(phi):
-            e = 1.0
-        else:
-            e = (phi + m0) / (phi + total[c, i])
+        e = 1.0 if flat else (phi + m0) / (phi + total[c, i])
         g = x[c, i] * e if valid[c, i] else 0.0
         if c == 0 or g > bv or (math.isnan(g) and not math.isnan(bv)):
             best, bv = c, g

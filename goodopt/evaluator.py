@@ -118,9 +118,9 @@ class Evaluator:
 
         Shapes: (P, J, N) -> (P,); (J, N) -> float.
         """
-        terms = self.violation_terms(pop)
-        v = np.asarray(sum(terms.values()), dtype=float)
-        return float(v[0]) if np.ndim(pop) == 2 else v
+        a, single = self._coerce(pop)
+        v = self._counted(a)[4].sum(axis=1).astype(float)
+        return float(v[0]) if single else v
 
     def violation_terms(self, pop: Any) -> dict[str, np.ndarray]:
         """Each constraint's violation. Shapes: (P, J, N) or (J, N) -> {name: (P,)}."""

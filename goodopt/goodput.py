@@ -155,7 +155,8 @@ def phi_from_gradients(grad_sqr: Any, grad_var: Any, init_batch_size: Any) -> An
         return np.where(grad_sqr > 0, init_batch_size * grad_var / grad_sqr, np.inf)
 
 
-def goodput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any, phi: Any, init_batch_size: Any) -> Any:
+def goodput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any, phi: Any,
+            init_batch_size: Any) -> Any:
     """Goodput ``X * E(M)`` of explicit configurations (examples/s at M0 efficiency).
 
     Shapes: broadcast(all arguments) -> same.
