@@ -1,13 +1,15 @@
-"""One generation's offspring of the numpy GA engine as compiled loops (numba): binary tournaments and row
-crossover in one pass, the mutations applied from their draws, and the survivors gathered from parents and
+"""One generation's offspring of the numpy GA engine as compiled loops (numba): the generation's random draws,
+binary tournaments and row crossover in one pass, the mutations, and the survivors gathered from parents and
 children.
 
-The random numbers are drawn by the caller with numpy, in the order the whole-array statements drew them
+The random numbers are drawn inside the loops with numba's generator methods, which give numpy's numbers for
+the same generator state, in the order the whole-array statements drew them
 (:func:`goodopt.solvers.ga_operators.row_crossover`, :func:`~goodopt.solvers.ga_operators.mutate`), and these
 loops only copy, compare and add integers, so a seed gives the same generations as those statements, to the
-last GPU; ``tests/test_ga_operators.py`` holds them to it. What they save is the dozen whole-population copies
-(fancy indexing, ``np.where``, concatenation) each generation made, which cost more than the work on the
-simulator's problems (tens of jobs and nodes, a population of 100).
+last GPU; ``tests/test_ga_operators.py`` holds them to it (``tests/ga_reference.py`` states them). What they
+save is the dozen whole-population copies (fancy indexing, ``np.where``, concatenation) and the handful of
+numpy draws each generation made, which cost more than the work on the simulator's problems (tens of jobs and
+nodes, a population of 100).
 
 Shapes: populations (P, J, N) int64.
 """
@@ -49,6 +51,56 @@ def breed(pop: Array, fit: Array, cand: Array, mask_u: Array, cross_u: Array, pr
                 for n in range(N):
                     kids[row, j, n] = pop[src, j, n]
     return kids
+
+
+@_jit
+def offspring_rows(pop: Array, fit: Array, rng: np.random.Generator, prob: float, rate: float, capacity: Array,
+                   current: Array) -> Array:
+    """One generation's children before repair: the tournaments' draws (``2 * ceil(P / 2)`` pairs of members),
+    the crossover's (one uniform per pair and job, then one per pair), :func:`breed`, then :func:`mutate_rows`.
+    Shapes: pop (P, J, N), fit (P,), capacity (N,), current (J, N) -> (P, J, N)."""
+    P, J = pop.shape[0], pop.shape[1]
+    n_pairs = (P + 1) // 2
+    cand = rng.integers(0, P, size=(2, 2 * n_pairs))
+    mask_u = rng.random((n_pairs, J))
+    cross_u = rng.random(n_pairs)
+    kids = breed(pop, fit, cand, mask_u, cross_u, prob, P)
+    mutate_rows(kids, rng, rate, capacity, current)
+    return kids
+
+
+@_jit
+def mutate_rows(a: Array, rng: np.random.Generator, rate: float, capacity: Array, current: Array) -> None:
+    """Mutate ``a`` in place, drawing as :func:`goodopt.solvers.ga_operators.mutate` states: which rows are hit
+    (one uniform per row, below ``rate``), each hit's operation (0 reset, 1 zero entries, 2 grow), one uniform per
+    entry of each row to zero, then per row to grow its node and the GPUs it gains (1 to the node's capacity);
+    numba's generator methods give numpy's numbers for the same state. Shapes: a (P, J, N), capacity (N,),
+    current (J, N)."""
+    P, J, N = a.shape
+    hit = rng.random((P, J)) < rate
+    H = 0
+    for p in range(P):
+        for j in range(J):
+            H += hit[p, j]
+    hp = np.empty(H, np.int64)
+    hj = np.empty(H, np.int64)
+    h = 0
+    for p in range(P):
+        for j in range(J):
+            if hit[p, j]:
+                hp[h], hj[h] = p, j
+                h += 1
+    op = rng.integers(0, 3, size=H)
+    n_zero, n_grow = 0, 0
+    for h in range(H):
+        n_zero += op[h] == 1
+        n_grow += op[h] == 2
+    zero_u = rng.random((n_zero, N))
+    node = rng.integers(0, N, size=n_grow)
+    add = np.empty(n_grow, np.int64)
+    for g in range(n_grow):
+        add[g] = rng.integers(1, capacity[node[g]] + 1)
+    apply_mutations(a, hp, hj, op, zero_u, node, add, current)
 
 
 @_jit

@@ -4,7 +4,7 @@
 these kernels carry them out with scalar loops instead of some forty small whole-population array operations
 per refill pass, which were the GA's cost on the simulator's problems (tens of jobs, tens of nodes, a
 population of 100). They take the same random numbers in the same order as the rules' statement (the
-repair's priorities ``u`` are drawn by the caller, one ``(P, J)`` block; each refill pass draws one number
+repair's priorities ``u`` are one ``(P, J)`` block of uniform draws, drawn first; each refill pass draws one number
 per candidate move, first placements before grows, each in (member, job, node) order), and they only add,
 subtract, multiply, compare and look up (no sums of floats), so a seed gives the same allocations to the
 last GPU on every machine; ``tests/ga_reference.py`` states the rules as whole-population array operations
@@ -26,14 +26,15 @@ _jit = njit(cache=True, nogil=True)
 
 
 @_jit
-def repair_rows(a: Array, u: Array, rng: np.random.Generator, node_type: Array, node_capacity: Array,
+def repair_rows(a: Array, rng: np.random.Generator, node_type: Array, node_capacity: Array,
                 current: Array, onehot: Array, type_ok: Array, min_gpus: Array, table: Array, avoidance: bool,
                 need_clip: Array, limit: Array, single_ok: Array, util_single: Array, util_kept: Array,
                 has_kept: bool, gain_start: Array, start_gains: Array, max_passes: int) -> None:
     """Repair every member of ``a`` in place (majority type, GPU limit, node capacity in the order of the
     priorities ``u`` less 1 for rows still on their current allocation, one multi-node job per node, rows
-    that cannot run emptied), then refill it. ``u`` (P, J) are uniform draws."""
+    that cannot run emptied), then refill it. The priorities ``u`` (P, J) are the first uniform draws."""
     P, J, N = a.shape
+    u = rng.random((P, J))
     G = onehot.shape[1]
     K = table.shape[2] - 1
     k = np.zeros((P, J), np.int64)

@@ -29,7 +29,7 @@ from pymoo.core.sampling import Sampling
 from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
 
-from .ga_breeding import apply_mutations
+from .ga_breeding import mutate_rows
 from .ga_kernels import refill_rows, repair_rows
 
 
@@ -86,8 +86,7 @@ def repair(pop: ArrayIn, data: RepairData, rng: np.random.Generator) -> Array:
     """
     d, pr = data, data.pr
     a = np.maximum(np.asarray(pop, dtype=np.int64), 0)
-    u = rng.random(a.shape[:2])
-    repair_rows(a, u, rng, pr.node_type, pr.node_capacity, pr.current, d.onehot, d.type_ok, pr.min_gpus,
+    repair_rows(a, rng, pr.node_type, pr.node_capacity, pr.current, d.onehot, d.type_ok, pr.min_gpus,
                 d.table, bool(pr.interference_avoidance), *d.refill_args)
     return a
 
@@ -157,33 +156,13 @@ def initial_population(data: RepairData, seeds: Iterable[ArrayIn], n_samples: in
 def mutate(pop: Array, data: RepairData, rng: np.random.Generator, rate: float) -> Array:
     """Row-wise mutation: each row is hit with probability ``rate``; a hit row is reset to the current
     allocation, has each entry zeroed with probability 1/2, or grows by 1 to a node's capacity on a random
-    node (one of the three at random). Random numbers are drawn only for the rows hit
-    (:func:`mutation_draws`); they are applied by a compiled loop
-    (:func:`goodopt.solvers.ga_breeding.apply_mutations`).
-    Shapes: (P, J, N) -> (P, J, N) (new array)."""
+    node (one of the three at random). Random numbers are drawn only for the rows hit: one uniform per row
+    (hit when below ``rate``), one operation per hit row, one uniform per entry of each row to zero, then per
+    row to grow its node and the GPUs it gains; a compiled loop draws and applies them
+    (:func:`goodopt.solvers.ga_breeding.mutate_rows`). Shapes: (P, J, N) -> (P, J, N) (new array)."""
     a = np.array(pop, dtype=np.int64)
-    mutate_in_place(a, data, rng, rate)
+    mutate_rows(a, rng, rate, data.pr.node_capacity, data.pr.current)
     return a
-
-
-def mutate_in_place(a: Array, data: RepairData, rng: np.random.Generator, rate: float) -> None:
-    """:func:`mutate` on ``a`` itself (int64). Shapes: a (P, J, N)."""
-    P, J, N = a.shape
-    apply_mutations(a, *mutation_draws(P, J, N, data.pr.node_capacity, rng, rate), data.pr.current)
-
-
-def mutation_draws(P: int, J: int, N: int, capacity: Array, rng: np.random.Generator,
-                   rate: float) -> tuple[Array, Array, Array, Array, Array, Array]:
-    """The random numbers of one mutation of ``P`` members, in the order they are drawn: which rows are hit
-    (``hp``, ``hj``: one uniform per row, below ``rate``), each hit's operation (0 reset, 1 zero entries, 2 grow),
-    one uniform per entry of each row to zero, and per row to grow its node and the GPUs it gains
-    (1 to the node's capacity). Shapes: capacity (N,) -> (H,), (H,), (H,), (H1, N), (H2,), (H2,)."""
-    hp, hj = np.nonzero(rng.random((P, J)) < rate)
-    op = rng.integers(0, 3, size=len(hp))
-    zero_u = rng.random((int(np.count_nonzero(op == 1)), N))
-    node = rng.integers(0, N, size=int(np.count_nonzero(op == 2)))
-    add = rng.integers(1, capacity[node] + 1)
-    return hp, hj, op, zero_u, node, add
 
 
 class AllocationMutation(Mutation):  # type: ignore[misc]  # pymoo publishes no types

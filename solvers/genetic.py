@@ -43,7 +43,7 @@ from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
 from .config_ga import evolve
-from .ga_breeding import breed, gather
+from .ga_breeding import gather, offspring_rows
 from .ga_operators import (
     AllocationMutation,
     AllocationRepair,
@@ -51,7 +51,6 @@ from .ga_operators import (
     RepairData,
     RowCrossover,
     initial_population,
-    mutate_in_place,
     repair,
 )
 from .options import GaOptions, Nsga2Options, stall_for
@@ -198,16 +197,11 @@ def _offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generato
                rate: float) -> Array:
     """One generation's children before repair: binary tournaments, row crossover
     (:func:`~goodopt.solvers.ga_operators.row_crossover`'s draws), then mutation
-    (:func:`~goodopt.solvers.ga_operators.mutate`'s), as compiled loops (:mod:`goodopt.solvers.ga_breeding`) on
-    the random numbers those statements draw, in their order. Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
-    P, J = pop.shape[:2]
-    n_pairs = (P + 1) // 2
-    cand = rng.integers(0, P, size=(2, 2 * n_pairs))  # binary tournaments
-    mask_u = rng.random((n_pairs, J))  # row_crossover's draws
-    cross_u = rng.random(n_pairs)
-    kids = breed(pop, fit, cand, mask_u, cross_u, crossover_prob, P)
-    mutate_in_place(kids, data, rng, rate)
-    return kids
+    (:func:`~goodopt.solvers.ga_operators.mutate`'s), as one compiled call
+    (:func:`goodopt.solvers.ga_breeding.offspring_rows`) drawing the numbers those statements draw, in their
+    order. Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
+    pr = data.pr
+    return offspring_rows(pop, fit, rng, crossover_prob, rate, pr.node_capacity, pr.current)
 
 
 def _row_bytes(pop: Array) -> list[bytes]:

@@ -213,3 +213,29 @@ def test_the_survivors_and_the_score_keys_are_gathered_as_the_arrays_would_be():
             for j in range(len(a)):
                 assert (keys[i] == keys[j]) == bool(np.array_equal(a[i], a[j]))
     assert len(_row_bytes(np.full((1, 2, 2), 255))[0]) != len(_row_bytes(np.full((1, 2, 2), 256))[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), pop_size=st.integers(0, 30), n_jobs=st.integers(1, 9),
+       capacities=st.lists(st.integers(1, 16), min_size=1, max_size=9), rate=st.sampled_from([0.0, 0.3, 1.0]))
+def test_the_compiled_mutation_draws_numpys_numbers_on_any_node_sizes(seed, pop_size, n_jobs, capacities, rate):
+    # The compiled mutation draws its numbers with numba's generator methods; they must be numpy's for the same
+    # state, one GPU count per grown row up to that node's capacity (1-GPU nodes draw from a single value),
+    # and leave the generator where the statement leaves it.
+    from types import SimpleNamespace
+
+    from goodopt.solvers.ga_breeding import mutate_rows
+
+    from . import ga_reference
+
+    g = np.random.default_rng(seed)
+    capacity = np.array(capacities, dtype=np.int64)
+    current = g.integers(0, 3, size=(n_jobs, len(capacity)))
+    pop = g.integers(-1, 5, size=(pop_size, n_jobs, len(capacity)))
+    data = SimpleNamespace(pr=SimpleNamespace(node_capacity=capacity, current=current))
+    r_ref, r_new = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    expected = ga_reference.mutate(pop, data, r_ref, rate)
+    got = pop.copy()
+    mutate_rows(got, r_new, rate, capacity, current)
+    assert np.array_equal(got, expected)
+    assert r_new.random() == r_ref.random()

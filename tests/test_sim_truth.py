@@ -4,6 +4,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from goodopt import goodput as gp
 from goodopt.fitting import fit_observed
@@ -22,6 +24,23 @@ def truth():
 
 
 # ------------------------------------------------------------------ truth
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(st.sampled_from([1.0, 2.0, 3.0, 8.0, 32.0, np.nan]), min_size=1, max_size=8),
+       seed=st.integers(0, 2**32 - 1))
+def test_a_measured_line_is_the_group_mean_of_its_rows(batches, seed):
+    # A placement's line is pandas' per-batch mean, sorted by batch, whether the batches repeat (then averaged
+    # the pandas way, to the last bit) or not (then only sorted): the same arrays either way.
+    from goodopt.sim.truth import _line
+
+    g = np.random.default_rng(seed)
+    df = pd.DataFrame({"local_bsz": batches, "step_time": g.random(len(batches)) / 3,
+                       "sync_time": g.random(len(batches)) / 7})
+    stated = df.sort_values("local_bsz").groupby("local_bsz", as_index=False)[["step_time", "sync_time"]].mean()
+    got = _line(df)
+    for got_col, name in zip(got, ("local_bsz", "step_time", "sync_time")):
+        assert np.array_equal(got_col, stated[name].to_numpy(float), equal_nan=True)
+
+
 def test_canonical_placement_is_the_smallest_rotation():
     assert canonical_placement((0, 2, 1, 0, 3)) == "132"
     assert canonical_placement((3, 1, 2)) == "123"

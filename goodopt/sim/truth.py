@@ -242,8 +242,14 @@ class TraceAppTruth(AppTruth):
 
 
 def _line(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    d = df.sort_values("local_bsz")
-    g = d.groupby("local_bsz", as_index=False)[["step_time", "sync_time"]].mean()
+    """One placement's measured line: per distinct per-GPU batch (ascending) the mean step and sync time.
+    The traces measure each batch once per placement, so the rows are only sorted (pandas' group mean, used
+    where a batch repeats, would return each lone value unchanged)."""
+    m = df["local_bsz"].to_numpy(float)
+    order = np.argsort(m, kind="stable")
+    if not np.isnan(m).any() and np.all(np.diff(m[order]) > 0):
+        return m[order], df["step_time"].to_numpy(float)[order], df["sync_time"].to_numpy(float)[order]
+    g = df.sort_values("local_bsz").groupby("local_bsz", as_index=False)[["step_time", "sync_time"]].mean()
     return g["local_bsz"].to_numpy(float), g["step_time"].to_numpy(float), g["sync_time"].to_numpy(float)
 
 
