@@ -104,9 +104,13 @@ def _cap_rows(a: Array, limit: Array) -> None:
 def _fit_nodes(a: Array, key: Array, node_capacity: Array) -> None:
     """On every over-full node the jobs keep their GPUs in ascending ``key`` order while they fit."""
     J, N = a.shape
+    used = np.zeros(N, np.int64)
+    for j in range(J):
+        for n in range(N):
+            used[n] += a[j, n]
     order = np.empty(0, np.int64)
     for n in range(N):
-        if a[:, n].sum() <= node_capacity[n]:
+        if used[n] <= node_capacity[n]:
             continue
         if len(order) == 0:
             order = np.argsort(key)
@@ -129,14 +133,20 @@ def _one_multi_node_job(a: Array, key: Array) -> None:
         for n in range(N):
             used += a[j, n] > 0
         multi[j] = used > 1
-    for n in range(N):
-        keeper, best = -1, np.inf
-        for j in range(J):
-            if multi[j] and a[j, n] > 0 and key[j] < best:
-                keeper, best = j, key[j]
-        for j in range(J):
-            if multi[j] and a[j, n] > 0 and j != keeper:
-                a[j, n] = 0
+    if not multi.any():
+        return
+    keeper = np.full(N, -1, np.int64)  # per node the multi-node job of lowest key (the first on ties)
+    best = np.full(N, np.inf)
+    for j in range(J):
+        if multi[j]:
+            for n in range(N):
+                if a[j, n] > 0 and key[j] < best[n]:
+                    keeper[n], best[n] = j, key[j]
+    for j in range(J):
+        if multi[j]:
+            for n in range(N):
+                if a[j, n] > 0 and j != keeper[n]:
+                    a[j, n] = 0
 
 
 @_jit
@@ -152,9 +162,14 @@ def refill_rows(a: Array, k: Array, nodes: Array, rng: np.random.Generator, node
     kept = np.zeros((P, J), np.bool_)
     for p in range(P):
         for n in range(N):
-            free[p, n] = node_capacity[n] - a[p, :, n].sum()
+            free[p, n] = node_capacity[n]
         for j in range(J):
-            node_of[p, j] = np.argmax(a[p, j])
+            top = 0  # the row's first largest node, as np.argmax
+            for n in range(N):
+                free[p, n] -= a[p, j, n]
+                if a[p, j, n] > a[p, j, top]:
+                    top = n
+            node_of[p, j] = top
             if has_kept:
                 kept[p, j] = _same(a[p, j], current[j])
     started = np.full((P, J), -1, np.int64)  # the pass in which an idle job started
