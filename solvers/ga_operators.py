@@ -67,6 +67,9 @@ class RepairData:
         self.refill_args = (self.need_clip, self.limit, self.single_ok, self.util_single,
                             self.util_single if self.util_kept is None else self.util_kept,
                             self.util_kept is not None, self.gain_start, self.start_gains, self.max_passes)
+        # the repair kernel's arguments after the generator
+        self.repair_args = (pr.node_type, pr.node_capacity, pr.current, self.onehot, self.type_ok, pr.min_gpus,
+                            self.table, bool(pr.interference_avoidance), *self.refill_args)
 
 
 def repair(pop: ArrayIn, data: RepairData, rng: np.random.Generator) -> Array:
@@ -84,10 +87,8 @@ def repair(pop: ArrayIn, data: RepairData, rng: np.random.Generator) -> Array:
 
     Shapes: pop (P, J, N) int -> (P, J, N) int64 (a new array).
     """
-    d, pr = data, data.pr
     a = np.maximum(np.asarray(pop, dtype=np.int64), 0)
-    repair_rows(a, rng, pr.node_type, pr.node_capacity, pr.current, d.onehot, d.type_ok, pr.min_gpus,
-                d.table, bool(pr.interference_avoidance), *d.refill_args)
+    repair_rows(a, rng, *data.repair_args)
     return a
 
 

@@ -43,7 +43,7 @@ from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
 from .config_ga import evolve
-from .ga_breeding import gather, offspring_rows
+from .ga_breeding import children_rows, gather, offspring_rows
 from .ga_operators import (
     AllocationMutation,
     AllocationRepair,
@@ -51,7 +51,6 @@ from .ga_operators import (
     RepairData,
     RowCrossover,
     initial_population,
-    repair,
 )
 from .options import GaOptions, Nsga2Options, stall_for
 from .result import MethodOutcome, Termination
@@ -204,6 +203,14 @@ def _offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generato
     return offspring_rows(pop, fit, rng, crossover_prob, rate, pr.node_capacity, pr.current)
 
 
+def _children(pop: Array, fit: Array, data: RepairData, rng: np.random.Generator, crossover_prob: float,
+              rate: float) -> Array:
+    """One generation's children, repaired: ``repair(_offspring(...))`` as one compiled call
+    (:func:`goodopt.solvers.ga_breeding.children_rows`), the same draws in the same order.
+    Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
+    return children_rows(pop, fit, rng, crossover_prob, rate, *data.repair_args)
+
+
 def _row_bytes(pop: Array) -> list[bytes]:
     """Each member's cells as bytes, made in one call through a view of each member as one opaque item: one
     byte a cell when every cell of ``pop`` lies in 0..255 (as after repair; hashing the keys was most of a
@@ -240,7 +247,7 @@ def _solve_numpy(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptio
         if deadline is not None and time.perf_counter() >= deadline:
             status = Termination.TIME_LIMIT
             break
-        kids = repair(_offspring(pop, fit, data, rng, opts.crossover_prob, rate), data, rng)
+        kids = _children(pop, fit, data, rng, opts.crossover_prob, rate)
         merged_fit = np.concatenate([fit, score(kids)])
         best = np.argsort(-merged_fit, kind="stable")[:P]
         since_best = 0 if merged_fit[best[0]] > fit[0] else since_best + 1

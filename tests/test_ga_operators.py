@@ -177,7 +177,7 @@ def test_compiled_breeding_follows_the_array_statement_draw_for_draw(seed, clust
     # Tournaments, crossover and mutation of one generation (the numpy engine's loop) give the statement's
     # children to the last GPU and leave the generator where it leaves it: odd and even populations, every or
     # no row hit or crossed, fitness with ties and infeasible (-inf) members, negative and over-full cells.
-    from goodopt.solvers.genetic import _offspring
+    from goodopt.solvers.genetic import _children, _offspring
 
     from . import ga_reference
 
@@ -190,6 +190,10 @@ def test_compiled_breeding_follows_the_array_statement_draw_for_draw(seed, clust
     expected = ga_reference.offspring(pop, fit, data, r_ref, crossover_prob, rate)
     assert np.array_equal(_offspring(pop, fit, data, r_new, crossover_prob, rate), expected)
     assert np.array_equal(mutate(pop, data, r_new, rate), ga_reference.mutate(pop, data, r_ref, rate))
+    assert r_new.random() == r_ref.random()
+    # the engine's one call per generation: the children repaired, the same draws in the same order
+    expected = ga_reference.repair(ga_reference.offspring(pop, fit, data, r_ref, crossover_prob, rate), data, r_ref)
+    assert np.array_equal(_children(pop, fit, data, r_new, crossover_prob, rate), expected)
     assert r_new.random() == r_ref.random()
 
 
