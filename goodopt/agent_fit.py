@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 
 import numpy as np
 
@@ -119,11 +120,18 @@ class _Objective:
         self.n_obs = len(m)
         self.optimism = float(optimism)
 
-    def reduced(self, x0: Array, free: Array, scale: Array, u: Array, grad: Array) -> float:
-        """The objective at ``x0`` with ``x0[free] = u * scale[free]``; its gradient in ``u`` written into
-        ``grad`` (:func:`goodopt.agent_objective.reduced_objective_and_gradient`)."""
-        return reduced_objective_and_gradient(self.xa, self.xn, self.none, self.log_c, self.log_s, self.optimism,
-                                              x0, free, scale, np.asarray(u, dtype=float), grad)
+    def reduced(self, x0: Array, free: Array, scale: Array) -> Callable[[Array], tuple[float, Array]]:
+        """The objective at ``x0`` with ``x0[free] = u * scale[free]``, as a function of ``u`` (float64) returning
+        it and its gradient in ``u`` (:func:`goodopt.agent_objective.reduced_objective_and_gradient`, called
+        directly: the searches call it some 140 times per start)."""
+        data = (self.xa, self.xn, self.none, self.log_c, self.log_s, self.optimism, x0, free, scale)
+        n_free = len(free)
+
+        def at(u: Array) -> tuple[float, Array]:
+            grad = np.empty(n_free)
+            return reduced_objective_and_gradient(*data, u, grad), grad
+
+        return at
 
     def __call__(self, p: ArrayIn) -> tuple[float, np.ndarray]:
         grad = np.empty(7)
@@ -185,11 +193,7 @@ def _fit(n: Array, k: Array, m: Array, step: Array, sync: Array, optimism: float
         x[free] = u * scale[free]
         return x
 
-    free_at = np.flatnonzero(free)
-
-    def reduced(u: Array) -> tuple[float, Array]:  # objective(to_x(u)) and its gradient times scale[free], in one compiled call
-        g = np.empty(len(free_at))
-        return objective.reduced(x0, free_at, scale, u, g), g
+    reduced = objective.reduced(x0, np.flatnonzero(free), scale)  # objective(to_x(u)), its gradient in u
 
     if not free.any():
         x = x0

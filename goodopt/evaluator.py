@@ -94,6 +94,17 @@ class Evaluator:
         self.n_evaluations += len(pop)
         return Evaluation(self._fitness(s), s, terms.sum(axis=1).astype(float), k, nodes, gtype)
 
+    def ranked_fitness(self, pop: Any) -> Array:
+        """What a search ranks members by: the fitness, ``-inf`` where the member breaks a rule (the
+        :meth:`evaluate` fields ``where(violation == 0, fitness, -inf)``, without the rest).
+
+        Shapes: (P, J, N) -> (P,).
+        """
+        pop, _ = self._coerce(pop)
+        s, terms = self._counted(pop)[3:]
+        self.n_evaluations += len(pop)
+        return np.where(terms.sum(axis=1) == 0, self._fitness(s), -np.inf)
+
     def speedups(self, pop: Any) -> np.ndarray:
         """Per-job speedups (re-allocation factors applied).
 

@@ -102,6 +102,11 @@ def report(message: str, *args: object, detail: bool = False) -> None:
     PROGRESS.log(logging.DEBUG if detail else logging.INFO, message, *args)
 
 
+def reported(detail: bool = False) -> bool:
+    """Whether a :func:`report` of this kind would be handled (callers skip formatting its arguments if not)."""
+    return PROGRESS.isEnabledFor(logging.DEBUG if detail else logging.INFO)
+
+
 #: Seconds between two progress lines when there is no terminal to hold a status line (a log file, CI).
 PLAIN_EVERY_S = 30.0
 

@@ -40,7 +40,7 @@ from pymoo.termination.max_time import TimeBasedTermination
 from goodopt.arrays import Array
 from goodopt.evaluator import Evaluator
 from goodopt.problem import AllocationProblem
-from goodopt.progress import record_point, report
+from goodopt.progress import record_point, report, reported
 
 from .config_ga import evolve
 from .ga_breeding import children_rows, gather, offspring_rows
@@ -121,8 +121,10 @@ def solve_ga(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptions |
 def _report_generation(gen: int, n_gen: int, best: float) -> None:
     """A progress record per generation (a milestone every tenth of the run), and a trace point."""
     record_point(best)
-    report("generation %d/%d, best fitness %s", gen, n_gen, f"{best:.6g}" if np.isfinite(best) else "none feasible",
-           detail=gen % max(1, n_gen // 10) != 0)
+    detail = gen % max(1, n_gen // 10) != 0
+    if reported(detail):
+        report("generation %d/%d, best fitness %s", gen, n_gen,
+               f"{best:.6g}" if np.isfinite(best) else "none feasible", detail=detail)
 
 
 class _GenerationReport(Callback):  # type: ignore[misc]  # pymoo publishes no types
@@ -187,8 +189,7 @@ class KnownScores:
         for i in [i for i, key in enumerate(keys) if key not in known]:
             new.setdefault(keys[i], i)
         if new:
-            ev = self.evaluator.evaluate(pop[list(new.values())])
-            known.update(zip(new, np.where(ev.violation == 0, ev.fitness, -np.inf).tolist()))
+            known.update(zip(new, self.evaluator.ranked_fitness(pop[list(new.values())]).tolist()))
         return np.fromiter(map(known.__getitem__, keys), dtype=float, count=len(keys))
 
 
