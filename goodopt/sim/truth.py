@@ -204,6 +204,7 @@ class TraceAppTruth(AppTruth):
             sqr[i, :len(df)], var[i, :len(df)] = df["grad_sqr"], df["grad_var"]
             sqr[i, len(df):], var[i, len(df):] = sqr[i, len(df) - 1], var[i, len(df) - 1]
         self._sqr, self._var = sqr, var
+        self._phi_memo: dict[tuple[float, int], float] = {}
         self.times = lru_cache(maxsize=65536)(self._times)  # type: ignore[method-assign]  # per-instance cache
 
     def _times(self, placement: tuple[int, ...], local_bsz: int) -> tuple[float, float]:
@@ -237,8 +238,16 @@ class TraceAppTruth(AppTruth):
         return float(np.interp(x, lb, self._sqr[:, e])), float(np.interp(x, lb, self._var[:, e]))
 
     def phi(self, batch_size: float, epoch: int) -> float:
-        sqr, var = self.stats(batch_size, epoch)
-        return float(gp.phi_from_gradients(sqr, var, self.init_batch_size))
+        """Remembered per (batch size, epoch), as :meth:`AppTruth.gain` is: a running job asks for the same one
+        every round until its epoch or batch size changes."""
+        key = (float(batch_size), int(epoch))
+        value = self._phi_memo.get(key)
+        if value is None:
+            if len(self._phi_memo) >= GAIN_MEMO_SIZE:
+                self._phi_memo.clear()
+            sqr, var = self.stats(batch_size, epoch)
+            value = self._phi_memo[key] = float(gp.phi_from_gradients(sqr, var, self.init_batch_size))
+        return value
 
 
 def _line(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
