@@ -61,6 +61,7 @@ class Evaluator:
         self._realloc = pr.realloc
         self._weights = pr.weights
         self._uniform = bool(np.all(pr.weights == pr.weights[0]))
+        self._ones: dict[tuple[int, ...], Array] = {}
         self._capacity = pr.node_capacity
         self.n_evaluations = 0
 
@@ -79,8 +80,10 @@ class Evaluator:
 
     def _fitness(self, s: Array) -> Array:
         v = self.problem.shifted(s)
-        w = 1.0 if self._uniform else self._weights
-        return _power_mean_last(v, self.problem.p, np.broadcast_to(w, v.shape))
+        w = self._ones.get(v.shape) if self._uniform else np.broadcast_to(self._weights, v.shape)
+        if w is None:  # uniform weights: one read-only array of ones per population shape (the GA asks for few)
+            w = self._ones[v.shape] = np.broadcast_to(1.0, v.shape)
+        return _power_mean_last(v, self.problem.p, w)
 
     # ------------------------------------------------------------ public API
     def evaluate(self, pop: Any) -> Evaluation:
