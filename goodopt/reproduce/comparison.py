@@ -70,7 +70,8 @@ class TaskBatch:
 class Experiment:
     """A named experiment: its sweeps (``specs(traces, quick)``: spec mappings or :class:`TaskBatch`) and its
     comparisons (``compare``); ``curve`` names the metric its figure plots against the setting per policy
-    (None: bars of published vs reproduced)."""
+    (None: bars of published vs reproduced); ``note`` is what a reader of its table should know about a band that
+    depends on more than the code (printed after the table)."""
 
     name: str
     title: str
@@ -79,6 +80,7 @@ class Experiment:
     settings: str
     curve: str | None = None
     published: tuple[PublishedFile, ...] = ()
+    note: str = ""
 
 
 @dataclass(frozen=True)

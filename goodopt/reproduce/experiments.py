@@ -73,5 +73,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                f"a queue of over {GAVEL_MAX_ACTIVE} jobs marks the rate saturated, and so does a window unfinished "
                f"{GAVEL_GRACE_S / 86400:g} days after three times the expected arrival of its last job; the agnostic "
                "variants solve the same policy with every GPU type seen as one; a rate is sustained while the "
-               f"average JCT stays within {SUSTAIN_FACTOR:g}x of the lowest rate's", curve="avg JCT (h)"),
+               f"average JCT stays within {SUSTAIN_FACTOR:g}x of the lowest rate's", curve="avg JCT (h)",
+               note="near saturation the continuous-multiple LAS bands depend on which optimum the LP returns, not "
+               "only on the model: on Gavel's 1/2/4/8-GPU jobs its max-min LP has many optima (interior point and "
+               "simplex reach the same level with some job's time fractions more than half a round apart; "
+               "tests/test_gavel.py::test_las_on_gavels_multi_gpu_jobs_has_many_optima_so_the_lps_method_chooses_"
+               "the_schedule), so the runs marked 'LP at a vertex' repeat the judged ones with only that choice "
+               "changed, unjudged, beside them"),
 )}

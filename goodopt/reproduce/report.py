@@ -49,6 +49,7 @@ def write_report(results: pd.DataFrame, experiments: Iterable[Experiment], secon
             ratio = r.reproduced / r.published if r.published else math.nan
             lines.append(f"| {r.metric} | {r.setting} | {r.policy} | {_num(r.published)} | {_num(r.reproduced)} | "
                          f"{_num(ratio)} | {r.band or '-'} | {r.verdict or '-'} |")
+        lines += ["", f"Note: {exp.note}"] if exp.note else []
         lines += ["", "Sources: " + "; ".join(sorted(set(rows.source))), "",
                   f"![{exp.name}]({exp.name}.png)", ""]
     Path(path).write_text("\n".join(lines))
