@@ -145,12 +145,13 @@ def _capacity_rows(pr: AllocationProblem, cs: ConfigSet, rows: Rows) -> None:
         if len(caps) != 1 or not len(single):
             continue
         funcs = dual_feasible_functions(int(caps[0]))
-        k = np.minimum(cs.n_gpus[single], int(caps[0]))
-        for f in funcs:
-            coef = f[k]
-            on = coef > 0
-            if on.any():
-                rows.add(np.zeros(on.sum()), single[on], coef[on], [-np.inf], [float(n_nodes[g])], "R4")
+        if not funcs:
+            continue
+        coef = np.stack(funcs)[:, np.minimum(cs.n_gpus[single], int(caps[0]))]  # (F, S): one row per function
+        coef = coef[(coef > 0).any(axis=1)]  # functions that weigh none of these configurations add no row
+        at, of = np.nonzero(coef > 0)  # row by row, each in the configurations' order
+        rows.add(at, single[of], coef[at, of], np.full(len(coef), -np.inf), np.full(len(coef), float(n_nodes[g])),
+                 "R4")
 
 
 def dual_feasible_functions(capacity: int) -> list[Array]:

@@ -63,7 +63,8 @@ class ThroughputParams:
 
     def as_array(self) -> np.ndarray:
         """The seven parameters in declaration order. Shapes: () -> (7,)."""
-        return np.array([getattr(self, f.name) for f in fields(self)], dtype=float)
+        return np.array([self.alpha_c, self.beta_c, self.alpha_r, self.beta_r, self.alpha_n, self.beta_n,
+                         self.gamma], dtype=float)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -238,3 +238,10 @@ def test_one_configurations_candidates_are_scored_once_and_answer_as_before():
     other = ThroughputParams(**{**{n: getattr(g.params, n) for n in ThroughputParams.names()}, "gamma": 1.5})
     gp.best_config(other, 4, True, 3000.0, *limits)
     assert len(gp._SCORED_ONE) == 4
+
+
+def test_the_parameter_array_is_in_declaration_order():
+    # as_array lists the seven fields by hand (it runs for every job of every simulation round): the order must
+    # stay the dataclass's, which names() reads.
+    p = ThroughputParams(alpha_c=1.0, beta_c=2.0, alpha_r=3.0, beta_r=4.0, alpha_n=5.0, beta_n=6.0, gamma=7.0)
+    assert p.as_array().tolist() == [getattr(p, name) for name in ThroughputParams.names()]
