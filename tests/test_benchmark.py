@@ -127,3 +127,20 @@ def test_compare_on_the_library_with_an_imported_run(tmp_path, monkeypatch, caps
     assert bool(mine.loc["tiny-0-own", "feasible"]) and mine.loc["tiny-0-own", "primal_gap"] == pytest.approx(0.0)
     assert table["reference"].notna().all() and "Friedman test on primal_integral" in capsys.readouterr().out
     assert "\\toprule" in (tmp_path / "t.tex").read_text()
+
+
+def test_the_backend_table_solves_each_seed_on_each_backend_and_checks_they_agree():
+    # sia-backends: one row per (seed, backend), each certified, the seed's backends agreeing on the fitness, and
+    # a summary row per backend whose worst seed is the slowest of its rows.
+    from goodopt.bench.sia_backends import backend_rows, backend_summary
+
+    rows = backend_rows(seeds=(0, 8), backends=("highs", "scip"))
+    assert [(r["seed"], r["solver"]) for r in rows] == [(0, "highs"), (0, "scip"), (8, "highs"), (8, "scip")]
+    assert all(r["status"] == "optimal" and r["same_fitness"] for r in rows)
+    assert rows[0]["fitness"] == pytest.approx(rows[1]["fitness"], rel=1e-9)
+    assert all(r["ratio_to_sia_ilp"] == pytest.approx(r["cpu_s"] / r["sia_ilp_highs_cpu_s"]) for r in rows)
+    summary = {s["solver"]: s for s in backend_summary(rows)}
+    for name in ("highs", "scip"):
+        mine = [r for r in rows if r["solver"] == name]
+        assert summary[name]["cpu_s_worst"] == max(r["cpu_s"] for r in mine)
+        assert summary[name]["certified"] and summary[name]["same_fitness"] and summary[name]["seeds"] == 2
