@@ -77,14 +77,10 @@ def children_rows(pop: Array, fit: Array, rng: np.random.Generator, prob: float,
                   table: Array, avoidance: bool, need_clip: Array, limit: Array, single_ok: Array,
                   util_single: Array, util_kept: Array, has_kept: bool, gain_start: Array, start_gains: Array,
                   max_passes: int) -> Array:
-    """One generation's children, repaired: :func:`offspring_rows`, negative cells to 0, then
+    """One generation's children, repaired: :func:`offspring_rows`, then
     :func:`goodopt.solvers.ga_kernels.repair_rows` (the arguments after ``rate`` are the repair's), in one call.
     Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
     kids = offspring_rows(pop, fit, rng, prob, rate, node_capacity, current)
-    flat = kids.reshape(-1)
-    for i in range(flat.shape[0]):
-        if flat[i] < 0:
-            flat[i] = 0
     repair_rows(kids, rng, node_type, node_capacity, current, onehot, type_ok, min_gpus, table, avoidance,
                 need_clip, limit, single_ok, util_single, util_kept, has_kept, gain_start, start_gains, max_passes)
     return kids

@@ -87,7 +87,7 @@ def repair(pop: ArrayIn, data: RepairData, rng: np.random.Generator) -> Array:
 
     Shapes: pop (P, J, N) int -> (P, J, N) int64 (a new array).
     """
-    a = np.maximum(np.asarray(pop, dtype=np.int64), 0)
+    a = np.array(pop, dtype=np.int64)  # a new array; the kernel sets negative cells to 0
     repair_rows(a, rng, *data.repair_args)
     return a
 

@@ -43,7 +43,7 @@ from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report, reported
 
 from .config_ga import evolve
-from .ga_breeding import children_rows, gather, offspring_rows
+from .ga_breeding import children_rows, gather
 from .ga_operators import (
     AllocationMutation,
     AllocationRepair,
@@ -193,21 +193,12 @@ class KnownScores:
         return np.fromiter(map(known.__getitem__, keys), dtype=float, count=len(keys))
 
 
-def _offspring(pop: Array, fit: Array, data: RepairData, rng: np.random.Generator, crossover_prob: float,
-               rate: float) -> Array:
-    """One generation's children before repair: binary tournaments, row crossover
-    (:func:`~goodopt.solvers.ga_operators.row_crossover`'s draws), then mutation
-    (:func:`~goodopt.solvers.ga_operators.mutate`'s), as one compiled call
-    (:func:`goodopt.solvers.ga_breeding.offspring_rows`) drawing the numbers those statements draw, in their
-    order. Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
-    pr = data.pr
-    return offspring_rows(pop, fit, rng, crossover_prob, rate, pr.node_capacity, pr.current)
-
-
 def _children(pop: Array, fit: Array, data: RepairData, rng: np.random.Generator, crossover_prob: float,
               rate: float) -> Array:
-    """One generation's children, repaired: ``repair(_offspring(...))`` as one compiled call
-    (:func:`goodopt.solvers.ga_breeding.children_rows`), the same draws in the same order.
+    """One generation's children, repaired: binary tournaments, row crossover
+    (:func:`~goodopt.solvers.ga_operators.row_crossover`'s draws), mutation
+    (:func:`~goodopt.solvers.ga_operators.mutate`'s), then :func:`~goodopt.solvers.ga_operators.repair`'s, as one
+    compiled call (:func:`goodopt.solvers.ga_breeding.children_rows`), the same draws in the same order.
     Shapes: pop (P, J, N), fit (P,) -> (P, J, N)."""
     return children_rows(pop, fit, rng, crossover_prob, rate, *data.repair_args)
 

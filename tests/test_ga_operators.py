@@ -177,7 +177,8 @@ def test_compiled_breeding_follows_the_array_statement_draw_for_draw(seed, clust
     # Tournaments, crossover and mutation of one generation (the numpy engine's loop) give the statement's
     # children to the last GPU and leave the generator where it leaves it: odd and even populations, every or
     # no row hit or crossed, fitness with ties and infeasible (-inf) members, negative and over-full cells.
-    from goodopt.solvers.genetic import _children, _offspring
+    from goodopt.solvers.ga_breeding import offspring_rows
+    from goodopt.solvers.genetic import _children
 
     from . import ga_reference
 
@@ -188,7 +189,7 @@ def test_compiled_breeding_follows_the_array_statement_draw_for_draw(seed, clust
     fit = g.choice([1.0, 2.0, -np.inf], size=pop_size) if ties else g.normal(size=pop_size)
     r_ref, r_new = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
     expected = ga_reference.offspring(pop, fit, data, r_ref, crossover_prob, rate)
-    assert np.array_equal(_offspring(pop, fit, data, r_new, crossover_prob, rate), expected)
+    assert np.array_equal(offspring_rows(pop, fit, r_new, crossover_prob, rate, pr.node_capacity, pr.current), expected)
     assert np.array_equal(mutate(pop, data, r_new, rate), ga_reference.mutate(pop, data, r_ref, rate))
     assert r_new.random() == r_ref.random()
     # the engine's one call per generation: the children repaired, the same draws in the same order

@@ -22,19 +22,12 @@ from ..families import FAMILIES
 from ..scenario import Objective
 from ..solvers.api import solve
 from ..solvers.mip_solvers import SOLVERS, Limits, adapter, missing
-from .mip_solvers import cpu_now
-from .sia_ilp import NODE_LIMIT, REPEATS, TIME_LIMIT_S, sia_ilp_matrix
-from .solvers import least_cpu_of
+from .sia_ilp import NODE_LIMIT, TIME_LIMIT_S, least_cpu, sia_ilp_matrix
 
 FAMILY = "sia-64"
 SEEDS = tuple(range(10))
 #: Relative difference of two backends' fitness still read as the same optimum.
 SAME_FITNESS_RTOL = 1e-9
-
-
-def _least_cpu(run: Callable[[], Any]) -> tuple[float, Any]:
-    best, result, _ = least_cpu_of(run, clock=cpu_now, repeats=REPEATS)
-    return best, result
 
 
 def backend_rows(family: str = FAMILY, seeds: Sequence[int] = SEEDS, backends: Sequence[str] | None = None,
@@ -45,11 +38,11 @@ def backend_rows(family: str = FAMILY, seeds: Sequence[int] = SEEDS, backends: S
     rows: list[dict[str, Any]] = []
     for seed in seeds:
         pr = replace(FAMILIES[family].scenario(seed), objective=Objective.sia()).problem()
-        ilp_cpu, _ = _least_cpu(lambda: adapter("highs").solve(sia_ilp_matrix(pr),  # noqa: B023 -- called at once
+        ilp_cpu, _ = least_cpu(lambda: adapter("highs").solve(sia_ilp_matrix(pr),  # noqa: B023 -- called at once
                                                                Limits(threads=1, time_limit_s=TIME_LIMIT_S)))
         seed_rows = []
         for name in names:
-            cpu, res = _least_cpu(lambda: solve(pr, "milp", {"threads": 1, "node_limit": NODE_LIMIT,  # noqa: B023
+            cpu, res = least_cpu(lambda: solve(pr, "milp", {"threads": 1, "node_limit": NODE_LIMIT,  # noqa: B023
                                                              "solver": name}))
             seed_rows.append({"family": family, "seed": seed, "solver": name, "cpu_s": cpu, "status": str(res.status),
                               "fitness": float(res.fitness), "sia_ilp_highs_cpu_s": ilp_cpu,

@@ -67,7 +67,8 @@ def _rows(mm: Any, keep: np.ndarray) -> Any:
                    names=tuple(mm.names[i] for i in keep), pattern_types=(), aggregate_types=())
 
 
-def _least_cpu(run: Callable[[], Any]) -> tuple[float, Any]:
+def least_cpu(run: Callable[[], Any]) -> tuple[float, Any]:
+    """The least CPU seconds of ``run()`` over :data:`REPEATS` (fewer for a slow one), and its result."""
     best, result, _ = least_cpu_of(run, clock=cpu_now, repeats=REPEATS)
     return best, result
 
@@ -77,13 +78,13 @@ def instance_row(family: str, seed: int) -> dict[str, Any]:
     from ..solvers.mip_solvers import Limits, adapter
 
     pr = replace(FAMILIES[family].scenario(seed), objective=Objective.sia()).problem()
-    g_cpu, res = _least_cpu(lambda: solve(pr, "milp", {"threads": 1, "node_limit": NODE_LIMIT}))
+    g_cpu, res = least_cpu(lambda: solve(pr, "milp", {"threads": 1, "node_limit": NODE_LIMIT}))
     mm = sia_ilp_matrix(pr)
     row: dict[str, Any] = {"family": family, "seed": seed, "goodopt_cpu_s": g_cpu, "goodopt_status": str(res.status),
                            "goodopt_configs": res.extra.get("n_configs"), "sia_configs": mm.n_configs}
     for name in BASELINE_SOLVERS:
         limits = Limits(threads=1, time_limit_s=TIME_LIMIT_S)
-        cpu, (out, _) = _least_cpu(lambda: adapter(name).solve(mm, limits))  # noqa: B023 -- called at once
+        cpu, (out, _) = least_cpu(lambda: adapter(name).solve(mm, limits))  # noqa: B023 -- called at once
         row.update({f"sia_ilp_{name}_cpu_s": cpu, f"sia_ilp_{name}_status": str(out.termination),
                     f"ratio_to_{name}": g_cpu / cpu})
     return row

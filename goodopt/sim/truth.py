@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -116,16 +116,9 @@ class AppTruth:
         sizes are asked for every round (Optimus's and Tiresias's remaining-time estimates, the engine's
         progress), so each is interpolated once.
         """
-        memo = self.__dict__.setdefault("_gain_memo", {})
-        key = (float(batch_size), int(epoch))
-        value = memo.get(key)
-        if value is None:
-            if len(memo) >= GAIN_MEMO_SIZE:
-                memo.clear()
-            m0 = self.init_batch_size
-            scale = batch_size / m0
-            value = memo[key] = float(scale * gp.efficiency(batch_size, self.phi(batch_size, epoch), m0))
-        return value
+        m0 = self.init_batch_size
+        return remembered(self.__dict__.setdefault("_gain_memo", {}), (float(batch_size), int(epoch)),
+                          lambda: float(batch_size / m0 * gp.efficiency(batch_size, self.phi(batch_size, epoch), m0)))
 
     def iteration_time(self, placement: tuple[int, ...], local_bsz: int, accum_steps: int) -> float:
         """Seconds per optimiser iteration with ``accum_steps`` extra micro-batches."""
@@ -240,14 +233,19 @@ class TraceAppTruth(AppTruth):
     def phi(self, batch_size: float, epoch: int) -> float:
         """Remembered per (batch size, epoch), as :meth:`AppTruth.gain` is: a running job asks for the same one
         every round until its epoch or batch size changes."""
-        key = (float(batch_size), int(epoch))
-        value = self._phi_memo.get(key)
-        if value is None:
-            if len(self._phi_memo) >= GAIN_MEMO_SIZE:
-                self._phi_memo.clear()
-            sqr, var = self.stats(batch_size, epoch)
-            value = self._phi_memo[key] = float(gp.phi_from_gradients(sqr, var, self.init_batch_size))
-        return value
+        return remembered(self._phi_memo, (float(batch_size), int(epoch)),
+                          lambda: float(gp.phi_from_gradients(*self.stats(batch_size, epoch), self.init_batch_size)))
+
+
+def remembered(memo: dict[tuple[float, int], float], key: tuple[float, int], compute: Callable[[], float]) -> float:
+    """``memo[key]``, computed by ``compute()`` the first time (the memo is emptied once it holds
+    :data:`GAIN_MEMO_SIZE` values)."""
+    value = memo.get(key)
+    if value is None:
+        if len(memo) >= GAIN_MEMO_SIZE:
+            memo.clear()
+        value = memo[key] = compute()
+    return value
 
 
 def _line(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
