@@ -97,20 +97,22 @@ def _drive(fun: ValueAndGradient, x0: Array, lower: Array, upper: Array, maxiter
     n, m = x.size, maxcor
     low, up, kind = _bounds(lower, upper)
     f, g = fun(x.copy())  # scipy evaluates at the start first, and counts it
-    nfev, at = 1, x.copy()
+    g = np.array(g, dtype=np.float64)  # scipy copies the gradient before each call; one copy per evaluation is
+    nfev, at = 1, x.tolist()  # the same (setulb reads the copy it is given, whatever it did to the last one)
     wa = np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m, np.float64)
     iwa = np.zeros(3 * n, np.int32)
     task, ln_task, lsave = np.zeros(2, np.int32), np.zeros(2, np.int32), np.zeros(4, np.int32)
     isave, dsave = np.zeros(44, np.int32), np.zeros(29, np.float64)
     factr, nit = ftol / np.finfo(float).eps, 0
     while True:
-        g = np.asarray(g).astype(np.float64)
         _lbfgsb.setulb(m, x, low, up, kind, f, g, factr, gtol, wa, iwa, task, lsave, isave, dsave, maxls,
                        ln_task)
         if task[0] == _TASK_FG:
-            if not (x == at).all():  # np.array_equal's test (same shapes here) without its wrapper
+            # np.array_equal's test: the lists compare element by element as floats (NaN unequal, -0.0 == 0.0)
+            if x.tolist() != at:
                 f, g = fun(x.copy())
-                nfev, at = nfev + 1, x.copy()
+                g = np.array(g, dtype=np.float64)
+                nfev, at = nfev + 1, x.tolist()
         elif task[0] == _TASK_NEW_X:
             nit += 1
             if nit >= maxiter:

@@ -309,3 +309,19 @@ def _sort_best_first(bucket: Array, lo: int, hi: int, score: Array, mj: Array) -
             bucket[y + 1] = bucket[y]
             y -= 1
         bucket[y + 1] = c
+
+
+@_jit
+def byte_cells(a: Array) -> tuple[Array, bool]:
+    """Each member's cells as one byte each, row after row, and whether every cell lies in 0..255 (the bytes are
+    meaningless when not). Shapes: a (P, J, N) integers -> (P, J * N) uint8, bool."""
+    P, J, N = a.shape
+    out = np.empty((P, J * N), np.uint8)
+    for p in range(P):
+        for j in range(J):
+            for n in range(N):
+                v = a[p, j, n]
+                if v < 0 or v > 255:
+                    return out, False
+                out[p, j * N + n] = v
+    return out, True

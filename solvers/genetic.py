@@ -44,6 +44,7 @@ from goodopt.progress import record_point, report, reported
 
 from .config_ga import evolve
 from .ga_breeding import children_rows, gather
+from .ga_kernels import byte_cells
 from .ga_operators import (
     AllocationMutation,
     AllocationRepair,
@@ -210,9 +211,12 @@ def _row_bytes(pop: Array) -> list[bytes]:
     share a key. Shapes: (P, J, N) -> P."""
     if pop.size == 0:
         return [row.tobytes() for row in pop]
-    if pop.dtype.kind in "iu" and pop.min() >= 0 and pop.max() <= 255 and pop.itemsize > 1:
-        pop = pop.astype(np.uint8)
-    rows = np.ascontiguousarray(pop).reshape(len(pop), -1)
+    rows = None
+    if pop.dtype.kind in "iu" and pop.itemsize > 1 and pop.ndim == 3:
+        small, fits = byte_cells(pop)  # one compiled pass instead of a minimum, a maximum and a cast
+        rows = small if fits else None
+    if rows is None:
+        rows = np.ascontiguousarray(pop).reshape(len(pop), -1)
     # a void item's tolist() is its bytes (numpy types it as bytes or a tuple, the tuple being for structured items)
     return cast(list[bytes], rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist())
 
