@@ -214,6 +214,11 @@ def test_the_quick_reproduction_writes_a_complete_report(traces, tmp_path):
     report = (tmp_path / "r" / "report.md").read_text()
     assert "quick mode" in report and "Sia SOSP'23, Table 3" in report and "Gavel OSDI'20" in report
     assert report.count("CPU time of its tasks") == len(EXPERIMENTS)
+    # every task once: at least each experiment's own tasks, less than their sum (Fig. 8 and the sensitivity
+    # runs share Pollux's default run)
+    per_experiment = meta["cpu_seconds"]
+    assert max(per_experiment.values()) <= meta["task_cpu_s"] < sum(per_experiment.values())
+    assert f"each counted once: {meta['task_cpu_s']:.0f} s" in report
     from goodopt.provenance import math_paths
 
     assert f"{math_paths()}." in report and meta["math"] == math_paths()  # which arithmetic made the rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from rich.table import Table
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     con.print(t)
     con.print(f"wrote {rep.out / 'report.md'}, results.csv and a figure per experiment; "
               f"{rep.seconds['all']:.0f} s of wall time for every task in one pool"
+              + (f", {rep.task_cpu_s:.0f} s of CPU (each task once)" if math.isfinite(rep.task_cpu_s) else "")
               + ("; CPU time of each experiment's tasks: " + ", ".join(f"{k} {v:.0f} s" for k, v in
                                                                       rep.cpu_seconds.items())
                  if rep.cpu_seconds else ""))

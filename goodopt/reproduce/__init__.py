@@ -17,6 +17,7 @@ processes or Dask) and writes, all together when every experiment has run
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Iterable
@@ -46,13 +47,15 @@ log = logging.getLogger(__name__)
 class Reproduction:
     """What :func:`reproduce` ran and found: one row per comparison, and wall times (``seconds["all"]``: every
     task, in one pool; per experiment: reading its tables and comparing); ``cpu_seconds``: per experiment, the
-    CPU time its tasks took (tasks served from the cache count what they took when computed)."""
+    CPU time its tasks took (tasks served from the cache count what they took when computed; a task two
+    experiments share counts in both); ``task_cpu_s``: the CPU time of every distinct task, each counted once."""
 
     results: pd.DataFrame
     seconds: dict[str, float]
     quick: bool
     out: Path
     cpu_seconds: dict[str, float] = field(default_factory=dict)
+    task_cpu_s: float = math.nan
 
 
 def reproduce(names: Iterable[str] | None = None, *, out: str | os.PathLike[str] = "reproduce_out",
@@ -73,7 +76,7 @@ def reproduce(names: Iterable[str] | None = None, *, out: str | os.PathLike[str]
     seconds: dict[str, float] = {}
     cpu: dict[str, float] = {}
     t0 = time.perf_counter()
-    _compute_all(names, root, out, quick, workers=workers, dask=dask, progress=progress)
+    task_cpu_s = _compute_all(names, root, out, quick, workers=workers, dask=dask, progress=progress)
     seconds["all"] = time.perf_counter() - t0
     with output_set() as files:
         for name in names:
@@ -89,12 +92,13 @@ def reproduce(names: Iterable[str] | None = None, *, out: str | os.PathLike[str]
         results = pd.DataFrame(rows)
         # stamped (machine, date, commit) as a benchmark table is: docs/data/reproduce.csv is this file
         write_table_into(files, results, out / "results.csv", experiments=names, quick=quick, seconds=seconds,
-                         cpu_seconds=cpu, **stamp())
+                         cpu_seconds=cpu, task_cpu_s=task_cpu_s, **stamp())
         for name in names:
             write_figure(results[results.experiment == name], EXPERIMENTS[name], files.path(out / f"{name}.png"),
                          quick=quick)
-        write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"), cpu)
-    return Reproduction(results, seconds, quick, out, cpu)
+        write_report(results, [EXPERIMENTS[n] for n in names], seconds, quick, files.path(out / "report.md"), cpu,
+                     task_cpu_s)
+    return Reproduction(results, seconds, quick, out, cpu, task_cpu_s)
 
 
 def all_tasks(names: Iterable[str], root: Path, quick: bool) -> list[Any]:
@@ -110,14 +114,16 @@ def all_tasks(names: Iterable[str], root: Path, quick: bool) -> list[Any]:
     return longest_first(tasks)
 
 
-def _compute_all(names: list[str], root: Path, out: Path, quick: bool, **run: Any) -> None:
+def _compute_all(names: list[str], root: Path, out: Path, quick: bool, **run: Any) -> float:
     """Every task of the experiments ``names`` in one pool, the longest first (by
     :func:`~goodopt.runs.tasks.estimated_cpu_s`), into the cache ``out/cache``, from which the experiments then
-    read their tables: the workers stay busy to the end instead of idling through each sweep's last task."""
+    read their tables: the workers stay busy to the end instead of idling through each sweep's last task.
+    Returns the CPU time of these tasks, each counted once (cached ones count what they took when computed)."""
     ordered = all_tasks(names, root, quick)
     log.info("%d tasks of %d experiment(s), estimated %.0f s of CPU", len(ordered), len(names),
              sum(map(estimated_cpu_s, ordered)))
-    run_tasks(ordered, "all experiments", cache_dir=out / "cache", **run)
+    table, _, _ = run_tasks(ordered, "all experiments", cache_dir=out / "cache", **run)
+    return float(table["cpu_s"].fillna(0).sum()) if "cpu_s" in table else math.nan
 
 
 def _run_experiment(exp: Experiment, root: Path, out: Path, files: OutputSet, **run: Any) -> dict[str, pd.DataFrame]:

@@ -23,7 +23,7 @@ def _num(v: float) -> str:
 
 
 def write_report(results: pd.DataFrame, experiments: Iterable[Experiment], seconds: dict[str, float], quick: bool,
-                 path: Path, cpu_seconds: dict[str, float] | None = None) -> Path:
+                 path: Path, cpu_seconds: dict[str, float] | None = None, task_cpu_s: float = math.nan) -> Path:
     """``report.md``: per experiment its settings, then published vs reproduced with bands and verdicts."""
     lines = ["# Reproducing the papers' headline numbers", "",
              f"goodopt {__version__}; " + ("**quick mode**: one workload per setting and a short Gavel trace, so the "
@@ -33,7 +33,8 @@ def write_report(results: pd.DataFrame, experiments: Iterable[Experiment], secon
                                           "result, Gavel's simulator on the same window)." if quick else "full mode."), "",
              f"Wall time of the whole run: {seconds.get('all', math.nan):.0f} s (every experiment's tasks in one pool, "
              "the longest first)"
-             + (f"; CPU time of all tasks: {sum(cpu_seconds.values()):.0f} s." if cpu_seconds else "."), "",
+             + (f"; CPU time of all tasks, each counted once: {task_cpu_s:.0f} s (an experiment's own figure "
+                "below counts again the tasks it shares with another)." if math.isfinite(task_cpu_s) else "."), "",
              f"Arithmetic (what this process's code paths were; GOODOPT_MATH=portable pins them): {math_paths()}. "
              "The rows repeat to the last digit only on the same arithmetic.", ""]
     for exp in experiments:
