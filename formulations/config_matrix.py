@@ -32,8 +32,8 @@ from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet, type_layout
 from .matrix import MatrixModel, Rows
-from .objective import ScaledObjective
 from .pattern_block import PatternBlock, pattern_block
+from .scaled_objective import ScaledObjective
 
 
 def config_matrix(problem: AllocationProblem, configs: ConfigSet, objective: ScaledObjective | None, *,

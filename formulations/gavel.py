@@ -115,7 +115,7 @@ import numpy as np
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.errors import ValidationError
-from goodopt.gavel.matrix import ThroughputMatrix
+from goodopt.gavel.throughput_matrix import ThroughputMatrix
 from goodopt.lazy_import import LazyModule
 
 from .matrix import CscArrays, MatrixModel

@@ -27,7 +27,7 @@ Objective (linear in z)::
                                   Σ_j y_j = 1,  y_j ∈ {0, 1}
 
 ``a_c = w_j bc_p((S_c + eps) / r)`` and ``a_j^0 = w_j bc_p(e0 / r)`` are the
-Box-Cox terms of :mod:`goodopt.formulations.objective` for a reference
+Box-Cox terms of :mod:`goodopt.formulations.scaled_objective` for a reference
 fitness ``r`` (``bc_p(x) = (x^p - 1) / p``, ``log x`` at p = 0): they order
 allocations exactly as ``Σ_j w_j (S_j + eps)^p`` does (in its sense) but stay
 in floating-point range at any p, and (0d)/(0e) drop options whose single
@@ -113,7 +113,7 @@ from goodopt.problem import AllocationProblem
 
 from .config_matrix import dual_feasible_functions, multi_node_need
 from .configs import ConfigSet, choice_from_values, match_configs, rounded_from_values, type_layout
-from .objective import ScaledObjective, reference_fitness, scaled_objective
+from .scaled_objective import ScaledObjective, reference_fitness, scaled_objective
 
 if TYPE_CHECKING:
     import pyomo.environ as pyo
@@ -136,7 +136,7 @@ def build_model(problem: AllocationProblem, configs: ConfigSet, *, level: str = 
 
     ``fixed_choice`` (J,) of config indices (-1 = none) fixes z, turning the
     placement level into a feasibility check of that choice. ``objective``
-    gives the finite-p coefficients (:mod:`goodopt.formulations.objective`);
+    gives the finite-p coefficients (:mod:`goodopt.formulations.scaled_objective`);
     by default they are scaled to :func:`reference_fitness` without pruning.
 
     The model carries ``_goodopt`` metadata: its level and sizes.

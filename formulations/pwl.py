@@ -4,7 +4,7 @@ For every job ``j`` and *class* ``q = (g, m)`` (GPU type, multi-node flag)
 with move configurations, the job's objective term as a function of its GPU
 count ``n`` is the step function ``f_q(n) = u(max{S_c : c ∈ q, k_c <= n})``
 (``u(S) = w_j bc_p((S + eps) / r)``, the scaled Box-Cox term of the exact
-MILP, :mod:`goodopt.formulations.objective`; ``S + eps`` for p = -inf). It is replaced by
+MILP, :mod:`goodopt.formulations.scaled_objective`; ``S + eps`` for p = -inf). It is replaced by
 its linear interpolation through breakpoints ``b_0 = k_min < ... < b_K =
 k_max`` (user-chosen count, uniform or adaptive spacing). HiGHS has no SOS
 constraints, so the interpolation uses the lambda form with segment binaries.
@@ -62,7 +62,7 @@ from goodopt.problem import AllocationProblem
 
 from .configs import ConfigSet, type_layout
 from .milp import constraint
-from .objective import ScaledObjective, box_cox, reference_fitness, scaled_objective
+from .scaled_objective import ScaledObjective, box_cox, reference_fitness, scaled_objective
 
 if TYPE_CHECKING:
     import pyomo.environ as pyo

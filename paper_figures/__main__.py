@@ -30,7 +30,7 @@ from goodopt.progress import PROGRESS, plain_progress
 from goodopt.runs.execute import kept_workers
 from goodopt.runs.sweep import longest_first, run_cached
 
-from . import experiments, specs
+from . import specs, steps
 from .figures import FIGURES
 
 log = logging.getLogger(__name__)
@@ -105,14 +105,14 @@ def _run(args: argparse.Namespace, out: Path, con: Console) -> int:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=con, disable=args.quiet, transient=False) as bar, \
             kept_workers(1 if args.plot_only else workers):
-        ctx = experiments.Context(tables=tables, cache=cache, scale=args.scale,
-                                  traces=experiments.find_traces(args.traces), workers=workers,
+        ctx = steps.Context(tables=tables, cache=cache, scale=args.scale,
+                                  traces=steps.find_traces(args.traces), workers=workers,
                                   progress=bar if not args.quiet else False)
         if not args.plot_only:
             run_all_tasks(ctx, ids)
         tasks_s = round(time.perf_counter() - start, 1)
-        steps = sum(len(FIGURES[i].plots) + (0 if args.plot_only else 1) for i in ids)
-        task = bar.add_task("figures", total=steps)
+        n_steps = sum(len(FIGURES[i].plots) + (0 if args.plot_only else 1) for i in ids)
+        task = bar.add_task("figures", total=n_steps)
         for fid in ids:
             fig = FIGURES[fid]
             t0 = time.perf_counter()
@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace, out: Path, con: Console) -> int:
     return 0
 
 
-def run_all_tasks(ctx: experiments.Context, ids: Sequence[str]) -> int:
+def run_all_tasks(ctx: steps.Context, ids: Sequence[str]) -> int:
     """Every cacheable task of the figures ``ids`` in one pool, the longest first, into the cache the
     experiments then read: the workers stay busy to the end instead of idling through each sweep's last
     task. Returns how many were computed now."""

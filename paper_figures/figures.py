@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import experiments as ex
 from . import library_bench as lb
 from . import plot_model, plot_pareto, plot_simulation, plot_solvers
+from . import steps as ex
 
 
 @dataclass(frozen=True)

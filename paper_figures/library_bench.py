@@ -23,7 +23,7 @@ from goodopt.runs.plots import draw_critical_difference, draw_profiles, draw_tim
 from goodopt.runs.statistics import friedman, scores
 
 from . import specs
-from .experiments import Context, write_table
+from .steps import Context, write_table
 from .style import plain_log, save
 
 TABLE = "library_benchmark"

@@ -15,7 +15,7 @@ from goodopt.pareto.figure import Drawn, draw_panel
 from .style import save
 
 if TYPE_CHECKING:
-    from .experiments import Context
+    from .steps import Context
 
 #: (family, seed) of the two panels.
 INSTANCES = (("cluster-64", 0), ("hetero-16", 0))
@@ -27,7 +27,7 @@ def pareto_tables(ctx: Context) -> list[Path]:
     from goodopt.pareto.heuristic import HeuristicFrontOptions
     from goodopt.pareto.study import pareto_study
 
-    from .experiments import write_table
+    from .steps import write_table
 
     tiny = ctx.scale == "tiny"
     points, powers = [], []

@@ -30,7 +30,7 @@ from goodopt.scenario import Scenario
 from goodopt.validation import check_label
 
 from .exhaustive import brute_force
-from .gavel_method import solve_gavel_round
+from .gavel.gavel_method import solve_gavel_round
 from .heuristics import equal_share, greedy
 from .judging import verdict
 from .milp import solve_milp, solve_pwl

@@ -17,7 +17,7 @@ the best) but changes what an individual is:
   does not fit, so every individual is feasible at every step (the repair);
 * **scoring is incremental**: a placed configuration realises its speedup
   exactly, so an individual's score is the sum of its jobs' ranking terms
-  (:func:`~goodopt.formulations.objective.rank_utility`), updated per changed
+  (:func:`~goodopt.formulations.scaled_objective.rank_utility`), updated per changed
   job; the final population is re-scored by the evaluator and its best
   member by true fitness is the answer.
 
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 from goodopt.formulations.configs import ConfigSet, enumerate_configs
-from goodopt.formulations.objective import rank_utility
+from goodopt.formulations.scaled_objective import rank_utility
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.evaluator import Evaluator

@@ -1,7 +1,7 @@
 """One interface to a solved goodput model, whichever way it reaches the solver.
 
 :class:`ArrayModel` passes the configuration level as arrays straight to HiGHS
-(:mod:`goodopt.formulations.config_matrix`, :mod:`goodopt.solvers.highs_arrays`);
+(:mod:`goodopt.formulations.config_matrix`, :mod:`goodopt.solvers.mip_solvers.highs_arrays`);
 :class:`PyomoModel` wraps the documented pyomo model (either level) and runs
 it on HiGHS or any of :mod:`goodopt.solvers.mip_solvers`. The exact method's stages talk only to this
 interface: solve (warm from an allocation), read the chosen configurations,
@@ -19,14 +19,14 @@ import numpy as np
 from goodopt.formulations import milp as fm
 from goodopt.formulations.config_matrix import config_matrix, no_good_row
 from goodopt.formulations.configs import ConfigSet, choice_from_values, match_configs, rounded_from_values
-from goodopt.formulations.objective import ScaledObjective
+from goodopt.formulations.scaled_objective import ScaledObjective
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.problem import AllocationProblem
 
-from .backend import solve_model
+from .mip_solvers.outcome import MilpOutcome
+from .mip_solvers.pyomo_route import solve_model
 from .mip_solvers.session import new_session
-from .outcome import MilpOutcome
 
 
 def epigraph_value(problem: AllocationProblem, configs: ConfigSet, chosen: Array) -> float:

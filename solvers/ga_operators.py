@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from goodopt.formulations.objective import rank_utility
+from goodopt.formulations.scaled_objective import rank_utility
 from pymoo.core.crossover import Crossover
 from pymoo.core.mutation import Mutation
 from pymoo.core.repair import Repair

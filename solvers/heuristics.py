@@ -10,7 +10,7 @@ of the objective per extra GPU, ``(u(S_new) - u(S_old)) / max(k_new - k_old,
 1/2)``, where ``u(S) = ± w h(S + eps)`` is the job's term of the p-norm
 objective oriented so that larger is better (for ``p = ±inf`` the ranking
 uses ``p = ±8``). Gains are compared in logs
-(:func:`goodopt.formulations.objective.log_gain`), so at any p (an idle
+(:func:`goodopt.formulations.scaled_objective.log_gain`), so at any p (an idle
 job's ``eps^p`` overflows at p = -200) starting a job ranks above refining
 one exactly when the objective says so. A change is applied only if the new configuration can be
 placed in the free capacity plus the job's own GPUs; a change that cannot be
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 from goodopt.formulations.configs import ConfigSet, match_configs
-from goodopt.formulations.objective import log_gain, log_terms
+from goodopt.formulations.scaled_objective import log_gain, log_terms
 
 from goodopt.arrays import Array, ArrayIn
 from goodopt.placement import move_job

@@ -13,7 +13,7 @@ import numpy as np
 from goodopt.errors import ValidationError
 from goodopt.validation import MAX_WHOLE
 
-from .highs_run import new_highs
+from .mip_solvers.highs_run import new_highs
 
 #: Longest time limit accepted (about 11.6 days).
 MAX_SECONDS = 1e6

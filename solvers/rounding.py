@@ -23,7 +23,7 @@ import logging
 
 import numpy as np
 from goodopt.formulations.configs import ConfigSet, enumerate_configs
-from goodopt.formulations.objective import reference_fitness, scaled_objective
+from goodopt.formulations.scaled_objective import reference_fitness, scaled_objective
 
 from goodopt.arrays import Array
 from goodopt.evaluator import Evaluator
@@ -43,7 +43,7 @@ def lp_rounding(problem: AllocationProblem, evaluator: Evaluator, configs: Confi
     ``time_limit_s``, when given).
 
     ``reference``: a fitness the objective is scaled to (e.g. a known feasible one; default: the safe
-    reference of :func:`~goodopt.formulations.objective.reference_fitness`). Shapes: -> (J, N) or None.
+    reference of :func:`~goodopt.formulations.scaled_objective.reference_fitness`). Shapes: -> (J, N) or None.
     """
     pr = problem
     cs = enumerate_configs(pr) if configs is None else configs

@@ -1,5 +1,5 @@
 """Gavel's round assignment as whole-array operations: the statement that the compiled assignment of
-:class:`goodopt.solvers.gavel_rounds.GavelRounds` must match job for job."""
+:class:`goodopt.gavel.gavel_mechanism.GavelRounds` must match job for job."""
 
 from __future__ import annotations
 

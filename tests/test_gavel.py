@@ -388,7 +388,7 @@ def test_finish_time_fairness_matches_an_independent_bisection(seed, route):
 
 def test_a_policys_options_are_a_typed_object_that_checks_itself():
     from goodopt.solvers.gavel import POLICY_OPTION_CLASSES, POLICY_OPTIONS, check_policy_options
-    from goodopt.solvers.gavel.options import FinishTimeOptions, MaxMinOptions
+    from goodopt.solvers.gavel.policy_options import FinishTimeOptions, MaxMinOptions
 
     # from a user's mapping: defaults filled in, read as attributes
     opts = check_policy_options("finish_time_fairness_packed", {"max_lps": 10})

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 from goodopt.solvers.gavel import solve_gavel
-from goodopt.solvers.gavel_rounds import FIRST_PRIORITY, GavelRounds
 from hypothesis import given
 from hypothesis import strategies as st
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import GavelThroughputs, RigidJob, ThroughputMatrix
+from goodopt.gavel.gavel_mechanism import FIRST_PRIORITY, GavelRounds
 from goodopt.sim.rigid import RigidConfig, simulate_rigid
 
 RATES = {("v100", "fast", 1, True): 4.0, ("k80", "fast", 1, True): 1.0,

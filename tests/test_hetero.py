@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 from goodopt.solvers import Termination
-from goodopt.solvers.rounds import RoundMechanism, place_round
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import goodopt
 from goodopt.errors import ScenarioError, SimulationError, ValidationError
 from goodopt.families import family
+from goodopt.gavel.round_mechanism import RoundMechanism, place_round
 from goodopt.scenario import Objective
 from goodopt.sim import generate_workload, model_truth, simulate
 from goodopt.sim.config import SimConfig

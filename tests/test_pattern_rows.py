@@ -33,7 +33,7 @@ def test_unplaceable_configuration_optimum_gets_pattern_rows():
 def _check_places(pr, cs, chosen, g=0):
     """The placement check's verdict on ``chosen`` for type ``g``: True when it builds a model HiGHS solves."""
     from goodopt.formulations.node_patterns import PatternModel, pattern_model
-    from goodopt.solvers.highs_arrays import HighsSession
+    from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
     verdict = pattern_model(pr, cs, chosen, g)
     return isinstance(verdict, PatternModel) and \
@@ -44,7 +44,7 @@ def _fixed_choice_termination(mm, cs, chosen):
     """How HiGHS ends the model ``mm`` with the configuration columns fixed to ``chosen`` (-1: none)."""
     from dataclasses import replace
 
-    from goodopt.solvers.highs_arrays import HighsSession
+    from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
     lower, upper = mm.lower.copy(), mm.upper.copy()
     lower[:cs.n_configs] = upper[:cs.n_configs] = 0.0
@@ -62,8 +62,8 @@ def test_chunk_columns_per_job_accept_exactly_the_placeable_choices():
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
     from goodopt.formulations.node_patterns import pattern_model
-    from goodopt.formulations.objective import reference_fitness, scaled_objective
     from goodopt.formulations.pattern_block import block_layout
+    from goodopt.formulations.scaled_objective import reference_fitness, scaled_objective
 
     big = [float(k) for k in range(1, 23)]
     current = np.zeros((5, 5), np.int64)
@@ -100,7 +100,7 @@ def test_a_choice_that_counts_show_cannot_fit_is_refused_without_a_model():
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
     from goodopt.formulations.node_patterns import PatternModel, pattern_model
-    from goodopt.formulations.objective import reference_fitness, scaled_objective
+    from goodopt.formulations.scaled_objective import reference_fitness, scaled_objective
 
     current = np.zeros((4, 3), np.int64)
     current[0, 0] = 2  # a kept job leaves 2 GPUs on node 0
@@ -231,8 +231,8 @@ def test_pattern_rows_as_inequalities_bound_and_solve_as_their_equality_form(fam
 
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
-    from goodopt.formulations.objective import reference_fitness, scaled_objective
-    from goodopt.solvers.highs_arrays import HighsSession
+    from goodopt.formulations.scaled_objective import reference_fitness, scaled_objective
+    from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
     pr = _two_spanning_jobs_share_nodes() if family == "two spanning jobs" else FAMILIES[family].scenario(0).problem()
     cs = enumerate_configs(pr)
@@ -267,7 +267,7 @@ def test_keeping_running_jobs_places_under_the_pattern_rows_exactly_when_the_che
 
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
-    from goodopt.formulations.objective import reference_fitness, scaled_objective
+    from goodopt.formulations.scaled_objective import reference_fitness, scaled_objective
 
     pr = make()
     cs = enumerate_configs(pr)

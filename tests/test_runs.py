@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -143,6 +144,28 @@ def test_no_test_module_over_600_lines():
     big = [f"{f.name} ({f.read_text().count(chr(10))} lines)" for f in (ROOT / "tests").glob("*.py")
            if f.read_text().count("\n") > 600]
     assert big == [], f"test modules over 600 lines: {big}"
+
+def test_no_two_modules_share_a_file_name_unless_one_is_the_others_command():
+    """A traceback or a search names one module. The only shared names: ``__init__``/``__main__``, and a
+    sub-command's module ``goodopt/cli/NAME.py`` beside the module it is the command face of, which its
+    docstring names (``:mod:`goodopt....NAME```)."""
+    by_name: dict[str, list[Path]] = {}
+    for folder in ("goodopt", "solvers", "formulations", "paper_figures", "scenarios"):
+        for f in (ROOT / folder).rglob("*.py"):
+            if f.name not in ("__init__.py", "__main__.py"):
+                by_name.setdefault(f.name, []).append(f.relative_to(ROOT))
+    shared = []
+    for name, paths in by_name.items():
+        if len(paths) < 2:
+            continue
+        cli = [p for p in paths if p.parts[:2] == ("goodopt", "cli")]
+        others = [p for p in paths if p not in cli]
+        said = cli and len(others) == 1 and re.search(
+            rf":mod:`goodopt\.[\w.]*\b{name[:-3]}`", ast.get_docstring(ast.parse((ROOT / cli[0]).read_text())) or "")
+        if not said:
+            shared.append(f"{name}: {', '.join(map(str, paths))}")
+    assert shared == [], f"file names used twice: {shared}"
+
 
 
 #: mypy --strict's checks as pyproject.toml spells them out for the package.

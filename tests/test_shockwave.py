@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 from goodopt.formulations.shockwave import PlanData, plan_columns, plan_model, plan_value, priorities, rank_model
-from goodopt.solvers.highs_arrays import HighsSession
+from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
 from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import ValidationError

@@ -70,7 +70,7 @@ def test_the_bench_baseline_is_sia_s_ilp_a_relaxation_of_the_restricted_problem(
     from dataclasses import replace
 
     from goodopt.formulations.configs import sia_configs
-    from goodopt.formulations.objective import fitness_of_value, reference_fitness
+    from goodopt.formulations.scaled_objective import fitness_of_value, reference_fitness
     from goodopt.solvers.mip_solvers import Limits, adapter
 
     from goodopt.bench.sia_ilp import sia_ilp_matrix

@@ -33,7 +33,7 @@ def test_a_timed_solve_returns_greedys_whole_start_and_its_repairs_stop_at_the_d
     the optimum on five-types-2048); after the configuration model, greedy repairs its unplaced choice (or the
     PWL model's decoding) and that run gets the solve's deadline (it had none: 1.2 s of greedy after a 0.05 s
     limit). The answer is the time limit's, feasible, and at least greedy's own."""
-    from goodopt.solvers.milp import levels, pwl
+    from goodopt.solvers.milp import levels, pwl_method
     from goodopt.solvers.milp import method as milp_method
 
     calls = []
@@ -44,7 +44,7 @@ def test_a_timed_solve_returns_greedys_whole_start_and_its_repairs_stop_at_the_d
             return original(*args, **kwargs)
         return wrapped
 
-    for module in (levels, milp_method, pwl):
+    for module in (levels, milp_method, pwl_method):
         monkeypatch.setattr(module, "greedy", spy(module.greedy))
     pr = FAMILIES["cluster-2048"].scenario(0).problem()
     res = goodopt.solve(pr, method, {"time_limit_s": 0.05})
@@ -138,8 +138,8 @@ def test_the_watchdog_holds_a_solver_to_its_time_limit(in_worker, caplog):
     import threading
     import time
 
-    from goodopt.solvers.highs_run import run_highs
-    from goodopt.solvers.highs_watch import watchdog_grace_s
+    from goodopt.solvers.mip_solvers.highs_run import run_highs
+    from goodopt.solvers.mip_solvers.solver_watch import watchdog_grace_s
 
     h, box = _StuckHighs(), {}
 
@@ -171,8 +171,8 @@ def test_one_thread_watches_every_run_and_a_forked_child_gets_its_own():
     import multiprocessing
     import threading
 
-    from goodopt.solvers.highs_run import run_highs
-    from goodopt.solvers.highs_watch import WATCHDOG_THREAD
+    from goodopt.solvers.mip_solvers.highs_run import run_highs
+    from goodopt.solvers.mip_solvers.solver_watch import WATCHDOG_THREAD
 
     for _ in range(20):
         assert run_highs(_FinishingHighs(), time_limit_s=5.0) is False
@@ -186,8 +186,8 @@ def test_one_thread_watches_every_run_and_a_forked_child_gets_its_own():
 def _stuck_run_in_child():
     import threading
 
-    from goodopt.solvers.highs_run import run_highs
-    from goodopt.solvers.highs_watch import WATCHDOG_THREAD
+    from goodopt.solvers.mip_solvers.highs_run import run_highs
+    from goodopt.solvers.mip_solvers.solver_watch import WATCHDOG_THREAD
 
     h = _StuckHighs()
     stopped = run_highs(h, time_limit_s=0.1)
@@ -233,7 +233,7 @@ def test_ctrl_c_stops_a_solver_on_the_main_thread_and_then_raises(ctrl_c_raises)
     import threading
     import time
 
-    from goodopt.solvers.highs_run import run_highs
+    from goodopt.solvers.mip_solvers.highs_run import run_highs
 
     assert threading.current_thread() is threading.main_thread()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -250,8 +250,8 @@ def test_a_solver_deaf_to_ctrl_c_gets_the_stuck_action_after_the_grace(monkeypat
     # The CLI's action exits at once; here it releases the solver, which shows it ran, and only after the grace.
     import time
 
-    import goodopt.solvers.highs_watch as watch
-    from goodopt.solvers.highs_run import run_highs
+    import goodopt.solvers.mip_solvers.solver_watch as watch
+    from goodopt.solvers.mip_solvers.highs_run import run_highs
 
     monkeypatch.setattr(watch, "INTERRUPT_GRACE_S", 0.5)
     h, seen = _CtrlCHighs(deaf=True), {}
@@ -276,7 +276,7 @@ def test_a_watchdog_stop_reads_as_a_time_limit_with_the_incumbent():
     import threading
 
     import highspy
-    from goodopt.solvers.highs_run import new_highs, read_highs, run_highs
+    from goodopt.solvers.mip_solvers.highs_run import new_highs, read_highs, run_highs
 
     rng = np.random.default_rng(0)
     n = 40
@@ -327,7 +327,7 @@ def test_a_solve_keeps_its_incumbent_and_bound_over_time(testbed):
 
 
 def test_highs_runs_on_one_thread_unless_the_threads_option_says_more():
-    from goodopt.solvers.backend import new_highs
+    from goodopt.solvers.mip_solvers.pyomo_route import new_highs
 
     got = new_highs().getOptionValue("threads")
     assert (got[1] if isinstance(got, tuple) else got) == 1
@@ -342,7 +342,7 @@ def test_runs_asking_for_different_thread_counts_in_one_thread_all_solve():
     import threading
 
     import highspy
-    from goodopt.solvers.backend import new_highs, run_highs
+    from goodopt.solvers.mip_solvers.pyomo_route import new_highs, run_highs
 
     statuses = []
 

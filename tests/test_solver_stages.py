@@ -107,8 +107,8 @@ def test_the_lagrangian_bounds_hold_for_every_binary_point_and_any_multipliers(s
     import itertools
 
     from goodopt.formulations.matrix import CscArrays, MatrixModel
-    from goodopt.solvers.highs_arrays import HighsSession
     from goodopt.solvers.milp.reduce import lagrangian_bounds
+    from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
     rng = np.random.default_rng(seed)
     m, n = 4, 8
     dense = rng.integers(-2, 4, size=(m, n)) * (rng.random((m, n)) < 0.6)
@@ -291,7 +291,7 @@ def test_a_session_solves_its_lp_relaxation_and_then_its_milp():
     integrality after an LP solve (a solve that ends at its LP switches nothing), and all of it once asked
     (before the model is written out)."""
     from goodopt.formulations.matrix import CscArrays, MatrixModel
-    from goodopt.solvers.highs_arrays import HighsSession
+    from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
     A = CscArrays.from_triplets(np.zeros(4, np.int64), np.arange(4), np.array([3.0, 2.0, 2.0, 1.0]), (1, 4))
     mm = MatrixModel(cost=np.array([7.0, 5.0, 4.0, 0.1]), lower=np.zeros(4), upper=np.array([1.0, 1.0, 1.0, 0.5]),
@@ -315,8 +315,8 @@ def test_a_column_added_to_a_solved_lp_enters_where_its_reduced_cost_pays():
     Added to the live session, it enters, and the LP reaches the whole optimum, item 1 and two thirds of item 0
     (9.667); the MIP that follows knows the new column is binary too (items 1 and 2: 9.0)."""
     from goodopt.formulations.matrix import CscArrays, MatrixModel
-    from goodopt.solvers.highs_arrays import HighsSession
     from goodopt.solvers.milp.reduce import signed_duals
+    from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
     def knapsack(items):
         values, weights = np.array([7.0, 5.0, 4.0])[items], np.array([3.0, 2.0, 2.0])[items]
@@ -383,8 +383,8 @@ def test_highs_holds_the_matrix_model_it_was_given():
     # column by column, integrality (once asked) and the sense all arrive as the model states them
     from goodopt.formulations.config_matrix import config_matrix
     from goodopt.formulations.configs import enumerate_configs
-    from goodopt.formulations.objective import reference_fitness, scaled_objective
-    from goodopt.solvers.highs_arrays import HighsSession
+    from goodopt.formulations.scaled_objective import reference_fitness, scaled_objective
+    from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
     pr = FAMILIES["hetero-16"].scenario(0).problem()
     cs = enumerate_configs(pr)

@@ -196,7 +196,7 @@ def _greedy_recomputed(pr, cs, start):
     unplaceable and pass the aggregate capacity filter, try the best gains per extra GPU (ties by index) until
     one places."""
     from goodopt.formulations.configs import match_configs
-    from goodopt.formulations.objective import log_terms
+    from goodopt.formulations.scaled_objective import log_terms
     from goodopt.solvers.heuristics import _MAX_TRIES_PER_STEP, _log_ratio, _State, _top_stable
     st = _State(pr, cs, start)
     if start is not None:
@@ -277,7 +277,7 @@ def test_nsga2_front_is_feasible_and_sorted(testbed):
 def test_infeasible_model_reports_status():
     from goodopt.formulations import milp as fm
     from goodopt.formulations.configs import enumerate_configs
-    from goodopt.solvers.backend import solve_model
+    from goodopt.solvers.mip_solvers.pyomo_route import solve_model
 
     # two jobs that each want 3 GPUs on one node of a 2 x 4 cluster plus a third: fixing all three
     # single-node 3-GPU configurations cannot be placed.

@@ -19,7 +19,17 @@ from rich.table import Table
 from .. import provenance
 from ..provenance import stamp
 from ..runs.tables import write_table
-from . import beside_pollux, evaluator, mip_solvers, pareto, sia_backends, sia_ilp, sim_speed, simulation, solvers
+from . import (
+    beside_pollux,
+    evaluator_speed,
+    mip_solvers,
+    pareto_fronts,
+    sia_backends,
+    sia_ilp,
+    sim_speed,
+    simulation,
+    solvers,
+)
 
 
 def _table(title: str, df: pd.DataFrame, cols: Sequence[str], digits: int = 1) -> Table:
@@ -70,8 +80,8 @@ def _part_exact(con: Console, bar: Progress, out: Path, args: argparse.Namespace
 
 def _part_evaluator(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     seed = args.seed
-    task = bar.add_task("evaluator", total=len(evaluator.CASES))
-    df = _save(out, "evaluator", evaluator.run(seed=seed, progress=lambda: bar.advance(task)),
+    task = bar.add_task("evaluator", total=len(evaluator_speed.CASES))
+    df = _save(out, "evaluator", evaluator_speed.run(seed=seed, progress=lambda: bar.advance(task)),
                seed, "per-job speedup-function loop (Pollux artifact style)")
     con.print(_table("Evaluator: evaluations/s (population of 100) and ratio to the per-job loop", df,
                      ["case", "vectorised_evals_per_s", "with_violation_evals_per_s",
@@ -211,10 +221,10 @@ def _part_sia_backends(con: Console, bar: Progress, out: Path, args: argparse.Na
 
 
 def _part_pareto(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
-    task = bar.add_task("Pareto fronts", total=len(pareto.INSTANCES) * len(pareto.ALGORITHMS) * len(pareto.SEEDS))
-    df = _save(out, "pareto", pareto.pareto_table(progress=lambda: bar.advance(task)), args.seed,
+    task = bar.add_task("Pareto fronts", total=len(pareto_fronts.INSTANCES) * len(pareto_fronts.ALGORITHMS) * len(pareto_fronts.SEEDS))
+    df = _save(out, "pareto", pareto_fronts.pareto_table(progress=lambda: bar.advance(task)), args.seed,
                "the exact front of the same instance (epsilon-constraint, each point certified) in this run")
-    con.print(_table(f"Heuristic fronts ({pareto.OBJECTIVES}, population 100, 100 generations, from greedy) against "
+    con.print(_table(f"Heuristic fronts ({pareto_fronts.OBJECTIVES}, population 100, 100 generations, from greedy) against "
                      "the exact front: hypervolume ratio, IGD+, additive epsilon and attained share on criteria "
                      "scaled by the exact front; CPU s of each and of the exact front; surface: the best, median "
                      "and worst attainment surface over the seeds", df,

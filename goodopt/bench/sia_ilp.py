@@ -44,7 +44,7 @@ def sia_ilp_matrix(problem: Any) -> Any:
     """Sia's ILP over its configuration set as a :class:`~goodopt.formulations.matrix.MatrixModel`."""
     from ..formulations.config_matrix import config_matrix
     from ..formulations.configs import sia_configs
-    from ..formulations.objective import reference_fitness, scaled_objective
+    from ..formulations.scaled_objective import reference_fitness, scaled_objective
 
     cs = sia_configs(problem)
     objective = scaled_objective(problem, cs, reference_fitness(problem, cs, None), None)

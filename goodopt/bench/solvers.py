@@ -4,7 +4,7 @@ Every number is measured in this process, next to its baseline:
 
 * GA round (population 100, 100 generations, Pollux's settings) with the
   vectorised evaluator vs the same GA, same seed, with the per-job loop
-  evaluator of :mod:`goodopt.bench.evaluator` (identical trajectories).
+  evaluator of :mod:`goodopt.bench.evaluator_speed` (identical trajectories).
 * MILP at (16 x 4, 60 jobs) and (256 x 8, 800 jobs): build/solve seconds and
   proven gap, as a ratio to greedy on the same problem.
 * Model choices: HiGHS presolve on/off on the configuration model; symmetry
@@ -34,11 +34,11 @@ from ..generate import random_scenario, testbed_cluster
 from ..objective import Objective
 from ..problem import AllocationProblem
 from ..solvers.api import options_for
-from ..solvers.backend import solve_model
 from ..solvers.genetic import solve_ga
+from ..solvers.mip_solvers.pyomo_route import solve_model
 from ..solvers.result import SolveResult
 from ..sources import load_scenario
-from .evaluator import _JobSpeedupFunction, per_job_fitness
+from .evaluator_speed import _JobSpeedupFunction, per_job_fitness
 
 GA_JOBS = (10, 20, 40)
 #: Families of the exact-solve table, with whether the pyomo route runs beside them (its compile

@@ -68,7 +68,7 @@ def run(argv: list[str] | None = None) -> int:
     throttle = None
     if not getattr(args, "quiet", False) and not getattr(args, "json", False):
         throttle = plain_progress(args.verbose)  # no bar to show: plain progress lines, one per 30 s unless -v
-    from ..solvers.highs_watch import on_stuck_interrupt
+    from ..solvers.mip_solvers.solver_watch import on_stuck_interrupt
 
     on_stuck_interrupt(_exit_now)
     try:

@@ -1,4 +1,6 @@
-"""``goodopt check INSTANCE ANSWER``: judge an allocation or a solver's solution file against an instance."""
+"""``goodopt check INSTANCE ANSWER``: judge an allocation or a solver's solution file against an instance.
+
+The command face of :mod:`goodopt.library.check` (the library's checker), hence the shared file name."""
 
 from __future__ import annotations
 

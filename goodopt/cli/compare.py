@@ -1,4 +1,6 @@
-"""``goodopt compare``: methods x scenarios x seeds into one tidy CSV."""
+"""``goodopt compare``: methods x scenarios x seeds into one tidy CSV.
+
+The command face of :mod:`goodopt.runs.compare` (the comparison runner), hence the shared file name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""``goodopt families``: list the shipped families, or export their instances (``--export DIR``)."""
+"""``goodopt families``: list the shipped families, or export their instances (``--export DIR``).
+
+The command face of :mod:`goodopt.families` (the families), hence the shared file name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""``goodopt options [NAME]``: the registries' methods and policies, or one's options and defaults."""
+"""``goodopt options [NAME]``: the registries' methods and policies, or one's options and defaults.
+
+The command face of :mod:`goodopt.solvers.options` (the methods' options classes), hence the shared file name."""
 
 from __future__ import annotations
 

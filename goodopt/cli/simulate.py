@@ -208,7 +208,7 @@ def _count(v: float) -> str:
 
 
 def _print_policy_summary(table: pd.DataFrame, n_workloads: int) -> None:
-    from ..sim.result import policy_summary
+    from ..sim.simulation_result import policy_summary
 
     summ = policy_summary(table)
     tab = Table(title=f"{n_workloads} workload(s): mean over workloads and seeds")

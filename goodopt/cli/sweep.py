@@ -1,4 +1,6 @@
-"""``goodopt sweep``: run a sweep spec (cached, local processes or Dask) into tidy tables."""
+"""``goodopt sweep``: run a sweep spec (cached, local processes or Dask) into tidy tables.
+
+The command face of :mod:`goodopt.runs.sweep` (the sweep runner), hence the shared file name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Jobs x GPU-types throughput data: Gavel's input, its published file, and conversions.
+"""Gavel's subject at the core: jobs x GPU-types throughput data, its published file, conversions, and the round
+mechanisms that turn time fractions into rounds.
 
 :class:`ThroughputMatrix` is what Gavel's policies optimise over: for each job
 its scale factor (GPUs it runs on), its throughput on every GPU type at that
@@ -17,22 +18,18 @@ Sources:
 * :func:`matrix_from_problem` — any :class:`~goodopt.problem.AllocationProblem`
   (each job at a chosen GPU count, packed on the fewest nodes).
 
-Modules: :mod:`.matrix`, :mod:`.published` (Gavel's file and constants),
-:mod:`.traces` and :mod:`.generator` (rigid-job traces: numpy's draw, Gavel's
-own draw for draw), :mod:`.conversions`.
+Modules: :mod:`.throughput_matrix`, :mod:`.published` (Gavel's file and constants),
+:mod:`.rigid_jobs` and :mod:`.generator` (rigid-job traces: numpy's draw, Gavel's
+own draw for draw), :mod:`.conversions`, and the round mechanisms
+:mod:`.round_mechanism` (goodopt's) and :mod:`.gavel_mechanism` (Gavel's simulator's).
+
+Gavel on the floors above, one place per floor: its policies as linear programs in
+:mod:`goodopt.formulations.gavel`; solved, and as the ``gavel`` method, in :mod:`goodopt.solvers.gavel`;
+simulated as a policy of elastic jobs (:mod:`goodopt.sim.policies.gavel_policy`) and as Gavel's own rigid
+simulation (:mod:`goodopt.sim.rigid`); reproduced in :mod:`goodopt.reproduce.gavel_hetero`.
 """
 
 from .conversions import gavel_scenario, matrix_from_problem, pairs_from_problem
-from .matrix import (
-                     ENTITY_POLICIES,
-                     PACKED,
-                     POLICY_NAMES,
-                     ThroughputMatrix,
-                     check_entities,
-                     entity_fields,
-                     spread,
-                     useful_pairs,
-)
 from .published import (
                      GAVEL_CLUSTER,
                      GAVEL_DURATIONS,
@@ -43,7 +40,17 @@ from .published import (
                      job_type_slug,
                      read_gavel_throughputs,
 )
-from .traces import RigidJob, assign_entities, draw_job_type, gavel_jobs, gavel_trace
+from .rigid_jobs import RigidJob, assign_entities, draw_job_type, gavel_jobs, gavel_trace
+from .throughput_matrix import (
+                     ENTITY_POLICIES,
+                     PACKED,
+                     POLICY_NAMES,
+                     ThroughputMatrix,
+                     check_entities,
+                     entity_fields,
+                     spread,
+                     useful_pairs,
+)
 
 __all__ = ["ENTITY_POLICIES", "GAVEL_CLUSTER", "GAVEL_DURATIONS", "GAVEL_PRICES_PER_GPU_H", "GAVEL_REFERENCE_TYPE",
            "GAVEL_SCALE_FACTORS", "PACKED", "POLICY_NAMES", "GavelThroughputs", "RigidJob", "ThroughputMatrix",

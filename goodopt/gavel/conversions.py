@@ -10,9 +10,9 @@ import numpy as np
 from ..cluster import Cluster, NodeGroup
 from ..errors import ValidationError
 from ..scenario import Job, Scenario
-from .matrix import ThroughputMatrix, useful_pairs
 from .published import GAVEL_CLUSTER, GAVEL_PRICES_PER_GPU_H, GavelThroughputs
-from .traces import gavel_jobs
+from .rigid_jobs import gavel_jobs
+from .throughput_matrix import ThroughputMatrix, useful_pairs
 
 if TYPE_CHECKING:
     from ..problem import AllocationProblem

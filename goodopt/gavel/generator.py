@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import TraceError, ValidationError
 from .published import GAVEL_REFERENCE_TYPE, GAVEL_SCALE_FACTORS, GavelThroughputs, job_type_slug
-from .traces import RigidJob
+from .rigid_jobs import RigidJob
 
 #: Gavel's job table, in its order: (job type, whether it can run on several GPUs).
 GAVEL_JOB_TABLE = (

@@ -1,7 +1,7 @@
 """``goodopt check``: an answer produced anywhere, judged against an instance, trusting nothing in it.
 
 The answer is an allocation file (``{job: {node: GPUs}}``, or ``goodopt solve --json`` output with its
-``allocation``) or a solver's solution file for the instance's exported model (:mod:`goodopt.solvers.solution_files`).
+``allocation``) or a solver's solution file for the instance's exported model (:mod:`goodopt.solvers.mip_solvers.solution_files`).
 A solution file is checked against the model file itself (bounds, integrality, every row, by name) and mapped
 back through the map to an allocation; either way the allocation is checked by the evaluator's rules and
 re-scored by it. The report gives the fitness, the solver's claim beside it, and the gap to the library's value
@@ -125,7 +125,7 @@ def _solution_answer(pr: Any, inst: Instance, mapping: dict[str, Any] | None,
                      path: Path) -> tuple[Any, str, str, float]:
     from ..solvers.milp.answers import allocation_of, column_vector, first_violation, model_arrays
     from ..solvers.milp.export import fitness_of
-    from ..solvers.solution_files import read_solution
+    from ..solvers.mip_solvers.solution_files import read_solution
 
     if inst.model is None or mapping is None:
         raise ValidationError("instance", f"{inst.name} has no model file and map beside its scenario",

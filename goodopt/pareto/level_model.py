@@ -61,7 +61,7 @@ class LevelModel:
 
     def __init__(self, problem: AllocationProblem, criteria: tuple[Criterion, ...], opts: ExactFrontOptions) -> None:
         from ..formulations.config_matrix import config_matrix
-        from ..formulations.objective import reference_fitness, scaled_objective
+        from ..formulations.scaled_objective import reference_fitness, scaled_objective
         from ..solvers.milp.run import MilpRun
         from ..solvers.options import MilpOptions
 
@@ -115,7 +115,7 @@ class LevelModel:
         """The best efficiency under ``levels`` (criterion kind -> goodness level); None when none is feasible.
         ``start``: a point this model found that meets the levels (HiGHS's warm start)."""
         from ..formulations.configs import choice_from_values
-        from ..solvers.milp.placement import place_choice
+        from ..solvers.milp.exact_placement import place_choice
         from ..solvers.result import Termination
 
         run, mm, pr = self.run, self.mm, self.problem
@@ -148,8 +148,8 @@ class LevelModel:
 
     def _session(self, levels: dict[str, float], *, objective: bool = True) -> Any:
         """HiGHS holding the model under ``levels`` (``objective=False``: every cost 0, a feasibility problem)."""
-        from ..solvers.highs_arrays import HighsSession
         from ..solvers.milp.run import SCALED_MIP_FEASIBILITY
+        from ..solvers.mip_solvers.highs_arrays import HighsSession
 
         upper = self.mm.upper.copy()
         rows: list[tuple[Array, Array, float, float]] = []

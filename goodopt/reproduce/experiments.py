@@ -12,14 +12,14 @@ its numbers are indicative only (the published ones are means over eight
 workloads, or over long traces), so its bands are not judged.
 
 Modules: :mod:`.comparison` (experiments, comparisons, bands, the published
-files), :mod:`.pollux`, :mod:`.sia`, :mod:`.gavel` (one per paper).
+files), :mod:`.pollux`, :mod:`.sia`, :mod:`.gavel_hetero` (one per paper).
 """
 
 from __future__ import annotations
 
 # what the tests and the report read, importable from here
 from .comparison import POLLUX_PUBLISHED, SIA_PUBLISHED, Band, Comparison, Experiment, TaskBatch, read_published  # noqa: F401
-from .gavel import (  # noqa: F401
+from .gavel_hetero import (  # noqa: F401
                          GAVEL_GRACE_S,
                          GAVEL_MAX_ACTIVE,
                          GAVEL_RATES,

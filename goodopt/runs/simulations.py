@@ -21,7 +21,7 @@ from .task_types import SimTask, workload_stem
 from .tasks import run_simulation
 
 if TYPE_CHECKING:
-    from goodopt.sim.result import SimulationResult
+    from goodopt.sim.simulation_result import SimulationResult
 
 
 def run_folder(task: SimTask) -> str:

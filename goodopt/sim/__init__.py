@@ -29,7 +29,7 @@ from goodopt.provenance import math_paths
 from .config import FIXED_APPS, SimConfig
 from .engine import Engine
 from .policies import POLICIES, Policy, make_policy
-from .result import ALLOCATION_COLUMNS, JOB_COLUMNS, SimulationResult, summarise
+from .simulation_result import ALLOCATION_COLUMNS, JOB_COLUMNS, SimulationResult, summarise
 from .truth import Truth, model_truth, trace_truth
 from .workload import Workload, generate_workload, load_workload
 

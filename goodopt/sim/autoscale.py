@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from goodopt.problem import AllocationProblem
 
     from .agent import JobAgent
-    from .policies.base import Policy
+    from .policies.policy import Policy
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from .presets import SIA_SIM_RESTART_DELAYS_S, SIA_SIM_SLOWDOWNS, sim_preset  # 
 from .workload import Workload
 
 if TYPE_CHECKING:
-    from .policies.base import Policy
+    from .policies.policy import Policy
     from .workload import WorkloadJob
 
 #: Per-application settings as sorted ``(application, number)`` pairs.

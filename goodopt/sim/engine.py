@@ -65,8 +65,8 @@ from .state import RoundState, SimJob
 if TYPE_CHECKING:
     from .autoscale import Autoscaler
     from .elastic import PoolView
-    from .policies.base import Policy
-    from .policies.goodput import GoodputPolicy
+    from .policies.goodput_policies import GoodputPolicy
+    from .policies.policy import Policy
     from .truth import AppTruth, Truth
     from .workload import Workload
 

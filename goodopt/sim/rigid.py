@@ -17,7 +17,7 @@ of ``round_s`` seconds:
    answer (an LP with equal throughputs everywhere has many optima; a simplex
    vertex would pick a type arbitrarily). Its jobs still run at their true
    speed;
-3. the round mechanism (:class:`~goodopt.solvers.rounds.RoundMechanism`) gives
+3. the round mechanism (:class:`~goodopt.gavel.round_mechanism.RoundMechanism`) gives
    every job one type or nothing, all ``scale_factor`` GPUs there, in order of
    ``X / received``; GPUs are pooled per type;
 4. every job with a type advances at its true throughput there; a job that
@@ -26,7 +26,7 @@ of ``round_s`` seconds:
    simulator charges none).
 
 That is ``mechanism: goodopt``, the default. ``mechanism: gavel`` runs steps
-2 and 3 as Gavel's simulator does (:mod:`goodopt.solvers.gavel_rounds`): the
+2 and 3 as Gavel's simulator does (:mod:`goodopt.gavel.gavel_mechanism`): the
 fractions are recomputed only when the jobs changed *and* ``reset_interval_s``
 passed since the last recomputation (a job arriving in between waits for it);
 each type fills its GPUs from its own queue, in order of ``X`` over the job's
@@ -64,9 +64,9 @@ import numpy as np
 
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.gavel import PACKED, GavelThroughputs, RigidJob, ThroughputMatrix, entity_fields, spread, useful_pairs
+from goodopt.gavel.gavel_mechanism import GavelRounds
+from goodopt.gavel.round_mechanism import RoundMechanism
 from goodopt.solvers.gavel import solve_gavel
-from goodopt.solvers.gavel_rounds import GavelRounds
-from goodopt.solvers.rounds import RoundMechanism
 
 from .rigid_config import RigidConfig, RigidResult, check_inputs
 from .rigid_report import job_table, run_summary

@@ -12,8 +12,8 @@ import pandas as pd
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import GAVEL_SCALE_FACTORS, PACKED, POLICY_NAMES, check_entities
+from goodopt.gavel.gavel_mechanism import GAVEL_RESET_INTERVAL_S
 from goodopt.gavel.generator import check_scale_factors
-from goodopt.solvers.gavel_rounds import GAVEL_RESET_INTERVAL_S
 from goodopt.validation import check_number, check_whole
 
 from .presets import over_rigid_preset, rigid_preset
@@ -58,9 +58,9 @@ class RigidConfig:
     #: past saturation the queue only grows, and every further round costs more. None: no cut.
     max_active_jobs: int | None = None
     #: The round mechanism: ``goodopt`` (the allocation recomputed whenever the jobs change, one priority order
-    #: across types with lease continuation, :mod:`goodopt.solvers.rounds`) or ``gavel`` (Gavel's own: the
+    #: across types with lease continuation, :mod:`goodopt.gavel.round_mechanism`) or ``gavel`` (Gavel's own: the
     #: allocation recomputed at most every ``reset_interval_s``, per-type queues, time credits since the last
-    #: reset, rounds that end when their last job does, :mod:`goodopt.solvers.gavel_rounds`).
+    #: reset, rounds that end when their last job does, :mod:`goodopt.gavel.gavel_mechanism`).
     mechanism: str = "goodopt"
     #: ``mechanism: gavel``: the least time between two recomputations of the allocation (Gavel: 1,920 s).
     reset_interval_s: float = GAVEL_RESET_INTERVAL_S

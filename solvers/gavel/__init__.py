@@ -8,12 +8,13 @@ per-job throughputs. Infeasible or failed LPs raise
 :class:`~goodopt.errors.SolverError` with their status; a time limit is
 reported, never hidden.
 
-Modules: :mod:`.options` (names, meanings, options), :mod:`.runner` (the LPs
+Modules: :mod:`.policy_options` (names, meanings, options), :mod:`.runner` (the LPs
 of one solve), :mod:`.fairness` (the iterative policies), :mod:`.policies`
 (one function per policy, and :func:`solve_gavel`).
 """
 
-from .options import (
+from .policies import POLICY_SOLVERS, FractionResult, fifo_fractions, solve_gavel
+from .policy_options import (
     BACKENDS,
     LP_METHODS,
     POLICIES,
@@ -22,7 +23,6 @@ from .options import (
     PolicyOptions,
     check_policy_options,
 )
-from .policies import POLICY_SOLVERS, FractionResult, fifo_fractions, solve_gavel
 
 __all__ = ["BACKENDS", "LP_METHODS", "POLICIES", "POLICY_OPTIONS", "POLICY_OPTION_CLASSES", "PolicyOptions",
            "POLICY_SOLVERS", "FractionResult", "check_policy_options", "fifo_fractions", "solve_gavel"]

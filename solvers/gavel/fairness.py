@@ -9,12 +9,12 @@ import numpy as np
 from goodopt.formulations import gavel as fg
 
 from goodopt.arrays import Array
-from goodopt.gavel.matrix import ThroughputMatrix
+from goodopt.gavel.throughput_matrix import ThroughputMatrix
 
-from ..highs_arrays import HighsSession
-from ..outcome import MilpOutcome
+from ..mip_solvers.highs_arrays import HighsSession
+from ..mip_solvers.outcome import MilpOutcome
 from ..result import Termination
-from .options import FinishTimeOptions, WaterFillingOptions
+from .policy_options import FinishTimeOptions, WaterFillingOptions
 from .runner import PolicyAnswer, Runner, Solved, need, require, solution
 
 

@@ -12,11 +12,11 @@ import numpy as np
 from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED
-from goodopt.gavel.matrix import ThroughputMatrix
+from goodopt.gavel.throughput_matrix import ThroughputMatrix
 
 from ..result import Termination
 from .fairness import finish_time_fairness, water_filling
-from .options import (
+from .policy_options import (
     POLICIES,
     FifoOptions,
     MaxMinOptions,

@@ -14,14 +14,14 @@ from goodopt.formulations import gavel as fg
 from goodopt.arrays import Array
 from goodopt.errors import SolverError, ValidationError
 from goodopt.gavel import PACKED
-from goodopt.gavel.matrix import ThroughputMatrix
+from goodopt.gavel.throughput_matrix import ThroughputMatrix
 
-from ..backend import solve_model
-from ..highs_arrays import HighsSession
 from ..mip_solvers import Limits, adapter
-from ..outcome import MilpOutcome
+from ..mip_solvers.highs_arrays import HighsSession
+from ..mip_solvers.outcome import MilpOutcome
+from ..mip_solvers.pyomo_route import solve_model
 from ..result import Termination
-from .options import LP_METHODS
+from .policy_options import LP_METHODS
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@
 1. *start*: configurations, a greedy incumbent (and the user's warm start),
    configurations whose LP bound lies below the best candidate dropped, the
    objective scaled to the incumbent with options pruned against it
-   (:mod:`goodopt.formulations.objective`);
+   (:mod:`goodopt.formulations.scaled_objective`);
 2. *configuration level* (aggregate capacity per GPU type, a valid
    relaxation), as arrays into HiGHS or through pyomo, re-scaled until the
    solver's answer is resolved (:func:`.levels.solve_config_model`); after the
@@ -19,7 +19,7 @@
    (:data:`.levels.EVERY_TYPE_FIRST_RATIO`);
 3. *placement*: the optimum's configurations are placed, by the packing
    heuristic and, per GPU type it cannot pack, by the exact node-pattern
-   check (:func:`.placement.place_choice`); a type proven unplaceable gets node-pattern
+   check (:func:`.exact_placement.place_choice`); a type proven unplaceable gets node-pattern
    rows in the configuration level, which is solved again
    (:func:`.pattern_rows.placement_rows_loop`; no-good cuts where patterns do not apply);
 4. *placement level* (job x node model) only when that did not settle it;
@@ -40,16 +40,16 @@ bound adds the total interpolation error to the model's bound, so it is valid
 for the true problem; it never certifies.
 
 Modules, bottom up: :mod:`.run` (the run's state and deadline), :mod:`.models`
-(the two models), :mod:`.placement` (exact placement of a choice),
+(the two models), :mod:`.exact_placement` (exact placement of a choice),
 :mod:`.reduce` (reduced-cost fixing), :mod:`.dive` (dives from the LP),
 :mod:`.certify` (certificates that end a stage early), :mod:`.pattern_rows`
 (making the configuration level place), :mod:`.verdict` (status and result),
-:mod:`.levels` (the two levels), :mod:`.method` and :mod:`.pwl` (the entry
+:mod:`.levels` (the two levels), :mod:`.method` and :mod:`.pwl_method` (the entry
 points).
 """
 
 from .method import solve_milp
-from .pwl import solve_pwl
+from .pwl_method import solve_pwl
 from .run import objective_to_fitness
 from .verdict import judge
 

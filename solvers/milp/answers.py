@@ -5,7 +5,7 @@ allocation of the instance.
 was handed, not against a model goodopt builds again. :func:`first_violation` finds the first column bound,
 integrality or row the values break, by name and with its family's line; :func:`allocation_of` turns the
 values into the allocation they mean: the GPUs of each job on each node (placement level), or the chosen
-configuration of each job (configuration level), placed exactly (:func:`.placement.place_choice`; the
+configuration of each job (configuration level), placed exactly (:func:`.exact_placement.place_choice`; the
 node-pattern rows make every solution placeable).
 """
 
@@ -26,8 +26,8 @@ from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 from goodopt.problem import AllocationProblem
 
+from .exact_placement import place_choice
 from .export import MAP_VERSION
-from .placement import place_choice
 
 #: Tolerances of the check: a bound or row may be missed by this much (times max(1, |bound|)), a value of an
 #: integer column may lie this far from a whole number.
@@ -70,7 +70,7 @@ def model_arrays(path: str | Path) -> ModelArrays:
     """The model file at ``path`` (.mps or .lp) as arrays, with its names."""
     import highspy
 
-    from ..highs_run import new_highs
+    from ..mip_solvers.highs_run import new_highs
 
     h = new_highs()
     if h.readModel(str(path)) != highspy.HighsStatus.kOk:

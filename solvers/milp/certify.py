@@ -11,11 +11,11 @@ import numpy as np
 from goodopt.arrays import Array
 
 from ..config_model import ArrayModel, ConfigModel
-from ..outcome import MilpOutcome
+from ..mip_solvers.outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, Termination
 from ..rounding import round_choice
 from .dive import lp_dive, reduced_cost_dive
-from .placement import place_choice
+from .exact_placement import place_choice
 from .pricing import priced_relaxation
 from .reduce import lp_config_bounds
 from .run import MilpRun, as_time_limit

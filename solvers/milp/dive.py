@@ -26,17 +26,17 @@ from dataclasses import replace
 
 import numpy as np
 from goodopt.formulations.configs import choice_from_values
-from goodopt.formulations.objective import ScaledObjective, reference_fitness, scaled_objective
+from goodopt.formulations.scaled_objective import ScaledObjective, reference_fitness, scaled_objective
 
 from goodopt.arrays import Array
 
 from ..config_model import ArrayModel
-from ..highs_run import accepts_option
+from ..mip_solvers.highs_run import accepts_option
+from ..mip_solvers.outcome import MilpOutcome
 from ..mip_solvers.session import new_session
-from ..outcome import MilpOutcome
 from ..result import Termination
+from .exact_placement import place_choice
 from .models import solver_kwargs
-from .placement import place_choice
 from .reduce import ConfigBounds, configs_from
 from .run import MilpRun, config_highs_options, without_restart
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 from goodopt.formulations.matrix import MatrixModel
-from goodopt.formulations.objective import box_cox, fitness_of_value
 from goodopt.formulations.row_families import FAMILIES, row_name
+from goodopt.formulations.scaled_objective import box_cox, fitness_of_value
 
 from goodopt.problem import AllocationProblem
 
@@ -83,7 +83,7 @@ def reference_run(problem: AllocationProblem, configs: str = "all") -> MilpRun:
     run = MilpRun(problem, problem.evaluator(), MilpOptions(formulation="reference", configs=configs),
                   time.perf_counter())
     run.add_candidate(greedy(problem, run.cs)[0], "greedy")
-    run.scale_objective()
+    run.scale_for_reference()
     return run
 
 
@@ -101,7 +101,7 @@ def model_file(model: ArrayModel | PyomoModel, stage: str) -> ModelFile:
         mm, level = model.mm, "config"
         columns = _config_columns(model, mm)
     else:
-        from ..backend import compile_model
+        from ..mip_solvers.pyomo_route import compile_model
 
         mm, cols, _, _ = compile_model(model.model)
         level = "placement"
@@ -214,7 +214,7 @@ def write_model_files(mf: ModelFile, path: str | Path) -> dict[str, Any]:
 
 def _named_highs(mf: ModelFile) -> Any:
     """A HiGHS instance holding ``mf`` with its column and row names."""
-    from ..highs_run import new_highs, pass_arrays
+    from ..mip_solvers.highs_run import new_highs, pass_arrays
 
     mm = mf.matrix
     h = new_highs()

@@ -10,13 +10,13 @@ from goodopt.placement import place_configs
 
 from ..config_model import ConfigModel
 from ..heuristics import greedy
-from ..outcome import MilpOutcome
+from ..mip_solvers.outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, MethodOutcome, Termination
 from ..rounding import round_choice
 from .certify import certify_epigraph
+from .exact_placement import place_choice, placement_pairs
 from .models import config_model, placement_model
 from .pattern_rows import placement_cut_loop, placement_rows_loop
-from .placement import place_choice, placement_pairs
 from .run import MAX_RESCALES, MilpRun, as_time_limit, model_route, pattern_rows_apply, remaining
 from .verdict import finish
 

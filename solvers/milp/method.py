@@ -7,7 +7,7 @@ import logging
 from typing import cast
 
 import numpy as np
-from goodopt.formulations.objective import reference_fitness
+from goodopt.formulations.scaled_objective import reference_fitness
 
 from goodopt.evaluator import Evaluator
 from goodopt.problem import AllocationProblem
@@ -38,7 +38,7 @@ def _mip_tolerance(problem: AllocationProblem, opts: MilpOptions) -> MilpOptions
     t = 0.9107305 for a re-scored 0.9107295), so the certified bound sat
     1.2e-6 above an optimum that brute force confirms; at 1e-9 the same model
     is certified. For finite p the model's units resolve a fitness gap of
-    about ``1e-7 W`` (:mod:`goodopt.formulations.objective`): at 1e-6 a
+    about ``1e-7 W`` (:mod:`goodopt.formulations.scaled_objective`): at 1e-6 a
     one-job round could not be certified within 1e-6 once the tolerance is
     added back; at 1e-7 it is.
     """

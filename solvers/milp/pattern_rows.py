@@ -13,11 +13,11 @@ from goodopt.arrays import Array
 from goodopt.placement import place_configs
 
 from ..config_model import ArrayModel, ConfigModel
-from ..outcome import MilpOutcome
+from ..mip_solvers.outcome import MilpOutcome
 from ..result import Termination
 from .certify import certify_epigraph, lp_certificate
+from .exact_placement import place_choice
 from .models import config_model
-from .placement import place_choice
 from .run import MilpRun
 
 

@@ -56,8 +56,8 @@ from goodopt.formulations.matrix import MatrixModel
 from goodopt.arrays import Array
 
 from ..config_model import ArrayModel
-from ..highs_arrays import HighsSession
-from ..outcome import MilpOutcome
+from ..mip_solvers.highs_arrays import HighsSession
+from ..mip_solvers.outcome import MilpOutcome
 from ..result import Termination
 from .reduce import tighter_bounds
 from .run import MilpRun, config_highs_options

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from goodopt.formulations.configs import match_configs
 from goodopt.formulations.matrix import MatrixModel
-from goodopt.formulations.objective import ScaledObjective
+from goodopt.formulations.scaled_objective import ScaledObjective
 
 from goodopt.arrays import Array
 

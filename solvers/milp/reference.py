@@ -3,7 +3,7 @@
 The model is the configuration level with every GPU type's node-pattern rows (interference avoidance, where
 those rows make every solution placeable), or else the placement level (job x node). Its objective is scaled to
 greedy's allocation, which depends on the problem alone, with the configurations that cannot beat it on their
-own fixed to 0 (:func:`goodopt.formulations.objective.scaled_objective`; without a finite reference the terms
+own fixed to 0 (:func:`goodopt.formulations.scaled_objective.scaled_objective`; without a finite reference the terms
 of an extreme p overflow), so every solver receives the same arrays; greedy's allocation is no start, and no
 LP stage, dive or cut runs first. The solver's answer is placed
 (an exact check per GPU type on the same solver) and judged like every other answer (:func:`~.verdict.judge`).
@@ -20,9 +20,9 @@ from ..config_model import ArrayModel, ConfigModel, PyomoModel
 from ..heuristics import greedy
 from ..result import MethodOutcome, Termination
 from .certify import certify_epigraph
+from .exact_placement import place_choice
 from .levels import unresolved
 from .models import config_model, placement_model
-from .placement import place_choice
 from .run import MAX_RESCALES, MilpRun, pattern_rows_apply
 from .verdict import finish, nothing_left, nothing_to_choose
 
@@ -41,7 +41,7 @@ def solve_reference(run: MilpRun) -> MethodOutcome:
     """Solve the reference model once (see the module's docstring)."""
     pr = run.pr
     run.add_candidate(greedy(pr, run.cs)[0], "greedy")  # the same for every solver; only scales and prunes
-    run.scale_objective()
+    run.scale_for_reference()
     if nothing_left(run):
         return nothing_to_choose(run)
     alloc = None

@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 from goodopt.formulations.configs import enumerate_configs, sia_configs
-from goodopt.formulations.objective import (
+from goodopt.formulations.scaled_objective import (
     ScaledObjective,
     fitness_from_sum,
     fitness_of_value,
     reference_fitness,
+    resolved_reference,
     scaled_objective,
 )
 
@@ -24,8 +25,8 @@ from goodopt.evaluator import Evaluator
 from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
 
+from ..mip_solvers.outcome import MilpOutcome
 from ..options import MilpOptions, PwlOptions
-from ..outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, Termination
 
 
@@ -192,6 +193,16 @@ class MilpRun:
                                         "must_run_jobs": int(self.objective.must_run.sum())}
         return self.objective
 
+    def scale_for_reference(self) -> ScaledObjective | None:
+        """Scale once for the reference model (a file, or ``formulation=reference``): to the best incumbent (greedy's
+        allocation), or where its scale saturates every option to every job's best option's
+        (:func:`~goodopt.formulations.scaled_objective.resolved_reference`); pruning by the incumbent."""
+        if not np.isfinite(self.pr.p):
+            return None
+        best = self.best()[2]
+        inc = best if np.isfinite(best) and best > 0 else None
+        return self.scale_objective(resolved_reference(self.pr, self.cs, inc))
+
     def to_fitness(self, value: float) -> float:
         return objective_to_fitness(self.pr, value, None if self.objective is None else self.objective.reference)
 
@@ -270,7 +281,7 @@ class MilpRun:
         """The gaps the solver may stop at: a tenth of the fitness gap asked for, in the model's units.
 
         Finite p: an absolute model gap ``d`` moves ``log F`` by about ``d / W``
-        (see :mod:`goodopt.formulations.objective`); p = ±inf: the model value
+        (see :mod:`goodopt.formulations.scaled_objective`); p = ±inf: the model value
         is the fitness.
         """
         target = 0.1 * max(self.opts.mip_rel_gap, CERTIFIED_GAP * 1e-2)

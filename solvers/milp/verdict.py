@@ -9,7 +9,7 @@ import numpy as np
 
 from goodopt.arrays import Array
 
-from ..outcome import MilpOutcome
+from ..mip_solvers.outcome import MilpOutcome
 from ..result import CERTIFIED_GAP, MethodOutcome, Termination
 from .run import MilpRun, stand_in
 

@@ -15,7 +15,7 @@ gurobi   gurobipy (optional)            commercial yes   beyond its licence's si
 Each solver is a module with ``NAME``, ``version()`` and ``solve(model, limits, start)``
 (:mod:`.base`): it receives one :class:`~goodopt.formulations.matrix.MatrixModel` and
 :class:`~.base.Limits` (time, nodes, gaps, feasibility tolerance, threads, its own parameters), and returns a
-:class:`~goodopt.solvers.outcome.MilpOutcome` with the column values. The outcome is the solver's word only:
+:class:`~goodopt.solvers.mip_solvers.outcome.MilpOutcome` with the column values. The outcome is the solver's word only:
 the exact methods re-score its answer with the evaluator and re-judge its bound
 (:func:`goodopt.solvers.milp.judge`). Another solver is added by :func:`register` with a module (or object) of
 the same three names.

@@ -2,7 +2,7 @@
 
 A solver gets one :class:`~goodopt.formulations.matrix.MatrixModel` (maximise ``cost x`` subject to
 ``row_lower <= A x <= row_upper``, ``lower <= x <= upper``, ``integer`` columns whole) and one
-:class:`Limits`, and returns a :class:`~goodopt.solvers.outcome.MilpOutcome` with the column values of its best
+:class:`Limits`, and returns a :class:`~goodopt.solvers.mip_solvers.outcome.MilpOutcome` with the column values of its best
 solution (None without one), objective and bound in the model's own (maximised) units.
 """
 
@@ -18,8 +18,8 @@ from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array
 
-from ..outcome import MilpOutcome
 from ..result import Termination
+from .outcome import MilpOutcome
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,11 +38,11 @@ from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array
 
-from ..highs_run import new_highs, pass_arrays
-from ..highs_watch import run_watched
-from ..outcome import MilpOutcome
 from ..result import Termination
 from .base import Clock, Limits, Start, outcome, refused, start_pairs
+from .highs_run import new_highs, pass_arrays
+from .outcome import MilpOutcome
+from .solver_watch import run_watched
 
 log = logging.getLogger(__name__)
 

@@ -40,10 +40,10 @@ from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array
 
-from ..highs_watch import run_watched
-from ..outcome import MilpOutcome
 from ..result import Termination
 from .base import Clock, Limits, Start, apply_native, outcome, refused, row_arrays, start_pairs
+from .outcome import MilpOutcome
+from .solver_watch import run_watched
 
 NAME = "cpsat"
 #: goodopt's limits (:class:`~.base.Limits`) -> this solver's parameters.
@@ -210,7 +210,7 @@ def solve(model: MatrixModel, limits: Limits, start: Start = None) -> tuple[Milp
 def _decode(model: MatrixModel, r: Relaxation, values: list[int]) -> Array | None:
     """The model's point from ``R``'s: integer columns as found, continuous ones by HiGHS with those fixed; None
     when that point breaks one of the model's own rows."""
-    from ..highs_arrays import HighsSession
+    from .highs_arrays import HighsSession
 
     x = np.asarray(values, float) / r.scale
     cont = ~model.integer

@@ -19,10 +19,10 @@ from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array
 
-from ..highs_watch import run_watched
-from ..outcome import MilpOutcome
 from ..result import Termination
 from .base import Clock, Limits, Start, apply_native, outcome, refused, start_pairs
+from .outcome import MilpOutcome
+from .solver_watch import run_watched
 
 NAME = "gurobi"
 #: goodopt's limits (:class:`~.base.Limits`) -> this solver's parameters.

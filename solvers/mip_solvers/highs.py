@@ -1,9 +1,9 @@
-"""HiGHS (highspy) as one of the engines: a fresh :class:`~goodopt.solvers.highs_arrays.HighsSession` per solve.
+"""HiGHS (highspy) as one of the engines: a fresh :class:`~goodopt.solvers.mip_solvers.highs_arrays.HighsSession` per solve.
 
 Parameters: ``time_limit``, ``mip_max_nodes``, ``mip_rel_gap``, ``mip_abs_gap``, ``mip_feasibility_tolerance``
 (the feasibility tolerance), ``threads``; ``native`` is ``highs_options``. The watch of
-:mod:`goodopt.solvers.highs_watch` holds it to its time limit and stops it on Ctrl-C. Status: HiGHS's model status
-as :func:`goodopt.solvers.highs_run.read_highs` maps it.
+:mod:`goodopt.solvers.mip_solvers.solver_watch` holds it to its time limit and stops it on Ctrl-C. Status: HiGHS's model status
+as :func:`goodopt.solvers.mip_solvers.highs_run.read_highs` maps it.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array
 
-from ..highs_arrays import HighsSession
-from ..highs_run import new_highs
-from ..outcome import MilpOutcome
 from .base import Limits, Start
+from .highs_arrays import HighsSession
+from .highs_run import new_highs
+from .outcome import MilpOutcome
 
 NAME = "highs"
 #: goodopt's limits (:class:`~.base.Limits`) -> this solver's parameters.

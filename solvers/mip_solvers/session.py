@@ -1,6 +1,6 @@
 """A matrix model whose MIPs another solver solves, inside goodopt's staged exact method.
 
-:class:`EngineSession` is a :class:`~goodopt.solvers.highs_arrays.HighsSession` (the same rows added, the same
+:class:`EngineSession` is a :class:`~goodopt.solvers.mip_solvers.highs_arrays.HighsSession` (the same rows added, the same
 bounds moved, so that LP relaxations, their duals and a written model are HiGHS's) whose every MIP solve hands
 the model as it stands -- bounds and added rows included -- to the chosen solver. LP stages (the LP first, its
 duals for reduced-cost fixing, rounding) stay on HiGHS for every solver: they bound and guide, and the answer
@@ -19,10 +19,10 @@ from goodopt.formulations.matrix import CscArrays, MatrixModel
 
 from goodopt.arrays import Array, ArrayIn
 
-from ..highs_arrays import HighsSession
-from ..outcome import MilpOutcome
 from . import adapter
 from .base import Limits
+from .highs_arrays import HighsSession
+from .outcome import MilpOutcome
 
 
 class EngineSession(HighsSession):

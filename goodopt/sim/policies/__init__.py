@@ -25,7 +25,7 @@ placement. Tiresias serves its second queue in order of demotion.
 ``gavel`` runs one of Gavel's time-fraction policies
 (:mod:`goodopt.solvers.gavel`) on the jobs' true throughputs at their
 requested GPU count and fixed batch (an oracle, as in Gavel's simulator), and
-realises the fractions with the round mechanism of :mod:`goodopt.solvers.rounds`
+realises the fractions with the round mechanism of :mod:`goodopt.gavel.round_mechanism`
 every ``round_s`` seconds (Gavel's 6-minute rounds by default): between its
 rounds allocations stand, and arriving jobs wait for the next round.
 
@@ -33,11 +33,10 @@ On heterogeneous clusters ``pollux`` is heterogeneity-unaware (its jobs' agents
 pool every type into one model, as Sia's baseline); the other goodput policies
 see one model per type, bootstrapped by one-GPU profiling of every type.
 
-Modules: :mod:`.base` (the interface), :mod:`.goodput`, :mod:`.fixed_size`,
-:mod:`.gavel` (the policies), :mod:`.registry` (every policy by name).
+Modules: :mod:`.policy` (the interface), :mod:`.goodput_policies`, :mod:`.fixed_size`,
+:mod:`.gavel_policy` (the policies), :mod:`.registry` (every policy by name).
 """
 
-from .base import Policy
 from .fixed_size import (
                          PLACEMENTS,
                          TIRESIAS_THRESHOLD_GPU_S,
@@ -46,8 +45,8 @@ from .fixed_size import (
                          OptimusPolicy,
                          TiresiasPolicy,
 )
-from .gavel import GavelPolicy
-from .goodput import (
+from .gavel_policy import GavelPolicy
+from .goodput_policies import (
                          EqualSharePolicy,
                          GoodputPolicy,
                          GreedyPolicy,
@@ -57,6 +56,7 @@ from .goodput import (
                          VirtualNodes,
                          goodput_problem,
 )
+from .policy import Policy
 from .registry import POLICIES, make_policy, policy_options, register_policy
 
 __all__ = ["PLACEMENTS", "POLICIES", "TIRESIAS_THRESHOLD_GPU_S", "EqualSharePolicy", "FifoPolicy", "FixedSizePolicy",

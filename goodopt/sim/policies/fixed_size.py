@@ -11,7 +11,7 @@ import numpy as np
 from goodopt.errors import ValidationError
 from goodopt.placement import packed_placement, place_most_free, place_packed
 
-from .base import Policy
+from .policy import Policy
 
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster

@@ -9,12 +9,12 @@ from goodopt.plugins import POLICY_GROUP, PluginRegistry
 from goodopt.solvers.options import OPTIONS, refuse_file_options
 from goodopt.validation import check_label
 
-from .base import Policy
 from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
-from .gavel import GavelPolicy
-from .goodput import EqualSharePolicy, GoodputPolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
-from .shockwave import ShockwavePolicy
-from .themis import ThemisPolicy
+from .gavel_policy import GavelPolicy
+from .goodput_policies import EqualSharePolicy, GoodputPolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
+from .policy import Policy
+from .shockwave_policy import ShockwavePolicy
+from .themis_policy import ThemisPolicy
 
 #: Policy name -> class.
 #: Every policy by name (plug-ins of the ``goodopt.policies`` entry points are added when it is first read).

@@ -9,12 +9,12 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED, POLICY_NAMES, ThroughputMatrix, check_entities, entity_fields
+from goodopt.gavel.round_mechanism import RoundMechanism, current_types, place_round
 from goodopt.placement import packed_placement
 from goodopt.solvers.gavel import check_policy_options, solve_gavel
-from goodopt.solvers.rounds import RoundMechanism, current_types, place_round
 from goodopt.validation import suggest
 
-from .base import Policy
+from .policy import Policy
 
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster

@@ -13,13 +13,13 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED, check_entities, entity_fields, matrix_from_problem, pairs_from_problem
+from goodopt.gavel.round_mechanism import RoundMechanism, current_types, place_round
 from goodopt.problem import AllocationProblem
 from goodopt.validation import suggest
 
-from .gavel import solve_gavel
-from .options import GavelOptions
-from .result import MethodOutcome, Termination
-from .rounds import RoundMechanism, current_types, place_round
+from ..options import GavelOptions
+from ..result import MethodOutcome, Termination
+from .policies import solve_gavel
 
 
 def _entity_groups(problem: AllocationProblem, entities: Mapping[str, Any]) -> dict[str, Any]:

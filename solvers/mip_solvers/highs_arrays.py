@@ -3,7 +3,7 @@
 The arrays go to HiGHS through highspy's ``passModel`` with no modelling
 layer in between; the HiGHS instance is kept so that cuts (rows) can be added
 and the model re-solved warm. Outcomes are the same :class:`MilpOutcome` as
-the pyomo route's (:mod:`goodopt.solvers.backend`), objective and bound in the
+the pyomo route's (:mod:`goodopt.solvers.mip_solvers.pyomo_route`), objective and bound in the
 model's own (maximised) units.
 """
 
@@ -19,9 +19,9 @@ from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array, ArrayIn
 
+from ..result import Termination
 from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, pass_arrays, read_highs, run_highs
 from .outcome import MilpOutcome
-from .result import Termination
 
 
 class HighsSession:

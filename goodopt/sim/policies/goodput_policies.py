@@ -15,7 +15,7 @@ from goodopt.objective import PRESETS, Objective
 from goodopt.problem import AllocationProblem, JobColumns
 from goodopt.solvers import solve
 
-from .base import Policy
+from .policy import Policy
 
 if TYPE_CHECKING:
     from goodopt.solvers.result import SolveResult

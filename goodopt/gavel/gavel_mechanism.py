@@ -1,6 +1,6 @@
 """Gavel's own round mechanism, as its simulator runs it (``mechanism: gavel`` of a rigid run).
 
-It differs from :class:`~goodopt.solvers.rounds.RoundMechanism` in four ways,
+It differs from :class:`~goodopt.gavel.round_mechanism.RoundMechanism` in four ways,
 each read from Gavel's scheduler:
 
 * **time credits since the last reset.** ``t_jk`` counts the seconds job ``j``

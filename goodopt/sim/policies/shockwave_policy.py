@@ -133,7 +133,7 @@ class ShockwavePolicy(FixedSizePolicy):
     def _solve(self, model: MatrixModel, xcols: np.ndarray, d: PlanData) -> tuple[np.ndarray | None, str]:
         """HiGHS on ``model``: the rounds (0/1, J x W) of its answer, or None; an answer over a round's GPUs is
         refused."""
-        from goodopt.solvers.highs_arrays import HighsSession
+        from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
         out, sol = HighsSession(model, threads=1).solve(time_limit_s=self.time_limit_s, mip_rel_gap=self.mip_rel_gap,
                                                          node_limit=self.node_limit)

@@ -1,7 +1,7 @@
 """Running a pyomo MILP on a solver and reporting exactly how it ended.
 
 pyomo is imported on first use (about 0.15 s), so the array route of
-:mod:`goodopt.solvers.highs_arrays`, which shares :class:`MilpOutcome`, never
+:mod:`goodopt.solvers.mip_solvers.highs_arrays`, which shares :class:`MilpOutcome`, never
 pays for it. ``solver="highs"`` (the default) compiles the pyomo model to matrix form with
 pyomo's standard-form compiler and hands it to HiGHS (highspy). That path
 supports warm starts, native HiGHS options, and reports the node count, the
@@ -22,9 +22,9 @@ import numpy as np
 from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 
+from ..result import Termination
 from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, pass_arrays, read_highs, run_highs
 from .outcome import MilpOutcome
-from .result import Termination
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def _solve_engine(model: Any, name: str, time_limit_s: float | None, gaps: dict[
                   threads: int | None, options: Mapping[str, Any], warm_start: Any,
                   feasibility_tol: float | None) -> MilpOutcome:
     """The model on one of :mod:`goodopt.solvers.mip_solvers` (not HiGHS), its solution loaded into its variables."""
-    from .mip_solvers import Limits, adapter
+    from . import Limits, adapter
 
     t0 = time.perf_counter()
     matrix, cols, sense, offset = compile_model(model)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .result import Termination
+from ..result import Termination
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,10 +12,10 @@ from goodopt.evaluator import Evaluator
 from goodopt.placement import place_configs
 from goodopt.problem import AllocationProblem
 
-from ..backend import solve_model
 from ..heuristics import greedy
+from ..mip_solvers.outcome import MilpOutcome
+from ..mip_solvers.pyomo_route import solve_model
 from ..options import PwlOptions
-from ..outcome import MilpOutcome
 from ..result import MethodOutcome
 from .run import MilpRun, as_time_limit
 from .verdict import finish, nothing_left, nothing_to_choose

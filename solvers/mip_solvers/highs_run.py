@@ -1,5 +1,5 @@
 """HiGHS itself: a fresh instance with goodopt's defaults, a run held to its time limit and interruptible, native
-options checked, and how a run ended. Shared by the pyomo route (:mod:`.backend`) and the array route
+options checked, and how a run ended. Shared by the pyomo route (:mod:`.pyomo_route`) and the array route
 (:mod:`.highs_arrays`)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 
-from .highs_watch import run_watched
-from .result import Termination
+from ..result import Termination
+from .solver_watch import run_watched
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +44,13 @@ def run_highs(h: Any, time_limit_s: float | None = None) -> bool:
     stopped it.
 
     HiGHS checks its own ``time_limit`` only at certain points, and a root heuristic can run far past it. With
-    ``time_limit_s`` the watch (:mod:`.highs_watch`) asks HiGHS, once the limit has passed by
-    :func:`~.highs_watch.watchdog_grace_s`, to stop at its next interrupt check (every simplex, interior-point
+    ``time_limit_s`` the watch (:mod:`.solver_watch`) asks HiGHS, once the limit has passed by
+    :func:`~.solver_watch.watchdog_grace_s`, to stop at its next interrupt check (every simplex, interior-point
     and branch-and-bound iteration); the run then reads as a time limit (:func:`read_highs` with
     ``stopped=True``). In the main thread Ctrl-C asks HiGHS to stop the same way and raises
     :class:`KeyboardInterrupt` once it has stopped; should HiGHS still run
-    :data:`~.highs_watch.INTERRUPT_GRACE_S` later (a heuristic without interrupt checks), the action given to
-    :func:`~.highs_watch.on_stuck_interrupt` runs (the CLI exits at once). Without a time limit outside the
+    :data:`~.solver_watch.INTERRUPT_GRACE_S` later (a heuristic without interrupt checks), the action given to
+    :func:`~.solver_watch.on_stuck_interrupt` runs (the CLI exits at once). Without a time limit outside the
     main thread (workers, which leave Ctrl-C to their parent) a plain ``run()``.
 
     HiGHS runs on the calling thread, not a helper one: there its memory came from another malloc arena, whose
