@@ -170,24 +170,6 @@ def reference_fitness(problem: AllocationProblem, configs: ConfigSet, incumbent_
     return float(np.exp(candidates[0]))
 
 
-#: At p < 0, a reference ``r`` below every job's best option ``t`` leaves each option's term ``(1 - (r/t)^|p|) / |p|``
-#: within ``(r/t)^|p|`` of its limit ``1 / |p|``; under this, the model no longer tells the options apart to a
-#: solver's tolerances (an idle job at eps = 1e-4 and p = -3 put greedy's fitness 1e-4 below the best options:
-#: terms equal to 1e-12).
-SATURATION = 1e-3
-
-
-def resolved_reference(problem: AllocationProblem, configs: ConfigSet, incumbent_fitness: float | None) -> float:
-    """:func:`reference_fitness` with ``incumbent_fitness``, unless at ``p < 0`` that reference saturates every
-    job's best option (:data:`SATURATION`): then the reference without an incumbent (the scale of the worst
-    job's best option), which resolves the options the incumbent's scale could not."""
-    r = reference_fitness(problem, configs, incumbent_fitness)
-    if not (np.isfinite(problem.p) and problem.p < 0):
-        return r
-    free = reference_fitness(problem, configs)
-    return free if (r / free) ** (-problem.p) < SATURATION else r
-
-
 def scaled_objective(problem: AllocationProblem, configs: ConfigSet, reference: float,
                      incumbent_fitness: float | None = None) -> ScaledObjective:
     """Coefficients for reference ``reference``; pruning against ``incumbent_fitness`` when given (p < 0).

@@ -83,7 +83,7 @@ def reference_run(problem: AllocationProblem, configs: str = "all") -> MilpRun:
     run = MilpRun(problem, problem.evaluator(), MilpOptions(formulation="reference", configs=configs),
                   time.perf_counter())
     run.add_candidate(greedy(problem, run.cs)[0], "greedy")
-    run.scale_for_reference()
+    run.scale_objective()
     return run
 
 

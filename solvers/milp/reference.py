@@ -41,7 +41,7 @@ def solve_reference(run: MilpRun) -> MethodOutcome:
     """Solve the reference model once (see the module's docstring)."""
     pr = run.pr
     run.add_candidate(greedy(pr, run.cs)[0], "greedy")  # the same for every solver; only scales and prunes
-    run.scale_for_reference()
+    run.scale_objective()
     if nothing_left(run):
         return nothing_to_choose(run)
     alloc = None

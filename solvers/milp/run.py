@@ -16,7 +16,6 @@ from goodopt.formulations.scaled_objective import (
     fitness_from_sum,
     fitness_of_value,
     reference_fitness,
-    resolved_reference,
     scaled_objective,
 )
 
@@ -192,16 +191,6 @@ class MilpRun:
         self.info["objective_scale"] = {"reference": r, "pruned_configs": int(self.objective.forbidden.sum()),
                                         "must_run_jobs": int(self.objective.must_run.sum())}
         return self.objective
-
-    def scale_for_reference(self) -> ScaledObjective | None:
-        """Scale once for the reference model (a file, or ``formulation=reference``): to the best incumbent (greedy's
-        allocation), or where its scale saturates every option to every job's best option's
-        (:func:`~goodopt.formulations.scaled_objective.resolved_reference`); pruning by the incumbent."""
-        if not np.isfinite(self.pr.p):
-            return None
-        best = self.best()[2]
-        inc = best if np.isfinite(best) and best > 0 else None
-        return self.scale_objective(resolved_reference(self.pr, self.cs, inc))
 
     def to_fitness(self, value: float) -> float:
         return objective_to_fitness(self.pr, value, None if self.objective is None else self.objective.reference)
