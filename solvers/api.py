@@ -15,10 +15,9 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Generic, TypeVar
 
 import numpy as np
-from goodopt.formulations.configs import ConfigSet, enumerate_configs
 
 from goodopt.arrays import Array
 from goodopt.errors import GoodoptError, SolverError, ValidationError
@@ -29,19 +28,29 @@ from goodopt.progress import tracing
 from goodopt.scenario import Scenario
 from goodopt.validation import check_label
 
-from .exhaustive import brute_force
 from .gavel.gavel_method import solve_gavel_round
-from .heuristics import equal_share, greedy
 from .judging import verdict
 from .milp import solve_milp, solve_pwl
-from .options import OPTIONS, GavelOptions, MethodOptions, MilpOptions, PwlOptions, ga_engine
-from .result import MethodOutcome, SolveResult, SolverStats, Termination
+from .options import (
+    BruteForceOptions,
+    EqualShareOptions,
+    GaOptions,
+    GavelOptions,
+    GreedyOptions,
+    MethodOptions,
+    MilpOptions,
+    Nsga2Options,
+    PwlOptions,
+    ga_engine,
+)
+from .result import MethodOutcome, SolveResult, SolverStats
 from .rounding import lp_rounding
+from .simple_methods import run_brute_force, run_equal_share, run_greedy
 
 log = logging.getLogger(__name__)
 
-#: A method's runner: ``(problem, evaluator, options, t_start) -> MethodOutcome``.
-MethodRunner = Callable[[AllocationProblem, Evaluator, Any, float], MethodOutcome]
+#: A method's options class.
+O = TypeVar("O", bound=MethodOptions)
 
 #: Methods whose solution may be named as another method's warm start.
 _WARM_BY_NAME = {"milp": ("greedy", "ga"), "ga": ("greedy", "milp", "lp"), "nsga2": ("greedy", "milp", "lp")}
@@ -111,7 +120,7 @@ def solve(problem: AllocationProblem | Scenario, method: str = "milp",
     return _result(problem, ev, method, opts, outcome, t_start, tuple(points))
 
 
-def _run(method: str, entry: Method, problem: AllocationProblem, ev: Evaluator, opts: MethodOptions,
+def _run(method: str, entry: Method[O], problem: AllocationProblem, ev: Evaluator, opts: O,
          t_start: float) -> MethodOutcome:
     """Run a method; a plug-in that raises, or returns something other than a :class:`MethodOutcome`, fails
     with a :class:`~goodopt.errors.SolverError` naming it (its own traceback chained), so that one task fails,
@@ -136,8 +145,12 @@ def _check_allocations(problem: AllocationProblem, opts: MethodOptions) -> None:
     problem's shape, one (J, N) or several (P, J, N) -- the shape is known only with the problem. Method
     names among warm starts are checked by the method."""
     shape = (problem.n_jobs, problem.n_nodes)
-    for name in ("warm_start", "initial_population"):
-        value = getattr(opts, name, None)
+    named: list[tuple[str, Any]] = []
+    if isinstance(opts, (MilpOptions, GaOptions, Nsga2Options)):
+        named.append(("warm_start", opts.warm_start))
+    if isinstance(opts, (GaOptions, Nsga2Options)):
+        named.append(("initial_population", opts.initial_population))
+    for name, value in named:
         items = value if isinstance(value, list) and name == "warm_start" else [value]
         for item in items:
             if item is None or (name == "warm_start" and isinstance(item, str)):
@@ -154,10 +167,9 @@ def _check_allocations(problem: AllocationProblem, opts: MethodOptions) -> None:
 
 def _with_solver_log(opts: MethodOptions) -> MethodOptions:
     """``solver_log`` as HiGHS's own switches (the GA passes it to pymoo itself)."""
-    highs = getattr(opts, "highs_options", None)
-    if not opts.solver_log or highs is None:
+    if not opts.solver_log or not isinstance(opts, (MilpOptions, PwlOptions)):
         return opts
-    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **highs})
+    return opts.replace(highs_options={"output_flag": True, "log_to_console": True, **opts.highs_options})
 
 
 def _run_milp(problem: AllocationProblem, ev: Evaluator, opts: MilpOptions, t_start: float) -> MethodOutcome:
@@ -169,60 +181,28 @@ def _run_pwl(problem: AllocationProblem, ev: Evaluator, opts: PwlOptions, t_star
     return solve_pwl(problem, ev, opts, t_start)
 
 
-def _run_genetic(two_objectives: bool) -> MethodRunner:
-    def run(problem: AllocationProblem, ev: Evaluator, opts: Any, t_start: float) -> MethodOutcome:
-        from .genetic import solve_ga  # loads pymoo (about 1.4 s), which no other method needs
+def _run_ga(problem: AllocationProblem, ev: Evaluator, opts: GaOptions, t_start: float) -> MethodOutcome:
+    engine = ga_engine(problem, opts.engine)
+    return _run_genetic(problem, ev, opts.replace(engine=engine), t_start, engine, two_objectives=False)
 
-        engine = ga_engine(problem, getattr(opts, "engine", "pymoo"), two_objectives)
-        warm = opts.warm_start
-        if isinstance(warm, str) and warm == "auto":
-            warm = "lp" if engine == "configs" else ["lp", "greedy"]
-        seeds = _warm_starts(problem, ev, warm, opts, "nsga2" if two_objectives else "ga")
-        return solve_ga(problem, ev, opts.replace(engine=engine) if hasattr(opts, "engine") else opts, t_start,
-                        seeds=seeds, two_objectives=two_objectives)
 
-    return run
+def _run_nsga2(problem: AllocationProblem, ev: Evaluator, opts: Nsga2Options, t_start: float) -> MethodOutcome:
+    return _run_genetic(problem, ev, opts, t_start, ga_engine(problem, "pymoo", True), two_objectives=True)
+
+
+def _run_genetic(problem: AllocationProblem, ev: Evaluator, opts: GaOptions | Nsga2Options, t_start: float,
+                 engine: str, *, two_objectives: bool) -> MethodOutcome:
+    from .genetic import solve_ga  # loads pymoo (about 1.4 s), which no other method needs
+
+    warm = opts.warm_start
+    if isinstance(warm, str) and warm == "auto":
+        warm = "lp" if engine == "configs" else ["lp", "greedy"]
+    seeds = _warm_starts(problem, ev, warm, opts, "nsga2" if two_objectives else "ga")
+    return solve_ga(problem, ev, opts, t_start, seeds=seeds, two_objectives=two_objectives)
 
 
 def _run_gavel(problem: AllocationProblem, ev: Evaluator, opts: GavelOptions, t_start: float) -> MethodOutcome:
     return solve_gavel_round(problem, opts)
-
-
-def _run_simple(method: str) -> MethodRunner:
-    def run(problem: AllocationProblem, ev: Evaluator, opts: Any, t_start: float) -> MethodOutcome:
-        return _solve_simple(problem, ev, method, opts)
-
-    return run
-
-
-def _solve_simple(problem: AllocationProblem, ev: Evaluator, method: str, opts: Any) -> MethodOutcome:
-    t0 = time.perf_counter()
-    cs = enumerate_configs(problem) if method != "brute-force" else None
-    build_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    extra: dict[str, Any] = {}
-    bound = np.nan
-    alloc: Array | None
-    if method == "greedy":
-        start = problem.current if opts.start == "current" else None
-        if start is not None and ev.violation(start) != 0:
-            raise ValidationError("options.start", "the current allocation is infeasible",
-                                  "use start='empty'")
-        alloc, _, steps = greedy(problem, cast(ConfigSet, cs), start=start)
-        extra["steps"] = steps
-        status = Termination.COMPLETED
-    elif method == "equal-share":
-        alloc, _ = equal_share(problem, cast(ConfigSet, cs))
-        status = Termination.COMPLETED
-    else:
-        alloc, fit, n = brute_force(problem, ev, max_allocations=opts.max_allocations)
-        extra["n_allocations"] = n
-        status = Termination.OPTIMAL if alloc is not None else Termination.INFEASIBLE
-        bound = fit if alloc is not None else np.nan
-    return MethodOutcome(alloc=alloc, status=status, bound=bound, objective=np.nan, objective_bound=np.nan,
-                build_s=build_s, solve_s=time.perf_counter() - t1, nodes=None, solver=method,
-                solver_version="", raw_status=str(status), n_variables=None, n_constraints=None,
-                n_configs=None if cs is None else cs.n_configs, extra=extra, message="")
 
 
 def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: MethodOptions, f: MethodOutcome,
@@ -243,7 +223,7 @@ def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: Method
         method=method, x=x, fitness=fitness, status=v.status, has_solution=has, message=v.message,
         bound=v.bound, objective=f.objective, objective_bound=f.objective_bound, feasible=not violations,
         violations=violations, speedups=speedups, stats=stats,
-        options={k: v for k, v in opts.as_dict().items() if not isinstance(v, np.ndarray)}, seed=getattr(opts, "seed", None),
+        options={k: v for k, v in opts.as_dict().items() if not isinstance(v, np.ndarray)}, seed=opts.seed,
         extra=f.extra, job_names=tuple(problem.job_names), node_names=tuple(problem.node_names),
     )
     log.info("%s", res)
@@ -251,23 +231,25 @@ def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: Method
 
 
 @dataclass(frozen=True)
-class Method:
-    """A registered method: its options class and its runner ``(problem, evaluator, options, t_start) -> MethodOutcome``."""
+class Method(Generic[O]):
+    """A registered method: its options class and its runner ``(problem, evaluator, options, t_start) ->
+    MethodOutcome``, typed together (the runner takes that class's options)."""
 
-    options: type[MethodOptions]
-    run: MethodRunner
+    options: type[O]
+    run: Callable[[AllocationProblem, Evaluator, O, float], MethodOutcome]
 
 
 #: Every method by name (plug-ins of the ``goodopt.methods`` entry points are added when it is first read).
-REGISTRY: dict[str, Method] = PluginRegistry(METHOD_GROUP, lambda name, method: register_method(name, method), {
-    "milp": Method(OPTIONS["milp"], _run_milp),
-    "milp-pwl": Method(OPTIONS["milp-pwl"], _run_pwl),
-    "ga": Method(OPTIONS["ga"], _run_genetic(False)),
-    "nsga2": Method(OPTIONS["nsga2"], _run_genetic(True)),
-    "greedy": Method(OPTIONS["greedy"], _run_simple("greedy")),
-    "equal-share": Method(OPTIONS["equal-share"], _run_simple("equal-share")),
-    "brute-force": Method(OPTIONS["brute-force"], _run_simple("brute-force")),
-    "gavel": Method(OPTIONS["gavel"], _run_gavel),
+#: (``Method[Any]``: each entry's runner and options class agree, which the constructor checks per entry.)
+REGISTRY: dict[str, Method[Any]] = PluginRegistry(METHOD_GROUP, lambda name, method: register_method(name, method), {
+    "milp": Method(MilpOptions, _run_milp),
+    "milp-pwl": Method(PwlOptions, _run_pwl),
+    "ga": Method(GaOptions, _run_ga),
+    "nsga2": Method(Nsga2Options, _run_nsga2),
+    "greedy": Method(GreedyOptions, run_greedy),
+    "equal-share": Method(EqualShareOptions, run_equal_share),
+    "brute-force": Method(BruteForceOptions, run_brute_force),
+    "gavel": Method(GavelOptions, _run_gavel),
 })
 
 
@@ -278,7 +260,7 @@ BUILT_IN = frozenset(dict.keys(REGISTRY))
 class _LiveNames(Sequence[str]):
     """The names in :data:`REGISTRY` (those passing ``keep``), in registration order, as they are now."""
 
-    def __init__(self, keep: Callable[[Method], bool] = lambda method: True) -> None:
+    def __init__(self, keep: Callable[[Method[Any]], bool] = lambda method: True) -> None:
         self._keep = keep
 
     def _names(self) -> tuple[str, ...]:
@@ -340,7 +322,7 @@ class _Defaults(Mapping[str, dict[str, Any]]):
 METHOD_OPTIONS: Mapping[str, dict[str, Any]] = _Defaults()
 
 
-def register_method(name: str, method: Method | Callable[[], Method]) -> None:
+def register_method(name: str, method: Method[Any] | Callable[[], Method[Any]]) -> None:  # any options class: checked below
     """Add an allocation method under ``name`` (a :class:`Method`, or a function returning one): from then on
     :func:`solve`, ``compare``, ``sweep`` and the command line take it. Its options class checks its options
     as goodopt's own do."""
