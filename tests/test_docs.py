@@ -493,3 +493,40 @@ def test_every_cross_reference_in_a_docstring_names_something_that_exists():
     assert sum(n for n, _ in counts) > 500
     unresolved = [u for _, us in counts for u in us]
     assert not unresolved, unresolved
+
+
+def _names_something(dotted: str) -> bool:
+    """Whether ``goodopt.a.b.c`` is a module, or a name reached from the longest importable module prefix."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_every_module_name_and_source_path_in_the_guides_exists():
+    """The README and every docs page: each dotted ``goodopt.…`` name is a module or a name in one (the plug-in
+    entry-point groups aside), each source path (``solvers/…/x.py``) a file of the repository; a module that
+    moved or a name that went away is caught here, as the docstrings' references are above."""
+    from goodopt.plugins import METHOD_GROUP, POLICY_GROUP
+
+    missing = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        text = page.read_text()
+        for name in set(re.findall(r"\bgoodopt(?:\.[A-Za-z_]\w*)+", text)) - {METHOD_GROUP, POLICY_GROUP}:
+            if not _names_something(name):
+                missing.append(f"{page.name}: {name}")
+        for path in set(re.findall(r"(?<![\w/.])((?:goodopt|solvers|formulations|paper_figures|scenarios|tests)"
+                                   r"/[\w/.-]+\.(?:py|yaml|csv))", text)):
+            if not (REPO / path).exists():
+                missing.append(f"{page.name}: {path}")
+    assert not missing, missing
