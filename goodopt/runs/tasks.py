@@ -256,29 +256,27 @@ def warm_up(method: str) -> None:
 def _run_rigid(task: RigidTask) -> dict[str, Any]:
     import numpy as np
 
-
     thr = read_gavel_throughputs(task.throughputs)
     cfg = dict(task.config)
-    cfg["window"] = None if cfg.get("window") is None else tuple(cfg["window"])
+    config = RigidConfig(**{**cfg, "window": None if cfg.get("window") is None else tuple(cfg["window"])})
+    sizes = dict(config.scale_factors)  # {} for Gavel's own scale factors
+    shares = {name: dict(spec)["share"] for name, spec in config.entities}
 
     def trace(n: int) -> Sequence[RigidJob]:  # one endless trace per seed: jobs from one stream, entities another
-        sizes = dict(cfg.get("scale_factors") or ())
-        if cfg.get("generator", "gavel") == "gavel":
+        if config.generator == "gavel":
             jobs = gavel_trace_exact(thr, task.rate_per_h, n, task.seed, sizes)
         else:
             jobs = gavel_trace(thr, task.rate_per_h, n, np.random.default_rng(task.seed), sizes or None)
-        if cfg["entities"]:
-            shares = {name: s["share"] for name, s in cfg["entities"].items()}
+        if shares:
             jobs = assign_entities(jobs, shares, np.random.default_rng([task.seed, 1]))
         return jobs
 
-    config = RigidConfig(**cfg)
     if config.arrivals == "until_window":
         res = simulate_rigid_steady(trace, task.n_jobs, thr, dict(task.capacity), config, seed=task.seed)
     else:
         res = simulate_rigid(trace(task.n_jobs), thr, dict(task.capacity), config, seed=task.seed)
-    lo, hi = cfg["window"] or (0, res.summary["n_jobs"])
-    head = {"rate_per_h": task.rate_per_h, "policy": cfg["policy"], "agnostic": cfg["agnostic"],
+    lo, hi = config.window or (0, res.summary["n_jobs"])
+    head = {"rate_per_h": task.rate_per_h, "policy": config.policy, "agnostic": config.agnostic,
             "mechanism": config.mechanism, "seed": task.seed, "window_lo": lo, "window_hi": hi}
     return {"row": {**head, **res.summary}, "jobs": [{**head, **r} for r in res.jobs.to_dict(orient="records")]}
 
