@@ -125,7 +125,7 @@ LEVELS = ("placement", "config")
 SYMMETRY = ("order", "none")
 
 
-def constraint(relation: Any) -> Any:
+def constraint(relation: Any) -> Any:  # Any: a pyomo relation (pyomo ships no type stubs)
     """``relation`` or ``Constraint.Skip`` when it holds no variables (e.g. an empty sum)."""
     return pyo.Constraint.Skip if isinstance(relation, bool) else relation
 
@@ -257,7 +257,7 @@ def _placement_constraints(m: pyo.ConcreteModel, pr: AllocationProblem, cs: Conf
     x, u = m.x, m.u
     multi_of = [[c for c in by_job[j] if cs.multi[c]] for j in range(J)]
 
-    def multi_sum(j: int) -> Any:
+    def multi_sum(j: int) -> Any:  # Any: a pyomo expression (pyomo ships no type stubs)
         return sum(z[c] for c in multi_of[j])
 
     jg = [(j, g) for j in range(J) for g in job_types[j]]

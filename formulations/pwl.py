@@ -246,7 +246,7 @@ def _segment_rows(m: pyo.ConcreteModel, classes: list[PwlClass], lam_idx: list[t
         [q for q in Q if len(classes[q].breaks) > 1],
         rule=lambda m, q: sum(m.seg[q, r] for r in range(1, len(classes[q].breaks))) == m.d[q])  # (2)
 
-    def adjacency(m: pyo.ConcreteModel, q: int, i: int) -> Any:
+    def adjacency(m: pyo.ConcreteModel, q: int, i: int) -> Any:  # Any: a pyomo set (pyomo ships no type stubs)
         B = len(classes[q].breaks)
         segs = [r for r in (i, i + 1) if 1 <= r <= B - 1]
         return m.lam[q, i] <= sum(m.seg[q, r] for r in segs)

@@ -227,7 +227,7 @@ def log_gain(problem: AllocationProblem, log_t_old: Array | float, log_t_new: Ar
 
 
 # ------------------------------------------------------------ the plain transforms (a heuristic's view)
-def objective_transform(p: float) -> tuple[Callable[[Any], Any], Callable[[Any], Any], str]:
+def objective_transform(p: float) -> tuple[Callable[[Any], Any], Callable[[Any], Any], str]:  # Any: the transform and its inverse work on scalars and arrays
     """``h`` with fitness ``F = M_h^{-1}(sum w h(S + eps) / sum w)`` and its sense.
 
     Returns ``(h, h_inverse, sense)`` where ``sense`` is ``"min"`` when the

@@ -10,3 +10,6 @@ from numpy.typing import NDArray
 Array = NDArray[Any]
 #: Anything :func:`numpy.asarray` accepts (a list, a scalar, an array); converted and checked where it is used.
 ArrayIn = Any
+#: What a broadcasting function returns: an array of the inputs' broadcast shape, or a float where every input
+#: was a scalar (numpy's own rule), so callers may pass either.
+ArrayOut = Any

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .allocation_counts import counted
-from .arrays import Array
+from .arrays import Array, ArrayIn, ArrayOut
 from .fitness import _power_mean_last
 
 
@@ -86,7 +86,7 @@ class Evaluator:
         return _power_mean_last(v, self.problem.p, w)
 
     # ------------------------------------------------------------ public API
-    def evaluate(self, pop: Any) -> Evaluation:
+    def evaluate(self, pop: ArrayIn) -> Evaluation:
         """Fitness, speedups and violation in one pass.
 
         Shapes: pop (P, J, N) or (J, N) -> :class:`Evaluation` with leading P
@@ -97,7 +97,7 @@ class Evaluator:
         self.n_evaluations += len(pop)
         return Evaluation(self._fitness(s), s, terms.sum(axis=1).astype(float), k, nodes, gtype)
 
-    def ranked_fitness(self, pop: Any) -> Array:
+    def ranked_fitness(self, pop: ArrayIn) -> Array:
         """What a search ranks members by: the fitness, ``-inf`` where the member breaks a rule (the
         :meth:`evaluate` fields ``where(violation == 0, fitness, -inf)``, without the rest).
 
@@ -108,7 +108,7 @@ class Evaluator:
         self.n_evaluations += len(pop)
         return np.where(terms.sum(axis=1) == 0, self._fitness(s), -np.inf)
 
-    def speedups(self, pop: Any) -> np.ndarray:
+    def speedups(self, pop: ArrayIn) -> np.ndarray:
         """Per-job speedups (re-allocation factors applied).
 
         Shapes: (P, J, N) -> (P, J); (J, N) -> (J,).
@@ -117,7 +117,7 @@ class Evaluator:
         s = self._counted(a)[3]
         return s[0] if single else s
 
-    def fitness(self, pop: Any) -> Any:
+    def fitness(self, pop: ArrayIn) -> ArrayOut:
         """Power-mean fitness ``F_p(S + eps)`` with the problem's weights.
 
         Shapes: (P, J, N) -> (P,); (J, N) -> float.
@@ -127,7 +127,7 @@ class Evaluator:
         self.n_evaluations += len(a)
         return float(f[0]) if single else f
 
-    def violation(self, pop: Any) -> Any:
+    def violation(self, pop: ArrayIn) -> ArrayOut:
         """Total constraint violation (0 = feasible), in GPUs / jobs over the limits.
 
         Shapes: (P, J, N) -> (P,); (J, N) -> float.
@@ -136,13 +136,13 @@ class Evaluator:
         v = self._counted(a)[4].sum(axis=1).astype(float)
         return float(v[0]) if single else v
 
-    def violation_terms(self, pop: Any) -> dict[str, np.ndarray]:
+    def violation_terms(self, pop: ArrayIn) -> dict[str, np.ndarray]:
         """Each constraint's violation. Shapes: (P, J, N) or (J, N) -> {name: (P,)}."""
         a, _ = self._coerce(pop)
         terms = self._counted(a)[4]
         return {name: terms[:, i].copy() for i, name in enumerate(self.TERMS)}
 
-    def violations(self, alloc: Any) -> list[str]:
+    def violations(self, alloc: ArrayIn) -> list[str]:
         """Human-readable list of the constraints one allocation breaks. Shapes: (J, N) ->."""
         pr = self.problem
         a = pr.check_allocation(alloc)

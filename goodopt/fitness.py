@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Array, ArrayIn
+from .arrays import Array, ArrayIn, ArrayOut
 from .errors import ShapeError, ValidationError
 
 #: Below this |p| (and p != 0) power means use their second-order expansion around p = 0:
@@ -20,7 +20,7 @@ from .errors import ShapeError, ValidationError
 TINY_P = 1e-12
 
 
-def check_p(p: Any) -> float:
+def check_p(p: Any) -> float:  # Any: a user's value, checked here
     """Validate the fairness exponent ``p`` (any real number or +-inf, not NaN)."""
     try:
         value = float(p)
@@ -31,7 +31,7 @@ def check_p(p: Any) -> float:
     return value
 
 
-def power_mean(values: ArrayIn, p: Any, weights: ArrayIn | None = None, axis: int = -1) -> Any:
+def power_mean(values: ArrayIn, p: Any, weights: ArrayIn | None = None, axis: int = -1) -> ArrayOut:  # Any: arrays or scalars (numpy broadcasting); p checked here
     """Weighted power mean of positive values along ``axis``.
 
     ``values`` must be > 0 when ``p <= 0`` (use ``S + eps``) and >= 0 otherwise.

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy.optimize import least_squares, minimize
 
 from . import goodput as gp
+from .arrays import ArrayIn
 from .errors import FitError
 from .goodput import ThroughputParams
 from .profiles import AppProfile, GpuProfile
@@ -242,7 +243,7 @@ def _optimistic(x: np.ndarray, free: np.ndarray, residuals: Callable[[np.ndarray
     return out
 
 
-def fit_observed(num_nodes: Any, num_replicas: Any, local_bsz: Any, step_time: Any, sync_time: Any,
+def fit_observed(num_nodes: ArrayIn, num_replicas: ArrayIn, local_bsz: ArrayIn, step_time: ArrayIn, sync_time: ArrayIn,
                  start: ThroughputParams | None = None, optimism: float = OPTIMISM) -> ThroughputParams:
     """Throughput parameters from a running job's own few observations.
 

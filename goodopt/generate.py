@@ -7,7 +7,6 @@ the same seed gives the same scenario.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from .cluster import Cluster, NodeGroup
 from .errors import ValidationError
 from .placement import place_one
 from .profiles import shipped_profile
+from .records import RecordIn
 from .scenario import Job, Objective, Scenario
 
 #: Application mix of the Pollux evaluation workloads (jobs per 160, workload 6).
@@ -50,7 +50,7 @@ def _place_running(node_type: np.ndarray, free: np.ndarray, g: int, k: int,
 def random_scenario(seed: int | np.random.Generator, cluster: Cluster, n_jobs: int, *,
                     mix: Mapping[str, float] | None = None, running_fraction: float = 0.6,
                     objective: Objective | None = None, max_gpus: int | None = None,
-                    name: str = "random", profiles: Mapping[str, Any] | None = None) -> Scenario:
+                    name: str = "random", profiles: RecordIn | None = None) -> Scenario:
     """A random scheduling round on ``cluster`` with ``n_jobs`` jobs.
 
     Applications are drawn from ``mix`` (default: the Pollux workload mix),

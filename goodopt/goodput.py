@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Array
+from .arrays import Array, ArrayIn, ArrayOut
 from .candidate_choice import choose_columns, choose_table
 from .errors import ValidationError
 
@@ -82,7 +82,7 @@ def _param(params: Params, name: str) -> Any:
     return params[name]
 
 
-def compute_time(params: Params, local_bsz: Any) -> Any:
+def compute_time(params: Params, local_bsz: ArrayIn) -> ArrayOut:
     """Compute time of one micro-batch, ``alpha_c + beta_c * m``.
 
     Shapes: broadcast(params, local_bsz) -> same.
@@ -90,7 +90,7 @@ def compute_time(params: Params, local_bsz: Any) -> Any:
     return _param(params, "alpha_c") + _param(params, "beta_c") * local_bsz
 
 
-def sync_time(params: Params, n_gpus: Any, multi_node: Any) -> Any:
+def sync_time(params: Params, n_gpus: ArrayIn, multi_node: ArrayIn) -> ArrayOut:
     """Gradient synchronisation time (0 on one GPU).
 
     Shapes: broadcast(params, n_gpus, multi_node) -> same.
@@ -103,7 +103,7 @@ def sync_time(params: Params, n_gpus: Any, multi_node: Any) -> Any:
     return np.where(n_gpus > 1, t, 0.0)
 
 
-def step_time(params: Params, local_bsz: Any, n_gpus: Any, multi_node: Any) -> Any:
+def step_time(params: Params, local_bsz: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn) -> ArrayOut:
     """Time of the synchronising micro-step, ``(T_c^g + T_s^g)^(1/g)``.
 
     Shapes: broadcast(params, local_bsz, n_gpus, multi_node) -> same.
@@ -114,7 +114,7 @@ def step_time(params: Params, local_bsz: Any, n_gpus: Any, multi_node: Any) -> A
     return (t_c**gamma + t_s**gamma) ** (1.0 / gamma)
 
 
-def iteration_time(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any) -> Any:
+def iteration_time(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn) -> ArrayOut:
     """Time of one optimiser iteration, ``s * T_c(m) + T_step``.
 
     Shapes: broadcast(all arguments) -> same.
@@ -124,7 +124,7 @@ def iteration_time(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any
     )
 
 
-def throughput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any) -> Any:
+def throughput(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn) -> ArrayOut:
     """Examples per second, ``k * m * (s + 1) / T_iter``.
 
     Shapes: broadcast(all arguments) -> same.
@@ -133,7 +133,7 @@ def throughput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, mu
     return total / iteration_time(params, local_bsz, accum_steps, n_gpus, multi_node)
 
 
-def efficiency(batch_size: Any, phi: Any, init_batch_size: Any) -> Any:
+def efficiency(batch_size: ArrayIn, phi: ArrayIn, init_batch_size: ArrayIn) -> ArrayOut:
     """Statistical efficiency ``(phi + M0) / (phi + M)``; ``phi = inf`` gives 1.
 
     Shapes: broadcast(batch_size, phi, init_batch_size) -> same.
@@ -145,7 +145,7 @@ def efficiency(batch_size: Any, phi: Any, init_batch_size: Any) -> Any:
     return np.where(np.isinf(phi), 1.0, e)
 
 
-def phi_from_gradients(grad_sqr: Any, grad_var: Any, init_batch_size: Any) -> Any:
+def phi_from_gradients(grad_sqr: ArrayIn, grad_var: ArrayIn, init_batch_size: ArrayIn) -> ArrayOut:
     """Gradient noise scale ``phi = M0 * grad_var / grad_sqr`` (examples).
 
     Shapes: broadcast(grad_sqr, grad_var, init_batch_size) -> same.
@@ -156,8 +156,8 @@ def phi_from_gradients(grad_sqr: Any, grad_var: Any, init_batch_size: Any) -> An
         return np.where(grad_sqr > 0, init_batch_size * grad_var / grad_sqr, np.inf)
 
 
-def goodput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi_node: Any, phi: Any,
-            init_batch_size: Any) -> Any:
+def goodput(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn, phi: ArrayIn,
+            init_batch_size: ArrayIn) -> ArrayOut:
     """Goodput ``X * E(M)`` of explicit configurations (examples/s at M0 efficiency).
 
     Shapes: broadcast(all arguments) -> same.
@@ -167,8 +167,8 @@ def goodput(params: Params, local_bsz: Any, accum_steps: Any, n_gpus: Any, multi
     return x * efficiency(total, phi, init_batch_size)
 
 
-def candidate_batches(n_gpus: Any, init_batch_size: Any, max_batch_size: Any, min_local_bsz: Any,
-                      max_local_bsz: Any, n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Array, Array, Array]:
+def candidate_batches(n_gpus: ArrayIn, init_batch_size: ArrayIn, max_batch_size: ArrayIn, min_local_bsz: ArrayIn,
+                      max_local_bsz: ArrayIn, n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Array, Array, Array]:
     """Pollux's candidate configurations for ``k`` GPUs.
 
     ``n_candidates`` geometric total batch sizes from ``max(M0, k*m_min)`` to
@@ -201,9 +201,9 @@ def candidate_batches(n_gpus: Any, init_batch_size: Any, max_batch_size: Any, mi
     return micro.astype(np.int64), accum.astype(np.int64), valid
 
 
-def best_config(params: Any, n_gpus: Any, multi_node: Any, phi: Any, init_batch_size: Any, max_batch_size: Any,
-                min_local_bsz: Any, max_local_bsz: Any, *,
-                n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any]:
+def best_config(params: Any, n_gpus: ArrayIn, multi_node: ArrayIn, phi: ArrayIn, init_batch_size: ArrayIn, max_batch_size: ArrayIn,
+                min_local_bsz: ArrayIn, max_local_bsz: ArrayIn, *,
+                n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any]:  # Any: a ThroughputParams or its array form; returns arrays (J,) of its best GPUs, nodes, goodput
     """Goodput-maximising batch configuration for each (k, multi).
 
     Scores Pollux's geometric candidates (:func:`candidate_batches`); the default
@@ -255,9 +255,9 @@ def _scored_remembered(key: tuple[tuple[str, bytes], ...], params: ThroughputPar
     return hit
 
 
-def scored_candidates(params: Any, n_gpus: Any, multi_node: Any, init_batch_size: Any, max_batch_size: Any,
-                      min_local_bsz: Any, max_local_bsz: Any, *,
-                      n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any, Any, Any]:
+def scored_candidates(params: Any, n_gpus: ArrayIn, multi_node: ArrayIn, init_batch_size: ArrayIn, max_batch_size: ArrayIn,
+                      min_local_bsz: ArrayIn, max_local_bsz: ArrayIn, *,
+                      n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any, Any, Any]:  # Any: arrays of the candidates' batch, accumulation, throughput, efficiency, goodput
     """The part of :func:`best_config` that does not depend on the gradient noise scale: the candidates'
     ``(micro-batch, accumulation steps, valid, total batch, throughput)``. Jobs of one application differ only
     in ``phi``, so a table of many jobs scores each application's candidates once (:func:`best_candidate` per
@@ -275,8 +275,8 @@ def scored_candidates(params: Any, n_gpus: Any, multi_node: Any, init_batch_size
     return micro, accum, valid, total, throughput(params, micro, accum, k, multi_node)
 
 
-def best_candidate(scored: tuple[Any, Any, Any, Any, Any], phi: Any,
-                   init_batch_size: Any) -> tuple[Any, Any, Any]:
+def best_candidate(scored: tuple[Any, Any, Any, Any, Any], phi: ArrayIn,
+                   init_batch_size: ArrayIn) -> tuple[Any, Any, Any]:  # Any: the scored candidates' arrays, and the best's three
     """:func:`best_config`'s answer from :func:`scored_candidates` and ``phi``.
 
     Shapes: scored (C,) + B each, phi broadcasting against B -> three arrays of shape broadcast(B, phi).
@@ -290,10 +290,10 @@ def best_candidate(scored: tuple[Any, Any, Any, Any, Any], phi: Any,
     C = np.shape(x)[0]
     shape = np.broadcast_shapes(*(np.shape(a)[1:] for a in scored), np.shape(phi), np.shape(init_batch_size))
 
-    def columns(a: Any, dtype: Any) -> Array:
+    def columns(a: Any, dtype: Any) -> Array:  # Any: array-likes and a numpy dtype
         return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=dtype), (C, *shape)).reshape(C, -1))
 
-    def flat(a: Any) -> Array:
+    def flat(a: Any) -> Array:  # Any: an array-like
         return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=float), shape).reshape(-1))
 
     M = int(np.prod(shape, dtype=np.int64))

@@ -75,7 +75,7 @@ class Objective:
                                     "Sia uses 1.1 with p=-0.5")
 
     @classmethod
-    def sia(cls, **changes: Any) -> Objective:
+    def sia(cls, **changes: Any) -> Objective:  # Any: field values, checked by the class
         """Sia's choices: p = -0.5, min-config normalisation, idle penalty 1.1, per-app restart delays."""
         base = dict(p=-0.5, base="min-config", idle_penalty=1.1, restart_delays_s=dict(SIA_RESTART_DELAYS_S))
         return cls(**{**base, **changes})
@@ -93,7 +93,7 @@ class Objective:
         return float(self.idle_penalty ** (1.0 / self.p))
 
 
-def objective_from_dict(data: Any) -> Objective:
+def objective_from_dict(data: Any) -> Objective:  # Any: parsed YAML, checked here
     """An :class:`Objective` from a scenario's ``objective`` mapping (``preset`` first, then fields)."""
     o = Reader(data, "objective")
     preset = o.string("preset", "pollux", choices=PRESETS)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import ArrayIn
 from .cluster import Cluster
 from .errors import ScenarioError, ShapeError, ValidationError
 from .evaluator import Evaluator
@@ -100,7 +101,7 @@ class AllocationProblem:
         """GPU type name of each node. Shapes: (N,)."""
         return tuple(self.type_names[t] for t in self.node_type)
 
-    def permuted(self, jobs: Any, nodes: Any) -> AllocationProblem:
+    def permuted(self, jobs: Any, nodes: Any) -> AllocationProblem:  # Any: index arrays (array-likes)
         """The same problem with its jobs in the order ``jobs`` and its nodes in the order ``nodes`` (each a
         permutation of ``range(J)``, ``range(N)``): an allocation ``x`` of this problem is
         ``x[jobs][:, nodes]`` there, with the same fitness. Shapes: jobs (J,), nodes (N,)."""
@@ -122,7 +123,7 @@ class AllocationProblem:
         """What a job holding no GPUs enters the power mean with (``eps`` unless penalised)."""
         return self.eps if self.idle_value is None else float(self.idle_value)
 
-    def shifted(self, speedup: Any) -> np.ndarray:
+    def shifted(self, speedup: ArrayIn) -> np.ndarray:
         """Power-mean argument of speedups: ``S + eps`` when ``S > 0``, else :attr:`idle`.
 
         Shapes: (...) -> (...).
@@ -164,7 +165,7 @@ class AllocationProblem:
                 a[jidx[job], nidx[node]] = gpus
         return a
 
-    def allocation_to_mapping(self, alloc: Any) -> dict[str, dict[str, int]]:
+    def allocation_to_mapping(self, alloc: ArrayIn) -> dict[str, dict[str, int]]:
         """``{job: {node: gpus}}`` with only non-zero entries. Shapes: (J, N) ->."""
         alloc = self.check_allocation(alloc)
         return {
@@ -172,7 +173,7 @@ class AllocationProblem:
             for j, job in enumerate(self.job_names)
         }
 
-    def check_allocation(self, pop: Any) -> np.ndarray:
+    def check_allocation(self, pop: ArrayIn) -> np.ndarray:
         """Coerce an allocation (J, N) or population (P, J, N) to int64, or raise.
 
         Shapes: (J, N) or (P, J, N) -> same.
@@ -192,7 +193,7 @@ class AllocationProblem:
 
     # ----------------------------------------------------------- building
     @classmethod
-    def from_scenario(cls, scenario: Any) -> AllocationProblem:
+    def from_scenario(cls, scenario: Any) -> AllocationProblem:  # scenario: a Scenario (the scenario module imports this one)
         """Validate a :class:`~goodopt.scenario.Scenario` and build its arrays and speedup tables (typed ``Any``:
         the scenario module builds its problems through this one, and an import back would close a circle)."""
         cl, obj, jobs = scenario.cluster, scenario.objective, scenario.jobs

@@ -28,9 +28,11 @@ from typing import Any
 import numpy as np
 import yaml
 
+from .arrays import ArrayIn, ArrayOut
 from .errors import ScenarioError
 from .goodput import ThroughputParams
 from .outputs import write_text
+from .records import Record
 from .validation import Reader, read_yaml, suggest
 
 
@@ -80,7 +82,7 @@ class AppProfile:
             raise ScenarioError(f"profiles.{self.name}.epoch_iterations", "must be > 0 when given")
         object.__setattr__(self, "gpu_types", MappingProxyType(dict(self.gpu_types)))
 
-    def phi_at(self, epoch: Any) -> Any:
+    def phi_at(self, epoch: ArrayIn) -> ArrayOut:
         """Gradient noise scale after ``epoch`` completed epochs (log-linear interpolation).
 
         Shapes: epoch (...) -> (...).
@@ -88,7 +90,7 @@ class AppProfile:
         return np.exp(np.interp(epoch, self.phi_epochs, np.log(self.phi_values)))
 
     # ------------------------------------------------------------------ I/O
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Record:
         """The YAML-ready mapping of this profile."""
         return {
             "name": self.name,
@@ -112,7 +114,7 @@ class AppProfile:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "profile") -> AppProfile:
+    def from_dict(cls, data: Any, where: str = "profile") -> AppProfile:  # Any: parsed YAML, checked here
         """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         gpus = {}
@@ -206,7 +208,7 @@ class ThroughputProfile:
     def max_gpus(self) -> int:
         return max(k for table in self.rates.values() for k, _ in table)
 
-    def phi_at(self, epoch: Any) -> Any:
+    def phi_at(self, epoch: ArrayIn) -> ArrayOut:
         """Throughput-only jobs have no noise-scale model; a placeholder of ones. Shapes: (...) -> (...)."""
         return np.ones_like(np.asarray(epoch, dtype=float))
 
@@ -218,7 +220,7 @@ class ThroughputProfile:
                 out[k, int(multi)] = v
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Record:
         """The YAML-ready mapping of this profile."""
         return {
             "kind": "throughput",
@@ -233,7 +235,7 @@ class ThroughputProfile:
         }
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "profile") -> ThroughputProfile:
+    def from_dict(cls, data: Any, where: str = "profile") -> ThroughputProfile:  # Any: parsed YAML, checked here
         """Validate a parsed profile mapping (errors name the field under ``where``)."""
         r = Reader(data, where)
         r.string("kind", choices=("throughput",))
@@ -286,7 +288,7 @@ def save_profile(profile: AppProfile | ThroughputProfile, path: str | os.PathLik
     return write_text(path, yaml.safe_dump(profile.to_dict(), sort_keys=False, width=100, default_flow_style=None))
 
 
-def profile_from_dict(data: Any, where: str = "profile") -> AppProfile | ThroughputProfile:
+def profile_from_dict(data: Any, where: str = "profile") -> AppProfile | ThroughputProfile:  # Any: parsed YAML, checked here
     """An :class:`AppProfile` or, with ``kind: throughput``, a :class:`ThroughputProfile`."""
     if not isinstance(data, dict):
         raise ScenarioError(where, f"a profile must be a mapping, got {type(data).__name__}",

@@ -67,6 +67,7 @@ from .objective import objective_from_dict
 from .outputs import write_text
 from .problem import AllocationProblem
 from .profiles import AppProfile, ThroughputProfile, load_profile, shipped_profile, shipped_profile_names
+from .records import Record
 from .validation import Reader, read_yaml, suggest
 
 #: Largest allocation matrix (jobs x nodes): about 58 times the largest family's, so that populations fit in memory.
@@ -127,7 +128,7 @@ class Scenario:
         """The allocation problem (validated arrays and speedup tables)."""
         return AllocationProblem.from_scenario(self)
 
-    def with_objective(self, **changes: Any) -> Scenario:
+    def with_objective(self, **changes: Any) -> Scenario:  # Any: field values, checked by the class
         """The same scenario with objective fields changed, e.g. ``with_objective(p=-inf)``."""
         return replace(self, objective=replace(self.objective, **changes))
 
@@ -336,7 +337,7 @@ def scenario_from_file(path: str | os.PathLike[str]) -> Scenario:
     return scenario_from_dict(data, base_dir=p.parent)
 
 
-def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None) -> dict[str, Any]:
+def scenario_to_dict(s: Scenario, profile_paths: Mapping[str, str] | None = None) -> Record:
     """The YAML-ready mapping of a scenario (shipped profiles are referenced by name)."""
     o = s.objective
     out: dict[str, object] = {

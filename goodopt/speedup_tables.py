@@ -5,7 +5,7 @@ space sharing of throughput-only applications."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,11 +16,12 @@ from .cluster import Cluster
 from .errors import ScenarioError
 from .objective import Objective
 from .profiles import ThroughputProfile
+from .records import RecordIn
 
 _TABLE_CHUNK = 2_000_000  # elements per vectorised block when building tables
 
 
-def app_pairs(profiles: Mapping[str, Any], type_names: Sequence[str]) -> dict[tuple[str, str], Array]:
+def app_pairs(profiles: RecordIn, type_names: Sequence[str]) -> dict[tuple[str, str], Array]:
     """Measured space sharing between the throughput-only applications of ``profiles`` (application -> its
     profile, the problem's applications only; see :attr:`goodopt.problem.AllocationProblem.app_pairs`); ``{}`` when none has
     pair throughputs."""
@@ -43,7 +44,7 @@ def app_pairs(profiles: Mapping[str, Any], type_names: Sequence[str]) -> dict[tu
 
 def goodput_tables(profiles: Sequence[Any], type_names: Sequence[str], phi: Array, k_max: int,
                    n_candidates: int, k_caps: Sequence[int] | None = None,
-                   node_caps: Sequence[int] | None = None) -> tuple[Array, Array, Array]:
+                   node_caps: Sequence[int] | None = None) -> tuple[Array, Array, Array]:  # Any: profiles of any kind (throughput-only or goodput)
     """Best goodput, micro-batch and accumulation steps per (job, type, k, multi); for a goodput model only
     counts up to ``k_caps[g]`` on type ``g`` (a type's GPUs: the problem has no use for more), and on one node
     only up to ``node_caps[g]`` (its largest node: no placement puts more there), 0 above.
@@ -141,7 +142,7 @@ def _application_groups(profiles: Sequence[Any], gpu_type: str) -> dict[tuple[fl
 
 
 def base_configs(obj: Objective, cl: Cluster, names: Sequence[str], profiles: Sequence[Any], good: Array,
-                 min_gpus: Array, max_gpus: Array, type_totals: Array) -> tuple[Array, Array, Array]:
+                 min_gpus: Array, max_gpus: Array, type_totals: Array) -> tuple[Array, Array, Array]:  # Any: profiles of any kind (throughput-only or goodput)
     """Base GPU count, type and goodput per job (see :mod:`goodopt.problem`). Shapes: -> (J,) x 3."""
     type_names = cl.gpu_type_names
     n_jobs = len(names)

@@ -72,7 +72,7 @@ def read_text(path: str | os.PathLike[str], what: str, error: type[ValidationErr
                     "save the file as UTF-8") from None
 
 
-def read_yaml(path: str | os.PathLike[str], what: str, error: type[ValidationError] = ValidationError) -> Any:
+def read_yaml(path: str | os.PathLike[str], what: str, error: type[ValidationError] = ValidationError) -> Any:  # Any: parsed YAML of any shape
     """The parsed YAML (or JSON) of input file ``path``; syntax errors name ``file:line:column``."""
     text = read_text(path, what, error)
     try:
@@ -124,13 +124,13 @@ class Reader:
     def path(self, key: str | int) -> str:
         return f"{self.prefix}.{key}" if self.prefix else str(key)
 
-    def keys(self) -> list[Any]:
+    def keys(self) -> list[Any]:  # Any: a mapping's keys, as YAML gives them
         return list(self.data.keys())
 
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def raw(self, key: str | int, default: Any = _MISSING) -> Any:
+    def raw(self, key: str | int, default: Any = _MISSING) -> Any:  # Any: a YAML value of any type, returned as given
         self.seen.add(key)
         if key not in self.data:
             if default is _MISSING:
@@ -138,7 +138,7 @@ class Reader:
             return default
         return self.data[key]
 
-    def optional(self, key: str, default: Any) -> Any:
+    def optional(self, key: str, default: Any) -> Any:  # Any: a YAML value of any type, returned as given
         return self.raw(key, default)
 
     def sub(self, key: str) -> Reader:
@@ -146,13 +146,13 @@ class Reader:
 
     mapping = sub
 
-    def items(self, key: str, default: Any = _MISSING) -> list[Any]:
+    def items(self, key: str, default: Any = _MISSING) -> list[Any]:  # Any: YAML values of any type
         value = self.raw(key, default)
         if not isinstance(value, list):
             raise self.error(self.path(key), f"must be a list, got {type(value).__name__}")
         return value
 
-    def string(self, key: str, default: Any = _MISSING, choices: Collection[str] | None = None) -> str:
+    def string(self, key: str, default: Any = _MISSING, choices: Collection[str] | None = None) -> str:  # Any: a default of any type
         value = self.raw(key, default)
         if not isinstance(value, str) or not value:
             raise self.error(self.path(key), f"must be a non-empty string, got {value!r}")
@@ -161,7 +161,7 @@ class Reader:
                              f"{suggest(value, choices)}choose one of {sorted(choices)}")
         return value
 
-    def name(self, key: str, default: Any = _MISSING) -> str:
+    def name(self, key: str, default: Any = _MISSING) -> str:  # Any: a default of any type
         """A name as written: text, non-empty and printable. A number or boolean (``1e3``, ``no`` in YAML 1.1)
         is refused rather than turned into other text (``'1000.0'``, ``'False'``)."""
         value = self.raw(key, default)
@@ -173,7 +173,7 @@ class Reader:
                              "e.g. name: resnet-0")
         return value
 
-    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:  # Any: a default of any type
         value = self.raw(key, default)
         if not isinstance(value, bool):
             raise self.error(self.path(key), f"must be true or false, got {value!r}")
@@ -188,7 +188,7 @@ class Reader:
                maximum: float | None = None, strict: bool = False, allow_inf: bool = False) -> float: ...
 
     def number(self, key: str | int, default: Any = _MISSING, minimum: float | None = None,
-               maximum: float | None = None, strict: bool = False, allow_inf: bool = False) -> float | None:
+               maximum: float | None = None, strict: bool = False, allow_inf: bool = False) -> float | None:  # Any: a default of any type
         value = self.raw(key, default)
         if value is None and default is None:
             return None
@@ -203,7 +203,7 @@ class Reader:
                 maximum: int | None = MAX_WHOLE) -> int: ...
 
     def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None,
-                maximum: int | None = MAX_WHOLE) -> int | None:
+                maximum: int | None = MAX_WHOLE) -> int | None:  # Any: a default of any type
         value = self.raw(key, default)
         if value is None and default is None:
             return None

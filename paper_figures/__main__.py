@@ -19,7 +19,6 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from goodopt.errors import GoodoptError, Interrupted
 from goodopt.outputs import write_json, write_text
 from goodopt.progress import PROGRESS, plain_progress
+from goodopt.records import Record
 from goodopt.runs.execute import kept_workers
 from goodopt.runs.sweep import longest_first, run_cached
 
@@ -160,7 +160,7 @@ def record_figure(out: Path, fid: str, *, scale: str, traces: bool, seconds: flo
     write_json(out / "index.json", entries)
 
 
-def read_entries(out: Path) -> dict[str, Any]:
+def read_entries(out: Path) -> Record:
     """``out/index.json``: figure id -> {scale, traces, made, seconds}; empty when missing or unreadable."""
     try:
         data = json.loads((out / "index.json").read_text())

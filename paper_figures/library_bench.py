@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from goodopt.library import shipped
+from goodopt.records import Record
 from goodopt.runs.benchmark import library_references
 from goodopt.runs.compare import compare, compare_tasks
 from goodopt.runs.measures import measures_table, time_to_target_curve
@@ -44,7 +45,7 @@ def _calls(ctx: Context) -> tuple[list[tuple[str, str, dict[str, Any]]], Any, di
     return calls, lib, spec
 
 
-def library_tasks(ctx: Context) -> list[Any]:
+def library_tasks(ctx: Context) -> list[Any]:  # Any: tasks of any kind
     """Every solve of :func:`library_tables`."""
     return [task for _, _, call in _calls(ctx)[0] for task in compare_tasks(**call)]
 
@@ -87,7 +88,7 @@ def plot_library_ranks(tables: Path, out: Path) -> list[Path]:
     return save(draw_critical_difference(result), out, "library_ranks")
 
 
-def sia_specs(ctx: Context) -> list[dict[str, Any]]:
+def sia_specs(ctx: Context) -> list[Record]:
     """Figure 11: ``milp`` over every configuration and over Sia's set on the library's instances."""
     return [specs.sia_configurations(ctx.scale)]
 

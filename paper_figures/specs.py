@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from goodopt.records import Record
+
 SCALES = ("tiny", "default", "full")
 
 #: p values of the fairness knob (figure 3), from utilitarian to max-min.
@@ -36,7 +38,7 @@ TINY_HETERO_APPS = ("ncf", "yolov3")  # requests of 1 and 4 GPUs fit the tiny 8 
 NODE_LIMIT = 20_000
 
 
-def fairness(scale: str) -> dict[str, Any]:
+def fairness(scale: str) -> Record:
     """Figure 3: one contended scenario solved exactly for each p."""
     scenario = "family:tiny:0" if scale == "tiny" else "family:knob-32:0"
     p = [1, -1, "-inf"] if scale == "tiny" else list(P_KNOB)
@@ -50,7 +52,7 @@ def _solver_methods(scale: str, pwl_k: Any) -> list[str | dict[str, Any]]:
                         for k in pwl_k] + [ga, "greedy"])
 
 
-def exact_vs_heuristic(scale: str) -> dict[str, Any]:
+def exact_vs_heuristic(scale: str) -> Record:
     """Figure 4: homogeneous clusters of 16 to 2048 GPUs, exact vs piecewise-linear vs heuristics."""
     sizes = {"tiny": [16], "default": [16, 64, 256], "full": [16, 64, 256, 1024, 2048]}[scale]
     pwl_k = {"tiny": [4], "default": [2, 4, 8, 16], "full": [2, 4, 8, 16, 32]}[scale]
@@ -60,7 +62,7 @@ def exact_vs_heuristic(scale: str) -> dict[str, Any]:
             "node_limit": NODE_LIMIT}
 
 
-def runtime_scaling(scale: str) -> dict[str, Any]:
+def runtime_scaling(scale: str) -> Record:
     """Figure 7: scheduler runtime vs cluster size on heterogeneous clusters (the Sia paper's scaling axis)."""
     fams = {"tiny": ["hetero-tiny"], "default": ["hetero-16", "sia-64", "five-types-512"],
             "full": ["hetero-16", "sia-64", "five-types-512", "five-types-2048"]}[scale]
@@ -78,7 +80,7 @@ def runtime_scaling(scale: str) -> dict[str, Any]:
 MILP_SOLVERS = ("highs", "scip", "cbc", "cpsat")
 
 
-def solver_comparison(scale: str) -> dict[str, Any]:
+def solver_comparison(scale: str) -> Record:
     """Figure 9: the reference model of each shipped family on every open MILP solver (the same arrays)."""
     fams = {"tiny": ["tiny", "hetero-tiny"], "default": ["tiny", "hetero-tiny", "hetero-16", "testbed-over", "sia-64"],
             "full": ["tiny", "hetero-tiny", "hetero-16", "testbed-over", "sia-64", "five-types-512"]}[scale]
@@ -90,7 +92,7 @@ def solver_comparison(scale: str) -> dict[str, Any]:
             "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
-def library_benchmark(scale: str) -> dict[str, Any]:
+def library_benchmark(scale: str) -> Record:
     """Figure 10: methods and solvers on the shipped library's instances, judged against its certified values."""
     from goodopt.library.build import instance_name, tiers
 
@@ -109,7 +111,7 @@ def library_benchmark(scale: str) -> dict[str, Any]:
             "methods": methods, "node_limit": NODE_LIMIT, "time_limit_s": 120}
 
 
-def sia_configurations(scale: str) -> dict[str, Any]:
+def sia_configurations(scale: str) -> Record:
     """Figure 11: the exact optimum over every configuration and over Sia's set, on the shipped library."""
     from goodopt.library import shipped
 
@@ -131,7 +133,7 @@ def _pollux_workloads(scale: str, traces: str | os.PathLike[str] | None) -> dict
     return {"generated": {"loads": [1.0], "seeds": [0, 1, 2], "hours": 2}}
 
 
-def simulation(scale: str, traces: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+def simulation(scale: str, traces: str | os.PathLike[str] | None = None) -> list[Record]:
     """Figure 5: JCT per policy across workloads and loads, the JCT CDF, interval and interference."""
     policies: list[str | dict[str, Any]]
     if scale == "tiny":
@@ -163,7 +165,7 @@ def simulation(scale: str, traces: str | os.PathLike[str] | None = None) -> list
     return specs
 
 
-def heterogeneity(scale: str, traces: str | os.PathLike[str] | None = None, workloads: Any = ()) -> dict[str, Any]:
+def heterogeneity(scale: str, traces: str | os.PathLike[str] | None = None, workloads: Any = ()) -> Record:  # Any: workload paths or objects
     """Figure 6: Gavel's policies vs the goodput MILP (Sia's and Pollux's objective) vs unaware Pollux."""
     if scale == "tiny":
         return {"name": "heterogeneity", "kind": "simulate", "cluster": "family:hetero-16:0",
@@ -180,7 +182,7 @@ def heterogeneity(scale: str, traces: str | os.PathLike[str] | None = None, work
         {"label": "gavel finish-time", "policy": "gavel", "options": {"policy": "finish_time_fairness"}}]}
 
 
-def autoscaling(scale: str, traces: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+def autoscaling(scale: str, traces: str | os.PathLike[str] | None = None) -> list[Record]:
     """Figure 8: an elastic cluster of up to 16 x 4 T4 under each auto-scaler, and the fixed cluster: Pollux's
     GA with no auto-scaler (the fixed runs of figure 5), Pollux's and the throughput one; the MILP policy with
     the exact auto-scaler (size and allocation both by the MILP)."""

@@ -24,6 +24,7 @@ from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import TraceError
 from goodopt.outputs import meta_path, write_text
 from goodopt.profiles import shipped_profile
+from goodopt.records import Record
 from goodopt.runs import run_sweep, spec_from_dict, spec_to_dict
 from goodopt.runs.sweep import checked_tasks, run_tasks
 from goodopt.runs.tables import write_table as _write_csv
@@ -49,7 +50,7 @@ class Context:
     progress: object = False  # False, True or a live rich Progress
 
 
-def write_table(df: pd.DataFrame, out: Path, name: str, **meta: Any) -> Path:
+def write_table(df: pd.DataFrame, out: Path, name: str, **meta: Any) -> Path:  # Any: JSON-shaped metadata values
     """Write ``name.csv`` and ``name.meta.json`` (metadata) under ``out``, atomically."""
     return _write_csv(df, Path(out) / f"{name}.csv", table_name=name, numpy=np.__version__,
                       python=platform.python_version(), **meta)
@@ -169,7 +170,7 @@ def speedup_tables(ctx: Context) -> list[Path]:
     return [write_table(speedup_types_table(), ctx.tables, "speedup_types", note="half-way through training")]
 
 
-def sweep_tables(specs_of: Callable[[Context], list[dict[str, Any]]]) -> Callable[[Context], list[Path]]:
+def sweep_tables(specs_of: Callable[[Context], list[Record]]) -> Callable[[Context], list[Path]]:
     """The experiment step that runs the sweeps ``specs_of(ctx)`` gives (cached) and writes their tables."""
     def experiment(ctx: Context) -> list[Path]:
         return [sweep_table(ctx, spec) for spec in specs_of(ctx)]
@@ -178,7 +179,7 @@ def sweep_tables(specs_of: Callable[[Context], list[dict[str, Any]]]) -> Callabl
     return experiment
 
 
-def sweep_table(ctx: Context, spec: dict[str, Any], base_dir: Path | None = None) -> Path:
+def sweep_table(ctx: Context, spec: Record, base_dir: Path | None = None) -> Path:
     """Run one sweep spec (cached) and write its tables, its spec (YAML) and metadata."""
     sp = spec_from_dict(spec, base_dir=base_dir)
     res = run_sweep(sp, cache_dir=ctx.cache, workers=ctx.workers, progress=ctx.progress)
@@ -188,27 +189,27 @@ def sweep_table(ctx: Context, spec: dict[str, Any], base_dir: Path | None = None
                      computed=res.n_computed, from_cache=res.n_cached)
 
 
-def spec_tasks(sweeps: list[dict[str, Any]]) -> list[Any]:
+def spec_tasks(sweeps: list[Record]) -> list[Any]:  # Any: tasks of any kind
     """Every task of the sweep specs ``sweeps``, checked as :func:`goodopt.runs.run_sweep` checks them."""
     return [task for spec in sweeps for task in checked_tasks(spec_from_dict(spec))]
 
 
-def fairness_specs(ctx: Context) -> list[dict[str, Any]]:
+def fairness_specs(ctx: Context) -> list[Record]:
     """Figure 3: the exact optimum for each p of the fairness knob."""
     return [specs.fairness(ctx.scale)]
 
 
-def exact_vs_heuristic_specs(ctx: Context) -> list[dict[str, Any]]:
+def exact_vs_heuristic_specs(ctx: Context) -> list[Record]:
     """Figure 4: every method on homogeneous clusters of growing size."""
     return [specs.exact_vs_heuristic(ctx.scale)]
 
 
-def runtime_specs(ctx: Context) -> list[dict[str, Any]]:
+def runtime_specs(ctx: Context) -> list[Record]:
     """Figure 7: every method on heterogeneous clusters of growing size."""
     return [specs.runtime_scaling(ctx.scale)]
 
 
-def solver_specs(ctx: Context) -> list[dict[str, Any]]:
+def solver_specs(ctx: Context) -> list[Record]:
     """Figure 9: the open MILP solvers on the reference model of the shipped families."""
     return [specs.solver_comparison(ctx.scale)]
 
@@ -220,7 +221,7 @@ def _need_traces(ctx: Context, what: str) -> str:
     return ctx.traces
 
 
-def simulation_specs(ctx: Context) -> list[dict[str, Any]]:
+def simulation_specs(ctx: Context) -> list[Record]:
     """Figure 5: the simulation sweeps (policies x workloads x loads; interval; interference)."""
     traces = _need_traces(ctx, "simulation") if ctx.scale == "full" else None
     return specs.simulation(ctx.scale, traces)
@@ -239,7 +240,7 @@ def hetero_workloads(ctx: Context) -> list[str]:
     return paths
 
 
-def heterogeneity_specs(ctx: Context) -> list[dict[str, Any]]:
+def heterogeneity_specs(ctx: Context) -> list[Record]:
     """Figure 6: heterogeneity-aware and unaware policies on Sia's cluster (the default scale's workloads written
     first)."""
     if ctx.scale == "full":
@@ -247,7 +248,7 @@ def heterogeneity_specs(ctx: Context) -> list[dict[str, Any]]:
     return [specs.heterogeneity(ctx.scale, workloads=hetero_workloads(ctx))]
 
 
-def autoscaling_specs(ctx: Context) -> list[dict[str, Any]]:
+def autoscaling_specs(ctx: Context) -> list[Record]:
     """Figure 8's sweeps: cost vs JCT of the auto-scalers on the embedded default."""
     traces = _need_traces(ctx, "auto-scaling") if ctx.scale == "full" else None
     return specs.autoscaling(ctx.scale, traces)
@@ -258,7 +259,7 @@ def autoscaling_tables(ctx: Context) -> list[Path]:
     return [*(sweep_table(ctx, spec) for spec in autoscaling_specs(ctx)), *single_job_tables(ctx)]
 
 
-def autoscaling_tasks(ctx: Context) -> list[Any]:
+def autoscaling_tasks(ctx: Context) -> list[Any]:  # Any: tasks of any kind
     """Every task of figure 8: its sweeps' and the lone job's on fixed clusters."""
     return [*spec_tasks(autoscaling_specs(ctx)), *single_job_tasks(ctx)[1]]
 
@@ -267,7 +268,7 @@ def _t4_nodes(n: int) -> dict[str, Any]:
     return {"node_groups": [{"gpu_type": "t4", "gpus_per_node": 4, "n_nodes": n}]}
 
 
-def single_job_tasks(ctx: Context) -> tuple[Workload, list[Any]]:
+def single_job_tasks(ctx: Context) -> tuple[Workload, list[Any]]:  # Any: tasks of any kind
     """The lone job (ImageNet at the default scale; its workload file written) and its runs on fixed clusters of
     several sizes."""
     app, sizes = specs.single_job(ctx.scale)

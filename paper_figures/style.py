@@ -17,6 +17,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from goodopt.outputs import atomic_path  # noqa: E402
+from goodopt.records import Record
 
 #: The ten colours of matplotlib's "tab10" palette, in order.
 TAB10: tuple[Any, ...] = tuple(cast(ListedColormap, plt.get_cmap("tab10")).colors)  # type: ignore[arg-type]
@@ -63,7 +64,7 @@ def tick_label(v: float, powers: bool = False) -> str:
     return f"$10^{{{exp}}}$" if abs(mant - 1) < 1e-9 else f"${mant:g}\\times10^{{{exp}}}$"
 
 
-def colours(labels: Iterable[str]) -> dict[str, Any]:  # label -> a matplotlib colour
+def colours(labels: Iterable[str]) -> Record:  # label -> a matplotlib colour
     """A fixed colour per label, in the given order (tab10)."""
     cmap = TAB10
     return {lab: cmap[i % len(cmap)] for i, lab in enumerate(labels)}

@@ -25,6 +25,7 @@ from goodopt.evaluator import Evaluator
 from goodopt.plugins import METHOD_GROUP, PluginRegistry
 from goodopt.problem import AllocationProblem
 from goodopt.progress import tracing
+from goodopt.records import RecordIn
 from goodopt.scenario import Scenario
 from goodopt.validation import check_label
 
@@ -92,7 +93,7 @@ def _warm_starts(problem: AllocationProblem, evaluator: Evaluator, spec: Any, op
 
 
 def solve(problem: AllocationProblem | Scenario, method: str = "milp",
-          options: Mapping[str, Any] | None = None) -> SolveResult:
+          options: RecordIn | None = None) -> SolveResult:
     """Solve one allocation problem with ``method`` and re-score the answer.
 
     Methods: ``milp`` (exact, certified), ``milp-pwl``, ``ga``, ``nsga2``,
@@ -339,7 +340,7 @@ def register_method(name: str, method: Method[Any] | Callable[[], Method[Any]]) 
     REGISTRY[name] = method
 
 
-def options_for(method: str, options: Mapping[str, Any] | None = None) -> MethodOptions:
+def options_for(method: str, options: RecordIn | None = None) -> MethodOptions:
     """The validated, typed options object of ``method`` with ``options`` (a mapping; defaults filled in), as
     :func:`solve` checks them: an error names the option and the fix. For callers that keep or compare a
     method's full options, or run its stages directly."""

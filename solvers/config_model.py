@@ -45,11 +45,11 @@ class _Base:
         """Configuration per job (-1 = none) of the last solution. Shapes: -> (J,)."""
         return self._chosen.copy()
 
-    def snapshot(self) -> Any:
+    def snapshot(self) -> Any:  # Any: the model's saved state, opaque to callers
         """The loaded solution, to :meth:`restore` after a probing solve."""
         return self._chosen.copy()
 
-    def restore(self, snap: Any) -> None:
+    def restore(self, snap: Any) -> None:  # Any: the model's saved state, opaque to callers
         self._chosen = np.asarray(snap).copy()
 
     def epigraph_value(self) -> float:
@@ -82,7 +82,7 @@ class ArrayModel(_Base):
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
-              node_limit: int | None = None, **_: Any) -> MilpOutcome:
+              node_limit: int | None = None, **_: Any) -> MilpOutcome:  # Any: a start of the solver's kind, and options it ignores
         x0 = self.encode(warm_start) if warm_start is not None else None
         out, x = self.session.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
                                     warm_start=x0, relax=relax, node_limit=node_limit)
@@ -198,7 +198,7 @@ class PyomoModel(_Base):
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
-              node_limit: int | None = None, **_: Any) -> MilpOutcome:
+              node_limit: int | None = None, **_: Any) -> MilpOutcome:  # Any: a start of the solver's kind, and options it ignores
         fm = self.fm
         start = (fm.warm_start_values(self.model, self.pr, self.cs, warm_start)
                  if warm_start is not None else None)
@@ -219,12 +219,12 @@ class PyomoModel(_Base):
         """The (J, N) allocation of a solved placement-level model."""
         return self.fm.placement_allocation(self.model, self.pr)
 
-    def snapshot(self) -> Any:
+    def snapshot(self) -> Any:  # Any: the model's saved state, opaque to callers
         import pyomo.environ as pyo
 
         return self._chosen.copy(), [(v, v.value) for v in self.model.component_data_objects(pyo.Var)]
 
-    def restore(self, snap: Any) -> None:
+    def restore(self, snap: Any) -> None:  # Any: the model's saved state, opaque to callers
         chosen, values = snap
         self._chosen = chosen.copy()
         for v, val in values:

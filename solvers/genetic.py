@@ -135,7 +135,7 @@ class _GenerationReport(Callback):  # type: ignore[misc]  # pymoo publishes no t
         super().__init__()
         self.n_gen = n_gen
 
-    def notify(self, algorithm: Any) -> None:
+    def notify(self, algorithm: Any) -> None:  # algorithm: pymoo's algorithm object (pymoo ships no type stubs)
         opt = algorithm.opt
         feasible = opt.get("CV")[:, 0] <= 0 if opt is not None and len(opt) else np.zeros(0, bool)
         best = -float(opt.get("F")[feasible, 0].min()) if feasible.any() else -np.inf

@@ -28,14 +28,14 @@ MAX_POPULATION = 100_000
 MAX_THREADS = 1024
 
 
-def whole(name: str, v: Any, lo: int, fix: str | None = None, none_ok: bool = False, hi: int = MAX_WHOLE) -> None:
+def whole(name: str, v: Any, lo: int, fix: str | None = None, none_ok: bool = False, hi: int = MAX_WHOLE) -> None:  # Any: a user's value, checked here
     if v is None and none_ok:
         return
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
         raise ValidationError(f"options.{name}", f"must be a whole number in [{lo}, {hi}], got {v!r}", fix)
 
 
-def whole_if_int(cls: type, name: str, value: Any) -> Any:
+def whole_if_int(cls: type, name: str, value: Any) -> Any:  # Any: a user's value, checked here
     """A whole float given for a whole-number option (``1e3`` in YAML 1.2) as the int it stands for."""
     types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
              for f in dataclasses.fields(cls)}
@@ -50,7 +50,7 @@ DECLARED = {"int": (int, np.integer), "float": (int, float, np.integer, np.float
              "str": (str,)}
 
 
-def check_declared_type(cls: type, name: str, value: Any) -> None:
+def check_declared_type(cls: type, name: str, value: Any) -> None:  # Any: a user's value, checked here
     """A value of the plain type its field declares (``int``, ``float``, ``bool``, ``str``, or ``... | None``), so
     a method's options -- a plug-in's too -- never reach it with a value of the wrong type."""
     types = {f.name: f.type for f in dataclasses.fields(cls)}
@@ -67,7 +67,7 @@ def check_declared_type(cls: type, name: str, value: Any) -> None:
         raise ValidationError(f"options.{name}", f"must be {what}{' or omitted' if none else ''}, got {value!r}")
 
 
-def seconds(name: str, v: Any, fix: str | None = None) -> None:
+def seconds(name: str, v: Any, fix: str | None = None) -> None:  # Any: a user's value, checked here
     if v is None:
         return
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= MAX_SECONDS:
@@ -75,7 +75,7 @@ def seconds(name: str, v: Any, fix: str | None = None) -> None:
                               f"got {v!r}", fix)
 
 
-def choice(name: str, v: Any, choices: Iterable[Any]) -> None:
+def choice(name: str, v: Any, choices: Iterable[Any]) -> None:  # Any: a user's value and the allowed ones
     choices = tuple(choices)
     if v not in choices:
         close = difflib.get_close_matches(v, [c for c in choices if isinstance(c, str)], n=1) \
@@ -84,7 +84,7 @@ def choice(name: str, v: Any, choices: Iterable[Any]) -> None:
                               f"did you mean {close[0]!r}?" if close else None)
 
 
-def job_numbers(name: str, value: Any, strict: bool) -> None:
+def job_numbers(name: str, value: Any, strict: bool) -> None:  # Any: a user's value, checked here
     """A mapping job name -> finite number (> 0 when ``strict``, else >= 0)."""
     if not isinstance(value, Mapping):
         raise ValidationError(f"options.{name}", f"must map job -> number, got {value!r}", "e.g. {job-0: 5000}")
@@ -94,7 +94,7 @@ def job_numbers(name: str, value: Any, strict: bool) -> None:
                                   f"got {v!r}")
 
 
-def check_solver(solver: Any, threads: int | None, solver_options: Any) -> None:
+def check_solver(solver: Any, threads: int | None, solver_options: Any) -> None:  # Any: a user's values, checked here
     """A MILP solver goodopt knows (:data:`goodopt.solvers.mip_solvers.SOLVERS`), installed here, on threads it can
     use, with its own parameters as a mapping. Anything else -- a pyomo plug-in or a program's path
     (``asl:/path/prog``) above all -- is refused, from the command line and from a sweep spec alike."""
@@ -119,7 +119,7 @@ def check_solver(solver: Any, threads: int | None, solver_options: Any) -> None:
                               "give them as highs_options={...}")
 
 
-def check_highs_options(options: Any) -> None:
+def check_highs_options(options: Any) -> None:  # Any: a user's values, checked here
     """Native HiGHS options: a mapping whose every name HiGHS knows and whose every value it accepts."""
     import highspy
 

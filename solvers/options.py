@@ -18,6 +18,7 @@ import numpy as np
 from goodopt.errors import ValidationError
 from goodopt.gavel import POLICY_NAMES, check_entities
 from goodopt.problem import AllocationProblem
+from goodopt.records import Record, RecordIn
 from goodopt.validation import MAX_WHOLE, suggest
 
 from .gavel import check_policy_options
@@ -61,7 +62,7 @@ class MethodOptions:
                                   "pass options={'seed': 0} (same seed, same result)")
 
     @classmethod
-    def build(cls, options: Mapping[str, Any] | None) -> Self:
+    def build(cls, options: RecordIn | None) -> Self:
         """The options object from a user's mapping (None = defaults); unknown keys are listed."""
         if options is None:
             options = {}
@@ -89,10 +90,10 @@ class MethodOptions:
                                   f"see goodopt options {cls.method}") from None
         return built
 
-    def replace(self, **changes: Any) -> Self:
+    def replace(self, **changes: Any) -> Self:  # Any: field values, checked by the class
         return dataclasses.replace(self, **changes)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Record:
         """Every option and its value, in declaration order (for records and logs; stages read attributes)."""
         return {name: getattr(self, name) for name in self._names()}
 
@@ -101,7 +102,7 @@ class MethodOptions:
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
-    def defaults(cls) -> dict[str, Any]:
+    def defaults(cls) -> Record:
         """Every option and its default (factories called)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
@@ -335,7 +336,7 @@ class GavelOptions(MethodOptions):
 FILE_OPTIONS = ("write_model",)
 
 
-def refuse_file_options(where: str, options: Mapping[str, Any] | None) -> None:
+def refuse_file_options(where: str, options: RecordIn | None) -> None:
     """Refuse :data:`FILE_OPTIONS` among ``options`` (of many tasks or rounds), naming ``where`` and the fix."""
     for name in FILE_OPTIONS:
         if options and name in options:

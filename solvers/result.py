@@ -18,6 +18,7 @@ import numpy as np
 
 from goodopt.arrays import Array
 from goodopt.problem import AllocationProblem
+from goodopt.records import Record
 
 
 class Termination(str, Enum):
@@ -167,7 +168,7 @@ class SolveResult:
             return 0.0 if self.fitness == 0 else float("inf")
         return max(0.0, (self.bound - self.fitness) / abs(self.bound))
 
-    def to_dict(self, problem: AllocationProblem | None = None) -> dict[str, Any]:
+    def to_dict(self, problem: AllocationProblem | None = None) -> Record:
         """JSON-ready summary; ``allocation`` as job -> {node: GPUs} when ``problem`` is given."""
         out: dict[str, Any] = {
             "method": self.method,
@@ -204,7 +205,7 @@ MAX_JSON_ARRAY = 64
 
 
 def _jsonable(obj: Any) -> Any:
-    def default(o: Any) -> Any:
+    def default(o: Any) -> Any:  # Any: json.dumps's fallback for any object
         if isinstance(o, np.ndarray):
             return o.tolist() if o.size <= MAX_JSON_ARRAY else f"array of shape {o.shape} (see the result object)"
         return str(o)

@@ -24,9 +24,9 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import SimulationError, ValidationError
+from ..records import Record
 from ..traces import traces_dir
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def run_artifact(artifact: Path, python: Path, workload: Path, *,
     return ArtifactRun(cpu_s=cpu, wall_s=wall, simulated_s=simulated, avg_jct_s=jct, n_rounds=rounds)
 
 
-def run_goodopt(workload: Path, traces: Path, seed: int = 1) -> dict[str, Any]:
+def run_goodopt(workload: Path, traces: Path, seed: int = 1) -> Record:
     """goodopt's simulation of ``workload`` as ``goodopt simulate WORKLOAD --policy pollux --seed SEED`` runs it
     with the traces' ground truth: CPU and wall seconds of this process, simulated seconds, average JCT."""
     from ..runs.tasks import run_simulation, sim_task
@@ -114,7 +114,7 @@ def run_goodopt(workload: Path, traces: Path, seed: int = 1) -> dict[str, Any]:
 
 
 def beside_table(artifact: str | Path, python: str | Path | None, *, traces: str | Path | None = None,
-                 workload: str | Path | None = None, seed: int = 1) -> list[dict[str, Any]]:
+                 workload: str | Path | None = None, seed: int = 1) -> list[Record]:
     """Two rows, goodopt's and the artifact's, on the same workload; ``ratio_to_goodopt`` is each row's CPU
     per simulated hour over goodopt's."""
     folder, exe = check_artifact(artifact, python)

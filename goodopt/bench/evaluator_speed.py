@@ -20,6 +20,7 @@ from ..cluster import Cluster, NodeGroup
 from ..fitness import power_mean
 from ..generate import random_scenario
 from ..problem import AllocationProblem
+from ..records import Record
 
 #: (nodes, GPUs per node, jobs) of the benchmark cases.
 CASES = ((16, 4, 30), (16, 4, 60), (64, 8, 200), (256, 8, 800))
@@ -47,7 +48,7 @@ class _JobSpeedupFunction:
         return values[inverse.reshape(-1)]
 
 
-def per_job_fitness(problem: AllocationProblem, fns: Sequence[_JobSpeedupFunction], pop: np.ndarray) -> Any:
+def per_job_fitness(problem: AllocationProblem, fns: Sequence[_JobSpeedupFunction], pop: np.ndarray) -> Any:  # the fitness of one allocation, or of each of a population
     """Baseline: a Python loop over jobs. Shapes: (P, J, N) -> (P,)."""
     speedups = []
     for j, fn in enumerate(fns):
@@ -83,7 +84,7 @@ def _time(fn: Callable[[], object], min_seconds: float = 0.3) -> float:
 
 
 def run(seed: int = 0, cases: Sequence[tuple[int, int, int]] = CASES,
-        progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+        progress: Callable[[], None] | None = None) -> list[Record]:
     """Rows of the evaluator benchmark (one per case)."""
     rows = []
     for n_nodes, gpn, n_jobs in cases:

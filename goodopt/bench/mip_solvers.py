@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..families import FAMILIES
+from ..records import Record
 from ..scenario import Objective
 from ..solvers.api import solve
 from ..solvers.mip_solvers import SOLVERS, missing
@@ -55,7 +56,7 @@ def _row(family: str, seed: int, objective: str, solver: str, time_limit_s: floa
 
 
 def solver_table(time_limit_s: float = TIME_LIMIT_S, instances: Sequence[tuple[str, int]] = INSTANCES,
-                 objectives: Sequence[str] = ("own", "sia"), progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+                 objectives: Sequence[str] = ("own", "sia"), progress: Callable[[], None] | None = None) -> list[Record]:
     """One row per instance x objective x solver; ``ratio_to_highs`` (CPU) and ``same_optimum`` (fitness within
     1e-6 of HiGHS's where both are optimal) against HiGHS's row of the same instance in this run."""
     rows: list[dict[str, Any]] = []
@@ -80,7 +81,7 @@ def _num(value: float, spec: str) -> str:
     return format(value, spec) if np.isfinite(value) else ""
 
 
-def markdown(rows: list[dict[str, Any]], machine: str) -> str:
+def markdown(rows: list[Record], machine: str) -> str:
     """The table as Markdown (the file ``docs/solvers.md`` links to)."""
     head = ("| family | seed | objective | solver | CPU s | x HiGHS | status | nodes | gap | same optimum |\n"
             "|---|---|---|---|---|---|---|---|---|---|\n")

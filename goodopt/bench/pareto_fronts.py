@@ -5,7 +5,6 @@ the exact front's, both measured in this run (:mod:`goodopt.pareto`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..families import FAMILIES
 from ..pareto.attainment import attainment_surfaces, surface_front
@@ -14,6 +13,7 @@ from ..pareto.exact import ExactFrontOptions, exact_front
 from ..pareto.heuristic import HeuristicFrontOptions, heuristic_front
 from ..pareto.indicators import indicators
 from ..pareto.study import greedy_start
+from ..records import Record
 
 #: (family, seed, exact points at most, seconds a MILP may take): the instances of the table.
 INSTANCES = (("sia-64", 0, 40, 60.0), ("five-types-512", 0, 12, 30.0))
@@ -22,7 +22,7 @@ ALGORITHMS = ("nsga2", "nsga3")
 SEEDS = (0, 1, 2)
 
 
-def pareto_table(progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def pareto_table(progress: Callable[[], None] | None = None) -> list[Record]:
     """One row per instance and heuristic run: its front's size, CPU seconds and indicators, with the exact front's
     size, certified points and CPU seconds; then per instance and heuristic one row per attainment surface over
     its seeds (``surface``: best, median, worst; its CPU seconds those of all its seeds)."""

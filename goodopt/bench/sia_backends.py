@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..families import FAMILIES
+from ..records import Record
 from ..scenario import Objective
 from ..solvers.api import solve
 from ..solvers.mip_solvers import SOLVERS, Limits, adapter, missing
@@ -31,7 +32,7 @@ SAME_FITNESS_RTOL = 1e-9
 
 
 def backend_rows(family: str = FAMILY, seeds: Sequence[int] = SEEDS, backends: Sequence[str] | None = None,
-                 progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+                 progress: Callable[[], None] | None = None) -> list[Record]:
     """One row per (seed, installed backend): CPU seconds, status and fitness of the certified solve, the Sia-style
     ILP's CPU seconds on HiGHS and the ratio, and whether the seed's backends agree on the fitness."""
     names = [name for name in (backends or tuple(SOLVERS)) if missing(name) is None]
@@ -55,7 +56,7 @@ def backend_rows(family: str = FAMILY, seeds: Sequence[int] = SEEDS, backends: S
     return rows
 
 
-def backend_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def backend_summary(rows: Sequence[Record]) -> list[Record]:
     """Per backend: seeds, median and worst CPU seconds (and that seed), the worst ratio to the Sia-style ILP, and
     whether every seed was certified optimal and agreed with the other backends."""
     out = []

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..families import FAMILIES
+from ..records import Record
 from ..scenario import Objective
 from ..solvers.api import solve
 from .mip_solvers import cpu_now
@@ -40,7 +41,7 @@ BASELINE_SOLVERS = ("cbc", "highs")
 NODE_LIMIT = 20_000
 
 
-def sia_ilp_matrix(problem: Any) -> Any:
+def sia_ilp_matrix(problem: Any) -> Any:  # problem: an AllocationProblem or a Scenario; returns the ILP's arrays
     """Sia's ILP over its configuration set as a :class:`~goodopt.formulations.matrix.MatrixModel`."""
     from ..formulations.config_matrix import config_matrix
     from ..formulations.configs import sia_configs
@@ -67,13 +68,13 @@ def _rows(mm: Any, keep: np.ndarray) -> Any:
                    names=tuple(mm.names[i] for i in keep), pattern_types=(), aggregate_types=())
 
 
-def least_cpu(run: Callable[[], Any]) -> tuple[float, Any]:
+def least_cpu(run: Callable[[], Any]) -> tuple[float, Any]:  # Any: whatever the timed call returns, handed back
     """The least CPU seconds of ``run()`` over :data:`REPEATS` (fewer for a slow one), and its result."""
     best, result, _ = least_cpu_of(run, clock=cpu_now, repeats=REPEATS)
     return best, result
 
 
-def instance_row(family: str, seed: int) -> dict[str, Any]:
+def instance_row(family: str, seed: int) -> Record:
     """goodopt's certified solve and the Sia-style ILP on one instance under Sia's objective."""
     from ..solvers.mip_solvers import Limits, adapter
 
@@ -91,7 +92,7 @@ def instance_row(family: str, seed: int) -> dict[str, Any]:
 
 
 def sia_table(instances: Sequence[tuple[str, Sequence[int]]] = INSTANCES,
-              progress: Callable[[], None] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+              progress: Callable[[], None] | None = None) -> tuple[list[Record], list[Record]]:
     """Per instance rows, and per family: the median and the worst (largest) ratio over its seeds."""
     rows = []
     for family, seeds in instances:

@@ -24,6 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from ..families import FAMILIES
 from ..generate import testbed_cluster
+from ..records import Record
 from ..sim import SimConfig, generate_workload, model_truth, simulate
 from ..sim.engine import Engine
 from ..sim.policies.registry import make_policy
@@ -42,7 +43,7 @@ SCALES: tuple[tuple[str, Callable[[], Any], float, float | None, tuple[str, ...]
 )
 
 
-def run(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def run(seed: int = 0, progress: Callable[[], None] | None = None) -> list[Record]:
     """One row per (scale, policy) of :data:`SCALES`."""
     rows = []
     for name, make_cluster, hours, window, policies in SCALES:

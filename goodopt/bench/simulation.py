@@ -15,6 +15,8 @@ from typing import Any
 from goodopt.generate import testbed_cluster
 from goodopt.sim import generate_workload, model_truth, simulate
 
+from ..records import Record
+
 #: (label, policy, options). The first is the baseline.
 RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("pollux (pymoo GA loop)", "pollux", {"engine": "pymoo"}),
@@ -29,7 +31,7 @@ RUNS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 MIX = {"cifar10": 0.45, "ncf": 0.35, "deepspeech2": 0.1, "bert": 0.1}
 
 
-def run(seed: int = 0, hours: float = 1.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def run(seed: int = 0, hours: float = 1.0, progress: Callable[[], None] | None = None) -> list[Record]:
     wl = generate_workload(seed, load=1.0, hours=hours, mix=MIX, name=f"bench-{hours:g}h")
     truth = model_truth(sorted(MIX))
     cluster = testbed_cluster()

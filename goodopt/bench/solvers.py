@@ -26,6 +26,7 @@ import numpy as np
 from goodopt.solvers import solve
 from goodopt.solvers.rounding import lp_rounding
 
+from ..arrays import ArrayIn
 from ..evaluator import Evaluation, Evaluator
 from ..families import FAMILIES
 from ..formulations import milp as fm
@@ -33,6 +34,7 @@ from ..formulations.configs import enumerate_configs
 from ..generate import random_scenario, testbed_cluster
 from ..objective import Objective
 from ..problem import AllocationProblem
+from ..records import Record
 from ..solvers.api import options_for
 from ..solvers.genetic import solve_ga
 from ..solvers.mip_solvers.pyomo_route import solve_model
@@ -78,7 +80,7 @@ class _LoopEvaluator(Evaluator):
         super().__init__(problem)
         self._fns = [_JobSpeedupFunction(problem, j) for j in range(problem.n_jobs)]
 
-    def evaluate(self, pop: Any) -> Evaluation:
+    def evaluate(self, pop: ArrayIn) -> Evaluation:
         pop, _ = self._coerce(pop)
         fit = per_job_fitness(self.problem, self._fns, pop)
         k, nodes, gtype, _, terms = self._counted(pop)
@@ -91,7 +93,7 @@ class _TimedEvaluator(Evaluator):
 
     seconds = 0.0
 
-    def evaluate(self, pop: Any) -> Evaluation:
+    def evaluate(self, pop: ArrayIn) -> Evaluation:
         t = time.perf_counter()
         out = super().evaluate(pop)
         self.seconds += time.perf_counter() - t
@@ -102,7 +104,7 @@ def _ga_options(seed: int) -> Any:
     return options_for("ga", {"seed": seed})
 
 
-def ga_rounds(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def ga_rounds(seed: int = 0, progress: Callable[[], None] | None = None) -> list[Record]:
     """Seconds per GA round, vectorised vs per-job loop, at 16 x 4 GPUs."""
     rows = []
     for n_jobs in GA_JOBS:
@@ -140,7 +142,7 @@ def _stage_seconds(res: SolveResult) -> str:
     return "; ".join(parts)
 
 
-def exact_solves(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def exact_solves(seed: int = 0, progress: Callable[[], None] | None = None) -> list[Record]:
     """Build + solve seconds (wall and CPU) of the certified MILP per family, objective and stage, the pyomo
     route in the same run, and Sia's ILP time where it was measured (:data:`SIA_ILP_CPU_S`).
 
@@ -202,7 +204,7 @@ def _seed_range(seeds: range) -> str:
     return str(seeds.start) if len(seeds) == 1 else f"{seeds.start}-{seeds.stop - 1}"
 
 
-def least_cpu(pr: AllocationProblem) -> tuple[float, Any, int]:
+def least_cpu(pr: AllocationProblem) -> tuple[float, Any, int]:  # Any: whatever the timed call returns, handed back
     """CPU seconds of the exact solve of ``pr`` (the least of :data:`EXACT_REPEATS` solves when the first takes
     under :data:`REPEAT_BELOW_S`), that solve's result, and how many solves were timed. Each repeat does the same
     deterministic work (a node budget, no time limit)."""
@@ -210,7 +212,7 @@ def least_cpu(pr: AllocationProblem) -> tuple[float, Any, int]:
 
 
 def least_cpu_of(run: Callable[[], Any], clock: Callable[[], float] = time.process_time,
-                 repeats: int = EXACT_REPEATS) -> tuple[float, Any, int]:
+                 repeats: int = EXACT_REPEATS) -> tuple[float, Any, int]:  # Any: whatever the timed call returns, handed back
     """The least CPU seconds (by ``clock``) of ``run()`` over up to ``repeats`` calls, repeated only while the
     best takes under :data:`REPEAT_BELOW_S`; the result of that call, and how many calls were timed."""
     best, result, runs = float("inf"), None, 0
@@ -224,7 +226,7 @@ def least_cpu_of(run: Callable[[], Any], clock: Callable[[], float] = time.proce
     return best, result, runs
 
 
-def against_previous(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) -> None:
+def against_previous(rows: list[Record], folder: str | os.PathLike[str]) -> None:
     """Add ``previous_cpu_s`` and ``ratio_to_previous`` (this run's CPU seconds / the earlier run's) to each
     row, from ``folder/exact.csv`` of an earlier ``make bench`` (a release's, say); NaN where it has none.
 
@@ -270,7 +272,7 @@ def _enumerate_seconds(pr: AllocationProblem) -> float:
     return time.perf_counter() - t
 
 
-def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict[str, Any]:
+def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> Record:
     """Seconds of the first and second exact solve in a fresh Python process (imports excluded)."""
     import subprocess
     import sys
@@ -285,7 +287,7 @@ def first_solve_overhead(family: str = "sia-64", seed: int = 0) -> dict[str, Any
     return {"family": family, "first_s": first, "steady_s": second, "overhead_s": first - second}
 
 
-def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress: Callable[[], None] | None = None) -> list[Record]:
     """Exact MILP on the two benchmark sizes, with greedy on the same problem as the ratio base."""
     solve(random_scenario(seed, testbed_cluster(2, 4), 3).problem(), "milp")  # warm-up: imports
     rows = []
@@ -308,7 +310,7 @@ def milp_scaling(seed: int = 0, time_limit_s: float = 60.0, progress: Callable[[
     return rows
 
 
-def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress: Callable[[], None] | None = None) -> list[Record]:
     """Presolve on/off (configuration model) and symmetry breaking on/off (placement model)."""
     rows = []
     for name in ("testbed-over", "mixed-64", "cluster-1024"):
@@ -340,7 +342,7 @@ def model_choices(seed: int = 0, time_limit_s: float = 40.0, progress: Callable[
     return rows
 
 
-def quality(seeds: Sequence[int] = (0, 1, 2), time_limit_s: float = 30.0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def quality(seeds: Sequence[int] = (0, 1, 2), time_limit_s: float = 30.0, progress: Callable[[], None] | None = None) -> list[Record]:
     """Fitness of heuristics relative to the certified optimum (or best proven bound) per family."""
     rows = []
     for name in QUALITY_FAMILIES:
@@ -365,7 +367,7 @@ def quality(seeds: Sequence[int] = (0, 1, 2), time_limit_s: float = 30.0, progre
     return rows
 
 
-def ga_at_scale(seed: int = 0, progress: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def ga_at_scale(seed: int = 0, progress: Callable[[], None] | None = None) -> list[Record]:
     """The default GA (engine ``auto``) per family: fitness / certified optimum, CPU seconds, and the peak of
     memory numpy and Python allocated during the solve (tracemalloc), beside LP rounding alone."""
     import tracemalloc

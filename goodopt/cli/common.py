@@ -14,6 +14,7 @@ import yaml
 from rich.console import Console
 
 from ..errors import ValidationError
+from ..records import Record
 from ..yaml12 import load_yaml
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def parse_names(value: str, option: str, known: Collection[str]) -> list[str]:
     return names
 
 
-def key_values(items: Iterable[str] | None, flag: str = "--option", example: str = "n_gen=50") -> dict[str, Any]:
+def key_values(items: Iterable[str] | None, flag: str = "--option", example: str = "n_gen=50") -> Record:
     """``--option KEY=VALUE`` items (or another flag's) as a dict (values parsed as YAML scalars)."""
     out: dict[str, Any] = {}
     for item in items or []:
@@ -84,7 +85,7 @@ def key_values(items: Iterable[str] | None, flag: str = "--option", example: str
     return out
 
 
-def check_figure_path(path: Path, option: str, inputs: Iterable[Any], keep: bool = False) -> None:
+def check_figure_path(path: Path, option: str, inputs: Iterable[Any], keep: bool = False) -> None:  # Any: paths or path-likes, each checked
     from ..outputs import check_output
 
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
@@ -199,7 +200,7 @@ WORKERS = whole_in(1, 1024)
 SECONDS = number_in(0, 1e6)
 
 
-def print_tasks(tasks: Sequence[Any]) -> None:
+def print_tasks(tasks: Sequence[Any]) -> None:  # Any: tasks of any kind (solve, simulate, rigid, pareto)
     con = console()
     con.print(f"{len(tasks)} task(s); every input checked:")
     for t in tasks[:50]:

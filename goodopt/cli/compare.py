@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     Stats = tuple[FriedmanResult, pd.DataFrame, str]
 
+from ..records import Record
 from .common import (
     SECONDS,
     SEEDS,
@@ -75,7 +76,7 @@ def add_parser(add: AddParser) -> None:
     p.set_defaults(func=run)
 
 
-def method_options(items: Sequence[str] | None, methods: Sequence[str]) -> dict[str, dict[str, Any]]:
+def method_options(items: Sequence[str] | None, methods: Sequence[str]) -> dict[str, Record]:
     """``--option`` items per method: ``METHOD.KEY=VALUE`` for that method, ``KEY=VALUE`` for every method whose
     options take ``KEY`` (at least one must)."""
     from ..errors import ValidationError

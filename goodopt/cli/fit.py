@@ -110,7 +110,7 @@ def _same_data(path: Path, new: Any) -> bool:
 
     from ..validation import read_yaml
 
-    def close(a: Any, b: Any) -> bool:
+    def close(a: Any, b: Any) -> bool:  # Any: numbers or arrays, compared elementwise
         if isinstance(a, dict) and isinstance(b, dict):
             return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
         if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):

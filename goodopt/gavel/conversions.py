@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..cluster import Cluster, NodeGroup
 from ..errors import ValidationError
+from ..records import Record
 from ..scenario import Job, Scenario
 from .published import GAVEL_CLUSTER, GAVEL_PRICES_PER_GPU_H, GavelThroughputs
 from .rigid_jobs import gavel_jobs
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ..problem import AllocationProblem
 
 
-def pairs_from_problem(problem: AllocationProblem, matrix: ThroughputMatrix) -> dict[str, Any]:  # replace() kwargs
+def pairs_from_problem(problem: AllocationProblem, matrix: ThroughputMatrix) -> Record:  # replace() kwargs
     """The ``pairs`` and ``pair_throughput`` of ``matrix`` (built from ``problem``): one-GPU jobs whose
     applications were measured sharing a GPU (:attr:`~goodopt.problem.AllocationProblem.app_pairs`), where
     sharing beats taking turns; the measured relative speeds times each member's throughput alone.

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..arrays import ArrayIn
 from ..errors import ShapeError, ValidationError
+from ..records import Record
 
 #: Gavel's policies (solved by :func:`goodopt.solvers.gavel.solve_gavel`).
 POLICY_NAMES = ("max_min_fairness", "max_min_fairness_agnostic", "max_total_throughput", "min_cost",
@@ -228,7 +229,7 @@ def check_entities(value: object) -> EntitySpecs:
     return tuple(sorted(out))
 
 
-def entity_fields(entities: EntitySpecs, jobs: Iterable[Any]) -> dict[str, Any]:
+def entity_fields(entities: EntitySpecs, jobs: Iterable[Any]) -> Record:  # Any: jobs of any kind with an entity attribute
     """The :class:`ThroughputMatrix` entity fields for ``jobs`` (each with ``.entity``) under
     :func:`check_entities` output; ``{}`` without entities. A job of an unnamed entity is refused."""
     if not entities:

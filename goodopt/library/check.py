@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError, ValidationError
+from ..records import Record
 from .solu import SoluEntry, read_solu
 
 #: The suffixes of allocation files; any other answer is read as a solver's solution file.
@@ -82,7 +83,7 @@ class CheckReport:
         """Feasible, and not better than a certified optimum nor than the library's bound (beyond 1e-9)."""
         return self.feasible and not (self.gap_to_bound < -1e-9)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Record:
         d = asdict(self)
         d["library"] = None if self.library is None else asdict(self.library)
         d["holds"] = self.holds

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
+from ..records import Record
 from .journal import folder_lock, remove_stale, write_durably
 from .names import HOST, MARKER, STAGING_MARKER, remove_debris, temp_name
 
@@ -59,7 +60,7 @@ def meta_path(table_path: str | os.PathLike[str]) -> Path:
 
 # ------------------------------------------------------------------ checks before work
 def check_output(path: str | os.PathLike[str], *, kind: str = "file", option: str = "--out", inputs: Iterable[Any] = (),
-                 replaced: bool = True, keep: bool = False) -> Path:
+                 replaced: bool = True, keep: bool = False) -> Path:  # Any: paths or path-likes, each checked
     """Refuse an output that cannot be written, before any work is done.
 
     ``kind`` is ``"file"`` or ``"dir"``. Refused: a path that is one of
@@ -232,7 +233,7 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     return Path(path)
 
 
-def write_json(path: str | os.PathLike[str], data: Any) -> Path:
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:  # Any: JSON-shaped data
     """Write ``data`` as indented JSON to ``path`` atomically (numpy scalars as numbers)."""
     return write_text(path, json.dumps(data, indent=2, default=json_default))
 
@@ -270,7 +271,7 @@ def table_matches_meta(table_path: str | os.PathLike[str]) -> bool:
 
 # ------------------------------------------------------------------ atomic folders
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike[str], marker: dict[str, Any] | None = None) -> Iterator[Path]:
+def atomic_dir(path: str | os.PathLike[str], marker: Record | None = None) -> Iterator[Path]:
     """A staging folder beside ``path``; exchanged with ``path`` when the block ends without error.
 
     The staging folder gets the :data:`MARKER` file (with ``marker`` as its

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import Array
+from ..arrays import Array, ArrayIn
 from ..errors import ValidationError
 from ..problem import AllocationProblem
 from .criteria import Criterion
@@ -75,7 +75,7 @@ class _Levels:
             return None
         return 0.5 * (lo + hi)
 
-    def highest(self, feasible: Any, lo: float, hi: float) -> float:
+    def highest(self, feasible: ArrayIn, lo: float, hi: float) -> float:
         """The largest level in ``[lo, hi]`` at which ``feasible(level)`` holds (it holds at ``lo``)."""
         if self.values is not None:
             v = self.values[(self.values >= lo - _tie(lo)) & (self.values <= hi + _tie(hi))]

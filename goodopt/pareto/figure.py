@@ -27,7 +27,7 @@ class Drawn:
 
 
 def draw_panel(ax: Any, fronts: Sequence[Drawn], powers: Mapping[str, Sequence[float]], names: Sequence[str],
-               maximise: Sequence[bool], surfaces: Mapping[str, np.ndarray] | None = None) -> None:
+               maximise: Sequence[bool], surfaces: Mapping[str, np.ndarray] | None = None) -> None:  # ax: a matplotlib Axes (typed loosely: matplotlib is imported lazily)
     """Draw the fronts, the fitness optima at each p (``label -> (x, y)``) and ``surfaces`` (a label -> an
     attainment surface's points (n, 2), drawn as the staircase bounding what it attains) on ``ax``."""
     for i, (label, xy) in enumerate((surfaces or {}).items()):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..arrays import Array
+from ..records import Record
 from .criteria import Criterion
 
 
@@ -53,7 +54,7 @@ class Front:
     def maximise(self) -> list[bool]:
         return [c.maximise for c in self.criteria]
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Record]:
         """One tidy row per point (the CSV of ``goodopt pareto``)."""
         out = []
         for i, p in enumerate(self.points):
@@ -105,7 +106,7 @@ def nondominated_points(points: Sequence[FrontPoint], maximise: Sequence[bool]) 
     return tuple(points[i] for i in order)
 
 
-def enumerated_front(problem: Any, criteria: tuple[Criterion, ...], *, max_allocations: int = 2_000_000) -> Front:
+def enumerated_front(problem: Any, criteria: tuple[Criterion, ...], *, max_allocations: int = 2_000_000) -> Front:  # problem: an AllocationProblem (imported lazily, with the solvers)
     """The front of a tiny instance by scoring every allocation (the check of the exact front): the
     non-dominated set of the feasible allocations' criteria, one allocation per distinct vector."""
     import time

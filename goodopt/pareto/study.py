@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..problem import AllocationProblem
+from ..records import Record, RecordIn
 from .attainment import AttainmentSurface, attainment_surfaces, surface_front
 from .criteria import Criterion, evaluate_criteria, parse_criteria
 from .exact import ExactFrontOptions, exact_front
@@ -42,7 +43,7 @@ class ParetoStudy:
     surfaces: tuple[AttainmentSurface, ...] = ()
     attainment_rows: tuple[dict[str, Any], ...] = ()
 
-    def point_rows(self) -> list[dict[str, Any]]:
+    def point_rows(self) -> list[Record]:
         return [row for f in self.fronts for row in f.rows()]
 
 
@@ -88,7 +89,7 @@ def _attainment_rows(surfaces: Sequence[AttainmentSurface], reference: Front | N
                  for s in surfaces)
 
 
-def front_options(method: str, options: Mapping[str, Any] | None = None,
+def front_options(method: str, options: RecordIn | None = None,
                   seed: int = 0) -> ExactFrontOptions | HeuristicFrontOptions:
     """The checked options of front method ``method`` (:data:`FRONT_METHODS`): the exact front's
     (:class:`ExactFrontOptions`) or a heuristic's (:class:`HeuristicFrontOptions`, with ``seed``)."""

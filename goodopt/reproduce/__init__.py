@@ -101,7 +101,7 @@ def reproduce(names: Iterable[str] | None = None, *, out: str | os.PathLike[str]
     return Reproduction(results, seconds, quick, out, cpu, task_cpu_s)
 
 
-def all_tasks(names: Iterable[str], root: Path, quick: bool) -> list[Any]:
+def all_tasks(names: Iterable[str], root: Path, quick: bool) -> list[Any]:  # Any: tasks of every kind the experiments run
     """The distinct tasks of the experiments ``names``, checked, the longest (estimated) first."""
     tasks: list[Any] = []
     for name in names:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from ..records import Record
 from .comparison import POLLUX_PUBLISHED, Band, Comparison, read_published
 
 POLLUX_SOURCE = ("Pollux OSDI'21 artifact, its simulator's results-jobload summaries (means over the 8 "
@@ -26,7 +26,7 @@ POLLUX_LOADS = ("0.5", "1.0", "1.5", "2.0")
 POLLUX_POLICIES = ("pollux", "optimus", "tiresias")
 
 
-def pollux_specs(traces: Path, quick: bool) -> list[dict[str, Any]]:
+def pollux_specs(traces: Path, quick: bool) -> list[Record]:
     folder = traces / "pollux" / "workloads"
     loads = POLLUX_LOADS[:2] if quick else POLLUX_LOADS
     workloads = [str(folder / f"load-{ld}" / "workload-1.csv") if quick else str(folder / f"load-{ld}")
@@ -90,7 +90,7 @@ POLLUX_SLOWDOWNS = (0.0, 0.25, 0.5)
 AVOIDANCE_OFF = "pollux (avoidance off)"
 
 
-def pollux_sensitivity_specs(traces: Path, quick: bool) -> list[dict[str, Any]]:
+def pollux_sensitivity_specs(traces: Path, quick: bool) -> list[Record]:
     """Fig. 8b (the scheduling interval) and 8c (interference avoidance off, with a slowdown for jobs sharing a
     node) on the load-1.0 workloads; quick: workload 1, two intervals, one slowdown."""
     folder = traces / "pollux" / "workloads" / "load-1.0"

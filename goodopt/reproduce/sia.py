@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from ..records import Record
 from .comparison import SIA_PUBLISHED, Band, Comparison, H, read_published
 
 SIA_SOURCE = "Sia SOSP'23, Table 3 (Philly trace, 64-GPU heterogeneous cluster), sia/published-results.csv"
@@ -30,7 +30,7 @@ SIA_POLICIES = {"sia": ("sia", {}), "pollux": ("pollux", SIA_POLLUX), "gavel-tun
 SIA_TRACES = ("philly", "saturn")
 
 
-def sia_specs(traces: Path, quick: bool) -> list[dict[str, Any]]:
+def sia_specs(traces: Path, quick: bool) -> list[Record]:
     out = []
     for trace in SIA_TRACES[:1] if quick else SIA_TRACES:
         folder = traces / "sia" / "workloads" / trace

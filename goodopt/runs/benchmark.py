@@ -26,6 +26,8 @@ import pandas as pd
 from goodopt.errors import ValidationError
 from goodopt.library.check import check
 
+from ..records import RecordIn
+
 #: Columns of an import file.
 IMPORT_COLUMNS = ("instance", "solver", "seconds", "status", "answer")
 #: Each MILP solver's own seed parameter (``solver_options``), varied by :func:`variability`.
@@ -91,7 +93,7 @@ def _imported(p: Path, number: int, r: Mapping[str, str], library: Library | Non
             "imported": True, "violation": rep.violation, "trace": []}
 
 
-def judged_status(claimed: str, rep: Any) -> str:
+def judged_status(claimed: str, rep: Any) -> str:  # rep: a check report (the library module imports this one)
     """An imported run's status as goodopt judges it: ``error`` for an infeasible answer; ``optimal`` only for a
     claimed optimum that reaches the library's value (1e-6 relative), ``numerical`` for one that falls short
     of it; ``completed`` otherwise (without a library value no claim of optimality can be checked)."""
@@ -103,8 +105,8 @@ def judged_status(claimed: str, rep: Any) -> str:
     return "optimal" if ok else "numerical"
 
 
-def variability(scenarios: Sequence[Any], methods: Sequence[str], k: int, *, options: Mapping[str, Any] | None = None,
-                time_limit_s: float | None = None, seed: int = 0) -> pd.DataFrame:
+def variability(scenarios: Sequence[Any], methods: Sequence[str], k: int, *, options: RecordIn | None = None,
+                time_limit_s: float | None = None, seed: int = 0) -> pd.DataFrame:  # Any: scenarios by name or object
     """Each scenario x method solved ``k + 1`` times: as given (permutation 0) and with jobs and nodes
     permuted by ``numpy.random.default_rng(seed + i)`` (and solver seed ``i``). One row per solve."""
     from goodopt.solvers import solve

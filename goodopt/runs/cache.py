@@ -30,7 +30,6 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from goodopt import sources
 from goodopt._version import __version__
@@ -38,6 +37,7 @@ from goodopt.outputs import atomic_path, json_default, remove_debris, sha256_fil
 from goodopt.provenance import math_paths
 from goodopt.sources import scenario_inputs
 
+from ..records import Record
 from .task_types import ParetoTask, RigidTask, SimTask, SolveTask, Task
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class TaskCache:
     def path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
 
-    def get(self, task: Task, key: str) -> dict[str, Any] | None:
+    def get(self, task: Task, key: str) -> Record | None:
         """The stored result of ``task``, or None (missing, unreadable, malformed, or another task's)."""
         f = self.path(key)
         if not f.is_file():
@@ -148,7 +148,7 @@ class TaskCache:
         log.debug("cache hit %s: %s", key[:12], task.describe())
         return entry["result"]
 
-    def put(self, task: Task, key: str, result: dict[str, Any]) -> None:
+    def put(self, task: Task, key: str, result: Record) -> None:
         """Store ``result`` atomically (unique temporary name, then rename)."""
         text = json.dumps({"task": task.inputs(), "result": result}, default=json_default)
         with atomic_path(self.path(key)) as tmp:

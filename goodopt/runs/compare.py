@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -18,6 +17,7 @@ from goodopt.scenario import Scenario
 from goodopt.solvers.api import METHODS, RANDOMISED
 from goodopt.sources import load_scenario
 
+from ..records import RecordIn
 from .sweep import run_cached
 from .tables import COLUMNS, add_reference_columns, frame
 from .task_types import SolveTask
@@ -28,7 +28,7 @@ ScenarioSource = str | os.PathLike[str] | Scenario
 
 
 def compare(scenarios: Sequence[ScenarioSource], methods: Sequence[str], *, n_seeds: int = 1,
-            time_limit_s: float | None = None, options: Mapping[str, Mapping[str, Any]] | None = None,
+            time_limit_s: float | None = None, options: Mapping[str, RecordIn] | None = None,
             progress: bool = True, workers: int = 1, traces: bool = False,
             cache_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """Solve every scenario with every method (randomised ones with ``n_seeds`` seeds).
@@ -58,7 +58,7 @@ def compare(scenarios: Sequence[ScenarioSource], methods: Sequence[str], *, n_se
 
 def compare_tasks(scenarios: Sequence[ScenarioSource], methods: Sequence[str], *, n_seeds: int = 1,
                   time_limit_s: float | None = None,
-                  options: Mapping[str, Mapping[str, Any]] | None = None) -> list[SolveTask]:
+                  options: Mapping[str, RecordIn] | None = None) -> list[SolveTask]:
     """The solve tasks of :func:`compare` (checked: methods known, every scenario readable), in its order."""
     if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
         raise ValidationError("seeds", f"must be a whole number >= 1, got {n_seeds!r}")

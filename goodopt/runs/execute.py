@@ -110,7 +110,7 @@ def _connect(client_class: Any, address: str) -> Any:
 
 
 @contextlib.contextmanager
-def open_executor(workers: int = 1, dask: str | None = None, progress_queue: Any = None) -> Iterator[Any]:
+def open_executor(workers: int = 1, dask: str | None = None, progress_queue: Any = None) -> Iterator[Any]:  # Any: a multiprocessing queue; yields a concurrent.futures or Dask executor
     """A ``concurrent.futures`` executor: a Dask cluster's (``dask`` address), a process pool, or None (inline)."""
     log.debug("executor: %s", f"Dask at {dask}" if dask else f"{workers} local process(es)" if workers > 1
               else "inline")
@@ -168,7 +168,7 @@ def kept_workers(workers: int) -> Iterator[None]:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def stop_pool(ex: Any, futures: Iterable[cf.Future[Any]] = ()) -> None:
+def stop_pool(ex: Any, futures: Iterable[cf.Future[Any]] = ()) -> None:  # Any: a concurrent.futures or Dask executor and its futures
     """Cancel ``futures`` (the pending tasks of ``ex``) and end a local pool's worker processes now."""
     for fut in futures:
         fut.cancel()
@@ -202,7 +202,7 @@ class _Tally:
 def map_tasks(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 1, dask: str | None = None,
               progress: Any = True, label: str = "tasks", describe: Callable[[Any], str] = str,
               on_result: Callable[[int, Any], None] | None = None, n_before: int = 0,
-              cached: bool = False) -> list[Any]:
+              cached: bool = False) -> list[Any]:  # Any: tasks and results of any kind; progress True, False or a rich Progress
     """``[fn(item) for item in items]`` inline, on a process pool or on Dask, with a done/total bar.
 
     See the module docstring for errors and interrupts. ``describe(item)``
@@ -225,7 +225,7 @@ def map_tasks(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int = 
 
         watch = TaskWatch(bar, row, label, tally)
 
-        def arrived(i: int, fut_or_value: Any, is_future: bool) -> None:
+        def arrived(i: int, fut_or_value: Any, is_future: bool) -> None:  # Any: a future or a value
             try:
                 value = fut_or_value.result() if is_future else fut_or_value()
             except Interrupted:
@@ -308,7 +308,7 @@ class _NoWorkers:
         self.since: float | None = None
         self.said = 0
 
-    def check(self, client: Any, n_pending: int) -> None:
+    def check(self, client: Any, n_pending: int) -> None:  # client: a Dask client (distributed is optional)
         try:
             n_workers = len(client.nthreads())
         except Exception:  # noqa: BLE001 -- the scheduler itself is gone: its own error ends the tasks

@@ -26,6 +26,7 @@ from goodopt.pareto.indicators import JUDGED, indicators
 from goodopt.pareto.study import front_options, greedy_start
 from goodopt.sources import load_scenario
 
+from ..records import Record
 from .spec import SweepSpec
 from .task_types import ParetoTask
 
@@ -42,7 +43,7 @@ def pareto_tasks(spec: SweepSpec) -> list[ParetoTask]:
             for s in ((None,) if v.name == "exact" else spec.seeds)]
 
 
-def run_pareto_task(task: ParetoTask) -> dict[str, Any]:
+def run_pareto_task(task: ParetoTask) -> Record:
     """``{"row": the front's summary, "jobs": its points}`` (see the module)."""
     t0 = time.process_time()
     problem = load_scenario(task.scenario).problem()

@@ -59,14 +59,14 @@ def _step(ax: Axes, prof: pd.DataFrame, tau_max: float, log_x: bool) -> None:
 
 
 def plot_profiles(table: pd.DataFrame, path: str | os.PathLike[str], shift: float = 1.0, fmt: str | None = None,
-                  reference: Any = None) -> Path:
+                  reference: Any = None) -> Path:  # reference: a profile of any kind
     """Dolan-Moré performance profiles of ``table`` (a compare table): time to the best answer (left) and
     fitness relative to the best (right); the legend gives each method's shifted geometric mean seconds.
     ``reference``: scenario -> certified fitness (a library's), the answer to reach instead of the best found."""
     return _save(draw_profiles(table, shift, reference), Path(path), fmt)
 
 
-def draw_profiles(table: pd.DataFrame, shift: float = 1.0, reference: Any = None) -> Figure:
+def draw_profiles(table: pd.DataFrame, shift: float = 1.0, reference: Any = None) -> Figure:  # reference: a profile of any kind
     """The figure of :func:`plot_profiles` (a matplotlib Figure, for callers that save it their own way)."""
     plt = _pyplot()
     summ = method_summary(table, shift=shift, reference=reference).set_index("method")

@@ -15,6 +15,7 @@ import pandas as pd
 
 from goodopt.outputs import atomic_dir
 
+from ..records import Record
 from .execute import map_tasks
 from .tables import frame, write_table
 from .task_types import SimTask, workload_stem
@@ -30,12 +31,12 @@ def run_folder(task: SimTask) -> str:
 
 
 def run_simulations(tasks: list[SimTask], out_dir: str | os.PathLike[str], *, workers: int = 1, progress: bool = True,
-                    **metadata: Any) -> pd.DataFrame:
+                    **metadata: Any) -> pd.DataFrame:  # Any: JSON-shaped metadata values
     """Run ``tasks``; write each run's tables under ``out_dir/<workload>/<policy>-s<seed>`` and the
     summary table ``out_dir/sweep.csv`` (+ ``sweep.meta.json``); returns the summary table."""
     rows: dict[int, dict[str, Any]] = {}
     with atomic_dir(out_dir, marker={"kind": "simulations", "n_runs": len(tasks)}) as staging:
-        def store(i: int, value: tuple[SimulationResult, dict[str, Any], list[dict[str, Any]]]) -> None:
+        def store(i: int, value: tuple[SimulationResult, Record, list[Record]]) -> None:
             res, row, _ = value
             res.write_into(staging / run_folder(tasks[i]))
             rows[i] = {"label": tasks[i].label, **row}

@@ -82,6 +82,7 @@ from goodopt.sources import load_scenario
 from goodopt.traces import traces_dir
 from goodopt.validation import Reader, check_number, read_yaml, suggest
 
+from ..records import Record, RecordIn
 from .spec_fields import (  # noqa: F401
     MAX_HOURS,
     MAX_LOAD,
@@ -160,7 +161,7 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     return spec_from_dict(data, base_dir=p.parent, default_name=p.stem)
 
 
-def spec_from_dict(d: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | None = None,
+def spec_from_dict(d: RecordIn, *, base_dir: str | os.PathLike[str] | None = None,
                    default_name: str = "sweep") -> SweepSpec:
     """Validate a sweep mapping, every field and every file it names, before any work.
 
@@ -362,7 +363,7 @@ def _check_method_options(v: Variant, time_limit: float | None, node_limit: int 
     checked(f"spec.methods.{v.label}.options", options_for, v.name, opts)
 
 
-def spec_to_dict(spec: SweepSpec) -> dict[str, Any]:
+def spec_to_dict(spec: SweepSpec) -> Record:
     """The YAML-ready mapping of ``spec`` (every field explicit)."""
     key = "methods" if spec.kind in ("solve", "pareto") else "policies"
     inner = "method" if spec.kind in ("solve", "pareto") else "policy"

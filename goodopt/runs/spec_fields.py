@@ -13,6 +13,8 @@ from typing import Any
 from goodopt.errors import ValidationError
 from goodopt.validation import MAX_LABEL, Reader, check_label, check_number, suggest, usable_path
 
+from ..records import Record, RecordIn
+
 #: Most seeds per grid point.
 MAX_SEEDS = 10_000
 #: Bounds on a generated workload's load and hours.
@@ -32,7 +34,7 @@ def check_name(where: str, name: object) -> str:
 ELASTIC_FIELDS = ("min_nodes", "provision_delay_s", "autoscale_options")
 
 
-def refuse_idle_settings(config: Mapping[str, Any], vary: Mapping[str, Any]) -> None:
+def refuse_idle_settings(config: RecordIn, vary: RecordIn) -> None:
     """Refuse settings that would change nothing: an empty ``vary`` list (a table of no rows) and elastic
     settings without an auto-scaler."""
     for key, values in vary.items():
@@ -47,7 +49,7 @@ def refuse_idle_settings(config: Mapping[str, Any], vary: Mapping[str, Any]) -> 
                                       "set config.autoscale (or vary it), or drop the setting")
 
 
-def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:
+def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:  # Any: a checker and its arguments; returns the checked value
     """``check(*args)``, with a validation error re-raised under ``where`` unless it already names a file."""
     try:
         return check(*args)
@@ -60,7 +62,7 @@ def checked(where: str, check: Callable[..., Any], *args: Any) -> Any:
                               exc.fix) from None
 
 
-def plain_list(r: Reader, key: str, required: bool = False) -> list[Any]:
+def plain_list(r: Reader, key: str, required: bool = False) -> list[Any]:  # Any: JSON-shaped items
     value = r.raw(key) if required else r.raw(key, [])
     if value is None:
         return []
@@ -171,7 +173,7 @@ def variants_of(r: Reader, field_name: str, key: str, known: Collection[str],
     return tuple(out)
 
 
-def options_of(options: Reader | None, key: str) -> dict[str, Any]:
+def options_of(options: Reader | None, key: str) -> Record:
     if options is None or not options.has(key) or options.data[key] is None:
         return {}
     return dict(options.sub(key).data)

@@ -42,6 +42,7 @@ import pandas as pd
 
 from goodopt.outputs import OutputSet, output_set
 
+from ..records import Record, RecordIn
 from .cache import TaskCache, task_key
 from .execute import map_tasks
 from .spec import SweepSpec, load_spec, spec_from_dict, spec_to_dict
@@ -74,14 +75,14 @@ class SweepResult:
     n_computed: int
     n_cached: int
 
-    def write(self, path: str | os.PathLike[str], **metadata: Any) -> Path:
+    def write(self, path: str | os.PathLike[str], **metadata: Any) -> Path:  # Any: JSON-shaped metadata values
         """``path`` (CSV), ``<stem>-jobs.csv`` and their ``.meta.json`` (metadata incl. the spec and one
         run id), put in place together."""
         with output_set() as out:
             self.write_into(out, path, **metadata)
         return Path(path)
 
-    def write_into(self, out: OutputSet, path: str | os.PathLike[str], **metadata: Any) -> Path:
+    def write_into(self, out: OutputSet, path: str | os.PathLike[str], **metadata: Any) -> Path:  # Any: JSON-shaped metadata values
         """:meth:`write` as part of the output set ``out``."""
         path = Path(path)
         meta = {"sweep": spec_to_dict(self.spec), "n_tasks": self.n_computed + self.n_cached, **metadata}
@@ -90,7 +91,7 @@ class SweepResult:
         return path
 
 
-def as_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
+def as_spec(spec: SweepSpec | RecordIn | str | Path) -> SweepSpec:
     """A :class:`SweepSpec` from a spec, a mapping or a YAML path."""
     if isinstance(spec, SweepSpec):
         return spec
@@ -99,8 +100,8 @@ def as_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
     return load_spec(spec)
 
 
-def run_sweep(spec: SweepSpec | Mapping[str, Any] | str | Path, *, cache_dir: str | os.PathLike[str] | None = None,
-              workers: int = 1, dask: str | None = None, progress: Any = True) -> SweepResult:
+def run_sweep(spec: SweepSpec | RecordIn | str | Path, *, cache_dir: str | os.PathLike[str] | None = None,
+              workers: int = 1, dask: str | None = None, progress: Any = True) -> SweepResult:  # progress: True, False or a rich Progress
     """Run every task of ``spec`` not yet in ``cache_dir``; returns the tables.
 
     ``cache_dir=None`` disables caching. ``workers`` local processes, or a
@@ -122,7 +123,7 @@ def run_sweep(spec: SweepSpec | Mapping[str, Any] | str | Path, *, cache_dir: st
     return SweepResult(table, jobs, spec, n_computed, n_cached)
 
 
-def checked_tasks(spec: SweepSpec | Mapping[str, Any] | str | Path) -> list[Task]:
+def checked_tasks(spec: SweepSpec | RecordIn | str | Path) -> list[Task]:
     """Every task of ``spec`` (:func:`~goodopt.runs.tasks.expand`), each simulation's setup checked before any
     runs (:func:`~goodopt.runs.tasks.check_sim_tasks`), as :func:`run_sweep` runs them."""
     tasks = list(expand(as_spec(spec)))
@@ -131,7 +132,7 @@ def checked_tasks(spec: SweepSpec | Mapping[str, Any] | str | Path) -> list[Task
 
 
 def run_tasks(tasks: Sequence[Task], name: str, *, cache_dir: str | os.PathLike[str] | None = None, workers: int = 1,
-              dask: str | None = None, progress: Any = True) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+              dask: str | None = None, progress: Any = True) -> tuple[pd.DataFrame, pd.DataFrame, int]:  # progress: True, False or a rich Progress
     """Run ``tasks`` (any kinds of :mod:`goodopt.runs.tasks`) with the cache of ``cache_dir`` as
     :func:`run_sweep` does: ``(table, per-job table, number computed now)``, one table row per task."""
     results, n_computed = run_cached(tasks, name, cache_dir=cache_dir, workers=workers, dask=dask,
@@ -142,7 +143,7 @@ def run_tasks(tasks: Sequence[Task], name: str, *, cache_dir: str | os.PathLike[
 
 
 def run_cached(tasks: Sequence[Task], name: str, *, cache_dir: str | os.PathLike[str] | None = None, workers: int = 1,
-               dask: str | None = None, progress: Any = True) -> tuple[list[dict[str, Any]], int]:
+               dask: str | None = None, progress: Any = True) -> tuple[list[Record], int]:  # progress: True, False or a rich Progress
     """Every result of ``tasks`` (:func:`~goodopt.runs.tasks.run_task`'s), in their order: those found in the
     cache of ``cache_dir`` read from it, the others computed and stored as each arrives; with how many were
     computed now. ``cache_dir=None`` computes them all."""
@@ -157,7 +158,7 @@ def run_cached(tasks: Sequence[Task], name: str, *, cache_dir: str | os.PathLike
     todo = [i for i in range(len(tasks)) if i not in done]
     log.info("%s: %d tasks, %d cached, %d to run", name, len(tasks), len(done), len(todo))
 
-    def store(n: int, result: dict[str, Any]) -> None:
+    def store(n: int, result: Record) -> None:
         i = todo[n]
         done[i] = result
         if cache is not None:

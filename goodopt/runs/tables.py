@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,8 @@ import pandas as pd
 from goodopt._version import __version__
 from goodopt.outputs import OutputSet, json_default, meta_path, output_set, sha256_file, table_matches_meta
 from goodopt.provenance import math_paths
+
+from ..records import Record, RecordIn
 
 if TYPE_CHECKING:
     from goodopt.problem import AllocationProblem
@@ -36,7 +38,7 @@ COLUMNS = ("scenario", "n_jobs", "n_nodes", "n_gpus", "method", "seed", "status"
            "best_bound", "gap_to_bound", "relative_fitness")
 
 
-def result_row(problem: AllocationProblem, method: str, seed: int | None, res: SolveResult) -> dict[str, Any]:
+def result_row(problem: AllocationProblem, method: str, seed: int | None, res: SolveResult) -> Record:
     """The table row of one solve (without the scenario name and the reference columns)."""
     return {
         "n_jobs": problem.n_jobs, "n_nodes": problem.n_nodes, "n_gpus": problem.n_gpus,
@@ -53,7 +55,7 @@ def result_row(problem: AllocationProblem, method: str, seed: int | None, res: S
 WHOLE_COLUMNS = ("seed", "n_jobs", "restarts", "n_rounds", "pwl_breakpoints")
 
 
-def frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def frame(rows: Iterable[RecordIn]) -> pd.DataFrame:
     """A table from row mappings, whole-number columns as pandas' nullable integers (``0``, not ``0.0``)."""
     df = pd.DataFrame(list(rows))
     for col in WHOLE_COLUMNS:
@@ -103,7 +105,7 @@ def table_outputs(path: str | os.PathLike[str]) -> list[Path]:
     return [Path(path), meta_path(path)]
 
 
-def write_table(table: pd.DataFrame, path: str | os.PathLike[str], **metadata: Any) -> Path:
+def write_table(table: pd.DataFrame, path: str | os.PathLike[str], **metadata: Any) -> Path:  # Any: JSON-shaped metadata values
     """Write ``table`` as CSV to ``path`` and its metadata to ``NAME.meta.json``, together.
 
     The metadata holds goodopt's version, Python's, the columns, the row count,
@@ -114,7 +116,7 @@ def write_table(table: pd.DataFrame, path: str | os.PathLike[str], **metadata: A
     return Path(path)
 
 
-def write_table_into(out: OutputSet, table: pd.DataFrame, path: str | os.PathLike[str], **metadata: Any) -> Path:
+def write_table_into(out: OutputSet, table: pd.DataFrame, path: str | os.PathLike[str], **metadata: Any) -> Path:  # Any: JSON-shaped metadata values
     """:func:`write_table` as part of the output set ``out`` (put in place when ``out`` is committed)."""
     path = Path(path)
     tmp = out.path(path)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from goodopt.outputs import json_default
 
+from ..records import Record
 from .spec_fields import p_to_json
 
 #: Columns that measure time: they differ between runs of the same task.
@@ -24,7 +25,7 @@ SUMMARY_COLUMNS = ("n_jobs", "avg_jct", "median_jct", "p99_jct", "makespan", "re
                    "n_rounds", "policy_s", "engine_s", "wall_s")
 
 
-def to_json(value: Any) -> Any:
+def to_json(value: Any) -> Any:  # Any: any value, made JSON-shaped
     """``value`` as plain JSON types (tuples as lists, numpy scalars as numbers, ``inf`` kept)."""
     return json.loads(json.dumps(value, default=json_default))
 
@@ -46,7 +47,7 @@ class SolveTask:
     label: str = ""
     kind: ClassVar[str] = "solve"
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> Record:
         """The task's inputs as canonical JSON (the naming field ``label`` left out)."""
         return to_json({"kind": self.kind, "scenario": str(self.scenario), "method": self.method,
                         "options": dict(sorted(self.options.items())),
@@ -81,7 +82,7 @@ class SimTask:
     vary: Mapping[str, Any] = field(default_factory=dict)
     kind: ClassVar[str] = "simulate"
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> Record:
         """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
         return to_json({"kind": self.kind, "workload": str(self.workload), "policy": self.policy,
                         "cluster": self.cluster, "truth": self.truth, "config": dict(sorted(self.config.items())),
@@ -113,7 +114,7 @@ class RigidTask:
     vary: Mapping[str, Any] = field(default_factory=dict)
     kind: ClassVar[str] = "rigid"
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> Record:
         """The task's inputs as canonical JSON (the naming fields ``label`` and ``vary`` left out)."""
         return to_json({"kind": self.kind, "throughputs": str(self.throughputs),
                         "capacity": dict(sorted(self.capacity.items())), "rate_per_h": float(self.rate_per_h),
@@ -142,7 +143,7 @@ class ParetoTask:
     label: str = ""
     kind: ClassVar[str] = "pareto"
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> Record:
         """The task's inputs as canonical JSON (the naming field ``label`` left out)."""
         return to_json({"kind": self.kind, "scenario": self.scenario, "objectives": self.objectives,
                         "method": self.method, "options": dict(sorted(self.options.items())),

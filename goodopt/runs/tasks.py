@@ -43,6 +43,7 @@ from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, options_for
 from goodopt.solvers.options import refuse_file_options
 from goodopt.sources import load_scenario
 
+from ..records import Record, RecordIn
 from .spec import CHOICE_FIELDS, MAPPING_FIELDS, SIM_CONFIG_FIELDS, SWITCH_FIELDS, SweepSpec
 from .tables import result_row
 
@@ -60,8 +61,8 @@ from .task_types import (  # noqa: F401
 )
 
 
-def rigid_task(throughputs: str | os.PathLike[str], capacity: Mapping[str, Any], rate_per_h: float, n_jobs: int, *, seed: int = 0,
-               label: str = "", vary: Mapping[str, Any] | None = None, **config: Any) -> RigidTask:
+def rigid_task(throughputs: str | os.PathLike[str], capacity: RecordIn, rate_per_h: float, n_jobs: int, *, seed: int = 0,
+               label: str = "", vary: RecordIn | None = None, **config: Any) -> RigidTask:  # Any: a RigidConfig or its fields as a mapping
     """A rigid-job simulation task with its settings checked and every default filled in."""
     cfg = RigidConfig(**config)
     full = {k: (list(v) if isinstance(v, tuple) and k == "window" else dict(v) if k == "options" else v)
@@ -113,7 +114,7 @@ def _workload_jobs(workload: str) -> int:
 AnyTask = TypeVar("AnyTask", SolveTask, SimTask, RigidTask, ParetoTask)
 
 # ------------------------------------------------------------------ making tasks
-def solve_task(scenario: object, method: str, options: Mapping[str, Any] | None = None, *, p: float | None = None,
+def solve_task(scenario: object, method: str, options: RecordIn | None = None, *, p: float | None = None,
                seed: int | None = None, label: str = "") -> SolveTask:
     """A solve task with the method's options validated and completed with their defaults."""
     opts = dict(options or {})
@@ -124,9 +125,9 @@ def solve_task(scenario: object, method: str, options: Mapping[str, Any] | None 
     return SolveTask(scenario, method, to_json(full), None if p is None else float(p), seed, label or method)
 
 
-def sim_task(workload: object, policy: str, cluster: str | Mapping[str, Any], *, truth: str = "model",
-             config: Mapping[str, Any] | None = None, seed: int = 0, options: Mapping[str, Any] | None = None, label: str = "",
-             vary: Mapping[str, Any] | None = None) -> SimTask:
+def sim_task(workload: object, policy: str, cluster: str | RecordIn, *, truth: str = "model",
+             config: RecordIn | None = None, seed: int = 0, options: RecordIn | None = None, label: str = "",
+             vary: RecordIn | None = None) -> SimTask:
     """A simulation task with every engine setting explicit and the policy's options checked."""
     cfg = SimConfig(**dict(config or {}))
     described = make_policy(policy, **dict(options or {})).describe()
@@ -200,7 +201,7 @@ def _expand_simulate(spec: SweepSpec) -> list[SimTask]:
 
 
 # ------------------------------------------------------------------ running tasks
-def run_task(task: Task) -> dict[str, Any]:
+def run_task(task: Task) -> Record:
     """Compute one task (on any worker): ``{"row": {...}, "jobs": [{...}, ...]}`` as plain JSON types,
     without the naming columns (:func:`named_rows` adds them). The row's ``cpu_s`` is the CPU time the
     task took in its process (every thread)."""
@@ -282,7 +283,7 @@ def _run_rigid(task: RigidTask) -> dict[str, Any]:
 
 
 def run_simulation(task: SimTask,
-                   progress: bool = False) -> tuple[SimulationResult, dict[str, Any], list[dict[str, Any]]]:
+                   progress: bool = False) -> tuple[SimulationResult, Record, list[Record]]:
     """Run one simulation task: ``(SimulationResult, row, job rows)``; ``progress`` shows the run's bar."""
     wl = resolve_workload(task.workload)
     cluster = task_cluster(task.cluster)
@@ -296,7 +297,7 @@ def run_simulation(task: SimTask,
     return res, row, jobs
 
 
-def check_sim_tasks(tasks: Iterable[Any]) -> None:
+def check_sim_tasks(tasks: Iterable[Any]) -> None:  # Any: tasks of any kind (only simulation tasks are checked)
     """Every check a simulation makes before its first round (:func:`goodopt.sim.config.check_setup`), for
     each distinct workload, cluster, policy and settings among ``tasks`` (simulation tasks; others skipped)."""
     seen = set()
@@ -317,7 +318,7 @@ def _sim_config(config: Mapping[str, Any]) -> SimConfig:
     return SimConfig(**dict(config))
 
 
-def task_cluster(spec: Mapping[str, Any] | str | os.PathLike[str]) -> Cluster:
+def task_cluster(spec: RecordIn | str | os.PathLike[str]) -> Cluster:
     """The cluster of a task: a scenario's (by any spelling) or ``{"node_groups": [...]}``."""
     if isinstance(spec, Mapping):
         return Cluster(tuple(NodeGroup(g["gpu_type"], int(g["gpus_per_node"]), int(g["n_nodes"]),
@@ -325,7 +326,7 @@ def task_cluster(spec: Mapping[str, Any] | str | os.PathLike[str]) -> Cluster:
     return load_scenario(spec).cluster
 
 
-def cluster_spec(cluster: Cluster) -> dict[str, Any]:
+def cluster_spec(cluster: Cluster) -> Record:
     """The mapping form of a :class:`~goodopt.cluster.Cluster` that :func:`task_cluster` reads back."""
     return {"node_groups": [{"gpu_type": g.gpu_type, "gpus_per_node": g.gpus_per_node, "n_nodes": g.n_nodes,
                              **({"name": g.prefix} if g.prefix else {})} for g in cluster.groups]}
@@ -351,7 +352,7 @@ def generated_load(spec: str) -> tuple[float, float]:
     return math.nan, math.nan
 
 
-def named_rows(task: Task, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def named_rows(task: Task, rows: list[Record]) -> list[Record]:
     """Rows with the task's label (after the first column) and its ``vary`` values."""
     extra = [("label", task.label)] + list(getattr(task, "vary", {}).items())
     out = []

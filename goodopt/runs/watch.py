@@ -96,14 +96,14 @@ class Route:
     def __init__(self) -> None:
         self.target: Callable[..., None] | None = None
 
-    def deliver(self, *message: Any) -> None:
+    def deliver(self, *message: Any) -> None:  # Any: a progress message of any kind
         target = self.target
         if target is not None:
             target(*message)
 
 
 @contextlib.contextmanager
-def report_queue() -> Iterator[tuple[Queue[Any], Route]]:
+def report_queue() -> Iterator[tuple[Queue[Any], Route]]:  # Any: progress messages of any kind
     """A queue local workers put their reports on, drained in this process to the yielded :class:`Route`'s
     target while the block runs. Yields (queue, route)."""
     from multiprocessing.managers import SyncManager
@@ -134,7 +134,7 @@ def report_queue() -> Iterator[tuple[Queue[Any], Route]]:
 
 
 @contextlib.contextmanager
-def watching(watch: TaskWatch, local_workers: bool, route: Route | None = None) -> Iterator[Queue[Any] | None]:
+def watching(watch: TaskWatch, local_workers: bool, route: Route | None = None) -> Iterator[Queue[Any] | None]:  # Any: progress messages of any kind
     """Route task reports to ``watch`` while the block runs: directly in this process, and for local workers
     through a queue (yielded, for the workers' initializer; None without workers). Given the ``route`` of an
     open :func:`report_queue` (workers that outlive this block), its reports go to ``watch`` until the block

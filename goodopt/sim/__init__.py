@@ -26,6 +26,7 @@ from goodopt.placement import packed_placement
 from goodopt.progress import task_progress
 from goodopt.provenance import math_paths
 
+from ..records import Record
 from .config import FIXED_APPS, SimConfig
 from .engine import Engine
 from .policies import POLICIES, Policy, make_policy
@@ -41,7 +42,7 @@ __all__ = ["FIXED_APPS", "POLICIES", "Policy", "SimConfig", "SimulationResult", 
 
 def simulate(workload: Workload | str | os.PathLike[str], cluster: Cluster, policy: str | Policy, *,
              truth: Truth | None = None, config: SimConfig | None = None, seed: int | np.random.Generator = 0,
-             policy_options: dict[str, Any] | None = None, progress: bool = False) -> SimulationResult:
+             policy_options: Record | None = None, progress: bool = False) -> SimulationResult:
     """Run ``workload`` on ``cluster`` under ``policy`` (a name or a :class:`Policy`).
 
     ``truth`` defaults to the model ground truth of the shipped profiles; pass

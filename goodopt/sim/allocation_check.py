@@ -9,10 +9,11 @@ import numpy as np
 
 from goodopt.errors import GoodoptError, SimulationError
 
+from ..arrays import ArrayIn
 from .state import RoundState
 
 
-def check_allocation(alloc: Any, state: RoundState, node_type: np.ndarray, types: tuple[str, ...] | list[str] | None,
+def check_allocation(alloc: ArrayIn, state: RoundState, node_type: np.ndarray, types: tuple[str, ...] | list[str] | None,
                      policy_name: str) -> np.ndarray:
     """A policy's answer for ``state`` as a (J, N) int64 array of GPU counts, or a
     :class:`~goodopt.errors.SimulationError` naming the round, the policy and what is wrong: not an array of

@@ -53,6 +53,7 @@ from goodopt.solvers import solve
 from goodopt.solvers.option_checks import MAX_POPULATION
 from goodopt.validation import check_number, check_whole, suggest
 
+from ..records import Record
 from .policies import goodput_problem
 from .state import RoundState, SimJob
 
@@ -129,7 +130,7 @@ class Autoscaler:
     def wanted(self, state: ScaleState) -> int:
         raise NotImplementedError
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         return {"name": self.name, **self.options}
 
     def generator(self) -> np.random.Generator:
@@ -298,7 +299,7 @@ def check_elastic(policy: Policy, autoscale: str, where: str = "autoscale") -> N
                               "auto-scale with a goodput policy: pollux, milp, sia, greedy or equal-share")
 
 
-def make_autoscaler(name: str, **options: Any) -> Autoscaler:
+def make_autoscaler(name: str, **options: Any) -> Autoscaler:  # Any: option values, checked by the auto-scaler
     """An auto-scaler by name with its options (unknown names and options are errors)."""
     if name not in AUTOSCALERS:
         raise ValidationError("autoscale", f"unknown auto-scaler {name!r}",

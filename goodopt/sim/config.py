@@ -95,13 +95,13 @@ class SimConfig:
     provision_delay_s: float = 180.0
 
     @classmethod
-    def preset(cls, name: str, **changes: Any) -> SimConfig:
+    def preset(cls, name: str, **changes: Any) -> SimConfig:  # Any: field values, checked by the class
         """The settings of a paper's simulator (:data:`goodopt.sim.presets.SIM_PRESETS`: ``pollux``, ``sia``),
         with ``changes`` over them."""
         return cls(**{**sim_preset(name), **changes})
 
     @classmethod
-    def sia(cls, **changes: Any) -> SimConfig:
+    def sia(cls, **changes: Any) -> SimConfig:  # Any: field values, checked by the class
         """The settings of Sia's simulator: its per-application restart delays and calibration slowdowns."""
         return cls.preset("sia", **changes)
 

@@ -32,6 +32,8 @@ from typing import Any
 from goodopt.errors import ValidationError
 from goodopt.validation import suggest
 
+from ..records import Record
+
 #: Sia's simulator: checkpoint-restore seconds charged per re-allocation, per application (others: the flat
 #: ``restart_delay_s``), from the Sia artifact's simulator.
 SIA_SIM_RESTART_DELAYS_S = {"cifar10": 50.0, "deepspeech2": 25.0, "bert": 120.0, "yolov3": 80.0, "imagenet": 250.0}
@@ -70,20 +72,20 @@ def _check_name(name: object, known: dict[str, Any], field: str, other: dict[str
     raise ValidationError(field, f"unknown preset {name!r}", f"{hint}presets here: {', '.join(known)}")
 
 
-def sim_preset(name: object, field: str = "preset") -> dict[str, Any]:
+def sim_preset(name: object, field: str = "preset") -> Record:
     """The ``SimConfig`` settings of preset ``name`` (a copy); an unknown name is an error naming ``field``."""
     name = _check_name(name, SIM_PRESETS, field, RIGID_PRESETS, "rigid-job runs (kind: rigid)")
     return {k: dict(v) if isinstance(v, dict) else v for k, v in SIM_PRESETS[name].items()}
 
 
-def rigid_preset(name: object, policy: str, field: str = "preset") -> dict[str, Any]:
+def rigid_preset(name: object, policy: str, field: str = "preset") -> Record:
     """The ``RigidConfig`` settings of preset ``name`` for ``policy``, its LP ``options`` included (a copy)."""
     name = _check_name(name, RIGID_PRESETS, field, SIM_PRESETS, "simulations (kind: simulate)")
     lp = RIGID_PRESET_LP_OPTIONS.get(name, {})
     return {**RIGID_PRESETS[name], "options": dict(lp.get(policy, lp.get("*", {})))}
 
 
-def over_rigid_preset(preset: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+def over_rigid_preset(preset: Record, given: Record) -> Record:
     """``given`` settings over a rigid ``preset``: each given setting wins, LP ``options`` merged key by key."""
     lp = {**dict(preset.get("options", {})), **dict(given.get("options", {}))}
     return {**preset, **given, "options": lp}

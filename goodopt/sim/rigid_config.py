@@ -66,7 +66,7 @@ class RigidConfig:
     reset_interval_s: float = GAVEL_RESET_INTERVAL_S
 
     @classmethod
-    def preset(cls, name: str, policy: str = "max_min_fairness", **changes: Any) -> RigidConfig:
+    def preset(cls, name: str, policy: str = "max_min_fairness", **changes: Any) -> RigidConfig:  # Any: field values, checked by the class
         """The settings of a paper's simulator for ``policy`` (:data:`goodopt.sim.presets.RIGID_PRESETS`:
         ``gavel``), with ``changes`` over them (LP ``options`` merged option by option)."""
         return cls(policy=policy, **over_rigid_preset(rigid_preset(name, policy), changes))

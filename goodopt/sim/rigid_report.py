@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..records import Record
 from .rigid_config import RIGID_JOB_COLUMNS
 
 log = logging.getLogger("goodopt.sim.rigid")
@@ -29,7 +30,7 @@ def job_table(run: Any, window: tuple[int, int]) -> pd.DataFrame:  # run: rigid.
     return pd.DataFrame(rows, columns=list(RIGID_JOB_COLUMNS))
 
 
-def run_summary(run: Any, window: tuple[int, int], wall_s: float) -> dict[str, Any]:  # run: rigid._Run
+def run_summary(run: Any, window: tuple[int, int], wall_s: float) -> Record:  # run: rigid._Run
     """Window statistics; an unfinished job counts at its age so far (a lower bound), and a window job that
     had not even arrived when the run stopped makes them undefined (NaN: the run ended too early)."""
     w = slice(*window)

@@ -29,6 +29,8 @@ import pandas as pd
 
 from goodopt.outputs import atomic_dir, json_default
 
+from ..records import Record
+
 JOB_COLUMNS = ("job", "application", "arrival_s", "start_s", "completion_s", "jct_s", "num_replicas",
                "batch_size", "n_restarts", "attained_gpu_s", "cost", "isolated_s", "ftf_rho")
 ALLOCATION_COLUMNS = ("time_s", "job", "n_gpus", "n_nodes", "local_bsz", "accum_steps", "batch_size",
@@ -69,7 +71,7 @@ class SimulationResult:
 
 
 def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, policy_s: float, engine_s: float,
-              cost: float = float("nan"), gpu_hours: float = float("nan")) -> dict[str, Any]:
+              cost: float = float("nan"), gpu_hours: float = float("nan")) -> Record:
     """Run-level metrics from the job and round tables (times in seconds, costs in USD).
 
     ``cost`` and ``gpu_hours`` are what the billed nodes cost from the first

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,7 @@ from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED
 from goodopt.gavel.throughput_matrix import ThroughputMatrix
+from goodopt.records import Record, RecordIn
 
 from ..result import Termination
 from .fairness import finish_time_fairness, water_filling
@@ -54,7 +55,7 @@ class FractionResult:
     def success(self) -> bool:
         return self.status in (Termination.OPTIMAL, Termination.COMPLETED)
 
-    def to_dict(self, matrix: ThroughputMatrix | None = None) -> dict[str, Any]:
+    def to_dict(self, matrix: ThroughputMatrix | None = None) -> Record:
         """JSON-ready fractions (job -> type -> fraction), throughputs and status."""
         out: dict[str, Any] = {
             "policy": self.policy, "status": str(self.status), "fun": float(self.fun), "message": self.message,
@@ -67,7 +68,7 @@ class FractionResult:
 
 
 def solve_gavel(matrix: ThroughputMatrix, policy: str = "max_min_fairness",
-                options: Mapping[str, Any] | None = None) -> FractionResult:
+                options: RecordIn | None = None) -> FractionResult:
     """Time fractions of one Gavel policy. Shapes: matrix (J, K) -> result.x (J, K), result.pair_x (P, K).
 
     A packed policy (:data:`~goodopt.gavel.PACKED`) needs the matrix's job

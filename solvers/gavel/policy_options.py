@@ -10,6 +10,7 @@ import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED, POLICY_NAMES
+from goodopt.records import Record, RecordIn
 
 #: Policy name -> meaning of ``fun``.
 POLICIES = {
@@ -77,12 +78,12 @@ class PolicyOptions:
                                   "omit it for no limit")
 
     @classmethod
-    def own(cls) -> dict[str, Any]:
+    def own(cls) -> Record:
         """The policy's own options (not the common four) with their defaults."""
         common = {f.name for f in fields(PolicyOptions)}
         return {f.name: f.default for f in fields(cls) if f.name not in common}
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Record:
         """Every option by name: the policy's own first, then the common four."""
         common = [f.name for f in fields(PolicyOptions)]
         return {**{k: getattr(self, k) for k in self.own()}, **{k: getattr(self, k) for k in common}}
@@ -145,7 +146,7 @@ _OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool, "scale_
                  "floor": ("number", 0.0, 1e6, False), "max_lps": ("whole", 1, 1_000_000, False)}
 
 
-def check_policy_options(policy: str, options: Mapping[str, Any] | None) -> PolicyOptions:
+def check_policy_options(policy: str, options: RecordIn | None) -> PolicyOptions:
     """The typed options of Gavel policy ``policy`` (defaults filled in), each checked by its kind; an error
     names the option (``options.NAME``) and what it takes."""
     if policy not in POLICY_OPTIONS:

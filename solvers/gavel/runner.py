@@ -50,7 +50,7 @@ class Runner:
         self.stages: list[dict[str, Any]] = []
         self.backend = backend
 
-    def solve(self, name: str, **build: Any) -> tuple[Any, MilpOutcome]:
+    def solve(self, name: str, **build: Any) -> tuple[Any, MilpOutcome]:  # Any: the builder's options; the model of either route
         model, out = self._solve(self.highs_options, build)
         fallback = bool(self.highs_options) and out.termination not in (Termination.OPTIMAL, Termination.INFEASIBLE,
                                                                         Termination.TIME_LIMIT)
@@ -61,7 +61,7 @@ class Runner:
         self.record(name, out, **({"fallback": "simplex"} if fallback else {}))
         return model, out
 
-    def record(self, name: str, out: MilpOutcome, **extra: Any) -> None:
+    def record(self, name: str, out: MilpOutcome, **extra: Any) -> None:  # Any: JSON-shaped stage details
         """Log one solved LP."""
         self.stages.append({"lp": name, "status": str(out.termination), "objective": out.objective,
                             "solve_s": out.solve_s + out.compile_s, **extra})
@@ -96,7 +96,7 @@ def for_policy(matrix: ThroughputMatrix, policy: str) -> ThroughputMatrix:
     return dataclasses.replace(matrix, pairs=None, pair_throughput=None)
 
 
-def solution(model: Any, mx: ThroughputMatrix) -> tuple[Array, Array]:
+def solution(model: Any, mx: ThroughputMatrix) -> tuple[Array, Array]:  # model: a built Gavel model of either route (pyomo or arrays)
     """``(X, Y)`` of a solved LP of either backend."""
     if isinstance(model, Solved):
         return model.arrays.fractions(model.values)

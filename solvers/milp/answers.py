@@ -25,6 +25,7 @@ from goodopt.formulations.row_families import describe, family_of
 from goodopt.arrays import Array
 from goodopt.errors import ValidationError
 from goodopt.problem import AllocationProblem
+from goodopt.records import Record
 
 from .exact_placement import place_choice
 from .export import MAP_VERSION
@@ -51,7 +52,7 @@ class ModelArrays:
     sense: int  # +1 maximise, -1 minimise (as the file states)
 
 
-def load_map(path: str | Path) -> dict[str, Any]:
+def load_map(path: str | Path) -> Record:
     """A model's map (``NAME.map.json``), refused unless it is one goodopt wrote."""
     p = Path(path)
     try:
@@ -133,7 +134,7 @@ def _tolerance(lo: Array, hi: Array) -> Array:
     return FEASIBILITY_TOL * np.maximum(1.0, np.maximum(size(lo), size(hi)))
 
 
-def allocation_of(problem: AllocationProblem, mapping: dict[str, Any], names: list[str],
+def allocation_of(problem: AllocationProblem, mapping: Record, names: list[str],
                   x: Array) -> tuple[Array | None, str]:
     """The allocation the column values ``x`` (by ``names``) stand for, or None and why not."""
     check_instance(problem, mapping)
@@ -159,7 +160,7 @@ def allocation_of(problem: AllocationProblem, mapping: dict[str, Any], names: li
     return placed, ""
 
 
-def check_instance(problem: AllocationProblem, mapping: dict[str, Any]) -> None:
+def check_instance(problem: AllocationProblem, mapping: Record) -> None:
     """Refuse a map written for another instance (other jobs, nodes or GPU types)."""
     inst = mapping.get("instance", {})
     mine = {"jobs": list(problem.job_names), "nodes": list(problem.node_names), "gpu_types": list(problem.type_names)}

@@ -36,6 +36,7 @@ from goodopt.formulations.row_families import FAMILIES, row_name
 from goodopt.formulations.scaled_objective import box_cox, fitness_of_value
 
 from goodopt.problem import AllocationProblem
+from goodopt.records import Record
 
 from ..config_model import ArrayModel, PyomoModel
 from ..heuristics import greedy
@@ -123,7 +124,7 @@ def _objective(model: ArrayModel | PyomoModel) -> dict[str, Any]:
             + f" with p = {pr.p!r}, r = {ob.reference!r}, W = {ob.weight_sum!r}"}
 
 
-def fitness_of(objective: dict[str, Any], value: float) -> float:
+def fitness_of(objective: Record, value: float) -> float:
     """The fitness of a model value ``V`` by a map's ``objective`` entry."""
     if objective["transform"] == "identity":
         return float(value)
@@ -176,7 +177,7 @@ def map_path(model_path: str | Path) -> Path:
     return p.with_name(p.stem + ".map.json")
 
 
-def map_data(mf: ModelFile) -> dict[str, Any]:
+def map_data(mf: ModelFile) -> Record:
     """The map of :func:`write_model_files` as JSON-ready data."""
     families = sorted(set(mf.row_families), key=mf.row_families.index)
     return {"goodopt_model_map": MAP_VERSION, "stage": mf.stage, "level": mf.level, "objective": mf.objective,
@@ -192,7 +193,7 @@ def header(mf: ModelFile) -> list[str]:
             "columns and rows are mapped back to the instance by the .map.json file beside this one"]
 
 
-def write_model_files(mf: ModelFile, path: str | Path) -> dict[str, Any]:
+def write_model_files(mf: ModelFile, path: str | Path) -> Record:
     """Write ``mf`` to ``path`` (.mps or .lp) and its map beside it, both or neither; returns what was written."""
     from goodopt.outputs import output_set, staged_file
 
@@ -248,7 +249,7 @@ def write_for_run(run: MilpRun, out: MethodOutcome) -> None:
                                   "objective": value}
 
 
-def value_of(objective: dict[str, Any], fitness: float) -> float:
+def value_of(objective: Record, fitness: float) -> float:
     """The model value ``V`` of a fitness (the inverse of :func:`fitness_of`; NaN for a fitness of 0 or NaN)."""
     if objective["transform"] == "identity" or not (np.isfinite(fitness) and fitness > 0):
         return float(fitness) if objective["transform"] == "identity" else float("nan")

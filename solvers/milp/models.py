@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from goodopt.arrays import Array
+from goodopt.records import Record
 
 from ..config_model import ArrayModel, ConfigModel, PyomoModel
 from .run import MilpRun, config_highs_options, model_route
 
 
-def solver_kwargs(run: MilpRun) -> dict[str, Any]:
+def solver_kwargs(run: MilpRun) -> Record:
     """The chosen solver, its own parameters and its feasibility tolerance (HiGHS's is in its options)."""
     o = run.opts
     return {"solver": o.solver, "solver_options": o.solver_options,

@@ -94,7 +94,7 @@ def generates(run: MilpRun, mm: MatrixModel) -> bool:
             and mm.n_configs >= GENERATE_FROM_CONFIGS)
 
 
-def priced_relaxation(run: MilpRun, model: ArrayModel, **kw: Any) -> MilpOutcome:
+def priced_relaxation(run: MilpRun, model: ArrayModel, **kw: Any) -> MilpOutcome:  # Any: the relaxation's keyword options, passed on
     """``model``'s LP relaxation by column generation where :func:`generates` says so (else solved whole).
 
     Records ``lp_pricing`` (each phase's core size and LP solves) in the run's

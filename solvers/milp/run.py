@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from goodopt.arrays import Array
 from goodopt.evaluator import Evaluator
 from goodopt.problem import AllocationProblem
 from goodopt.progress import record_point, report
+from goodopt.records import Record, RecordIn
 
 from ..mip_solvers.outcome import MilpOutcome
 from ..options import MilpOptions, PwlOptions
@@ -46,7 +47,7 @@ def objective_to_fitness(problem: AllocationProblem, value: float, reference: fl
     return fitness_from_sum(value, float(problem.weights.sum()), problem.p)
 
 
-def solver_record(opts: MilpOptions | PwlOptions, problem: AllocationProblem) -> dict[str, Any]:
+def solver_record(opts: MilpOptions | PwlOptions, problem: AllocationProblem) -> Record:
     """The MILP solver of a run as a result records it: name, version and the parameters every MILP of the run
     gets (the gaps, set per model in its own units, and the time left are in each stage's record)."""
     from ..mip_solvers import Limits, adapter, parameters
@@ -67,7 +68,7 @@ def expired(deadline: float | None) -> bool:
     return deadline is not None and time.perf_counter() >= deadline
 
 
-def config_highs_options(opts: MilpOptions | PwlOptions) -> Mapping[str, Any]:
+def config_highs_options(opts: MilpOptions | PwlOptions) -> RecordIn:
     """Native options for configuration-level models: presolve off unless the user says otherwise.
 
     Measured on the families: HiGHS's presolve made these models 10-20x slower
@@ -78,7 +79,7 @@ def config_highs_options(opts: MilpOptions | PwlOptions) -> Mapping[str, Any]:
     return {"presolve": "off", **opts.highs_options}
 
 
-def without_restart(opts: MilpOptions | PwlOptions, options: Mapping[str, Any]) -> dict[str, Any]:
+def without_restart(opts: MilpOptions | PwlOptions, options: RecordIn) -> Record:
     """Native ``options`` for the reduced-cost dive (presolve on, a MIP start, a bound that may end the solve),
     with HiGHS's restart off unless the user sets it.
 
@@ -256,7 +257,7 @@ class MilpRun:
         record_point(best if np.isfinite(best) else np.nan, bound if np.isfinite(bound) else np.nan)
 
     # ---------------------------------------------------------------- solver arguments
-    def solve_kwargs(self, *, check: bool = False) -> dict[str, Any]:
+    def solve_kwargs(self, *, check: bool = False) -> Record:
         """Arguments of a model's ``solve``: the time left (capped for placement checks) and the gaps."""
         o = self.opts
         kw: dict[str, Any] = dict(time_limit_s=remaining(self.deadline), node_limit=getattr(o, "node_limit", None))
@@ -308,7 +309,7 @@ class MilpRun:
             self.deadline = whole
 
 
-def stage_record(name: str, out: MilpOutcome, objective: ScaledObjective | None = None) -> dict[str, Any]:
+def stage_record(name: str, out: MilpOutcome, objective: ScaledObjective | None = None) -> Record:
     """One stage's record; ``fitness``/``fitness_bound`` read the model's values as fitness."""
     conv: Callable[[float], float] = objective.fitness if objective is not None else (lambda v: v)
     return {"model": name, "status": str(out.termination), "raw_status": out.raw_status,

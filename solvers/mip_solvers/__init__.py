@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from goodopt.errors import ValidationError
+from goodopt.records import Record
 
 from .base import Limits, Start
 
@@ -65,7 +66,7 @@ SOLVERS: dict[str, SolverInfo] = {e.name: e for e in (
 _REGISTERED: dict[str, Any] = {}
 
 
-def register(info: SolverInfo, adapter: Any = None) -> None:
+def register(info: SolverInfo, adapter: Any = None) -> None:  # adapter: a module or object with the adapter functions (duck-typed)
     """Add a solver: ``info`` names it and its package; ``adapter`` (default: ``info.module`` imported) has
     ``NAME``, ``version()`` and ``solve(model, limits, start)``. A name already taken is refused."""
     if info.name in SOLVERS:
@@ -83,7 +84,7 @@ def missing(name: str) -> str | None:
     return f"solver {name!r} needs the package {info.package!r}, which is not installed: {info.install}"
 
 
-def parameters(name: str, limits: Limits) -> dict[str, Any]:
+def parameters(name: str, limits: Limits) -> Record:
     """The solver's own parameters that ``limits`` sets (by their names in that solver), and its ``native`` ones:
     what a result records of the run."""
     mapping = getattr(adapter(name), "PARAMETERS", {})
@@ -95,7 +96,7 @@ def parameters(name: str, limits: Limits) -> dict[str, Any]:
     return {**out, **dict(limits.native)}
 
 
-def adapter(name: str) -> ModuleType | Any:
+def adapter(name: str) -> ModuleType | Any:  # Any: a module or object with the adapter functions (duck-typed)
     """The adapter of solver ``name``; an unknown or uninstalled one is an error naming the fix."""
     if name not in SOLVERS:
         raise ValidationError("options.solver", f"unknown MILP solver {name!r}", f"one of {tuple(SOLVERS)}")

@@ -17,6 +17,7 @@ import numpy as np
 from goodopt.formulations.matrix import MatrixModel
 
 from goodopt.arrays import Array
+from goodopt.records import RecordIn
 
 from ..result import Termination
 from .outcome import MilpOutcome
@@ -116,7 +117,7 @@ class Clock:
         return time.perf_counter() - (self.t1 or self.t0)
 
 
-def apply_native(setter: Callable[[str, Any], Any], native: Mapping[str, Any], solver: str) -> None:
+def apply_native(setter: Callable[[str, Any], Any], native: RecordIn, solver: str) -> None:  # Any: a solver's own option setter and values
     """Set the solver's own parameters; a name or value it rejects is an error naming it."""
     from goodopt.errors import ValidationError
 

@@ -88,7 +88,7 @@ class HighsSession:
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
-              node_limit: int | None = None) -> tuple[MilpOutcome, Array | None]:
+              node_limit: int | None = None) -> tuple[MilpOutcome, Array | None]:  # Any: warm_start, a start of the solver's kind
         """Solve; returns ``(MilpOutcome, x)`` with ``x`` the column values (None without a solution).
 
         ``relax`` solves the LP relaxation (integrality dropped until the next MIP solve).

@@ -8,12 +8,13 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from goodopt.arrays import ArrayIn
 from goodopt.errors import ValidationError
+from goodopt.records import RecordIn
 
 from ..result import Termination
 from .solver_watch import run_watched
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 MAX_COEFFICIENT = 1e12
 
 
-def out_of_range(*arrays: tuple[str, Any]) -> str:
+def out_of_range(*arrays: tuple[str, Any]) -> str:  # Any: arrays of any dtype, checked here
     """A description of the first non-finite or huge coefficient, or ""."""
     for name, a in arrays:
         a = np.asarray(a, dtype=float)
@@ -39,7 +40,7 @@ def out_of_range(*arrays: tuple[str, Any]) -> str:
 _BANNER_SHOWN = False
 
 
-def run_highs(h: Any, time_limit_s: float | None = None) -> bool:
+def run_highs(h: Any, time_limit_s: float | None = None) -> bool:  # h: a highspy.Highs (highspy ships no type stubs)
     """``h.run()`` on the calling thread, interruptible and held to its time limit; returns whether the watch
     stopped it.
 
@@ -86,7 +87,7 @@ def _run(h: Any) -> None:
 DEFAULT_THREADS = 1
 
 
-def new_highs() -> Any:
+def new_highs() -> Any:  # Any: a highspy.Highs (highspy ships no type stubs)
     """A HiGHS instance with its output off, on :data:`DEFAULT_THREADS` threads.
 
     HiGHS 1.16 prints a copyright banner on the C-level standard output when
@@ -121,7 +122,7 @@ def new_highs() -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def accepts_option(name: str, value: Any) -> bool:
+def accepts_option(name: str, value: Any) -> bool:  # Any: a user's value, checked here
     """Whether this HiGHS takes the native option ``name`` set to ``value``: goodopt sets some of its own only
     where it does (they are newer than the oldest highspy this project allows)."""
     import highspy
@@ -129,7 +130,7 @@ def accepts_option(name: str, value: Any) -> bool:
     return bool(new_highs().setOptionValue(name, value) == highspy.HighsStatus.kOk)
 
 
-def apply_highs_options(h: Any, options: Mapping[str, Any] | None) -> None:
+def apply_highs_options(h: Any, options: RecordIn | None) -> None:  # h: a highspy.Highs (highspy ships no type stubs)
     """Set HiGHS's native ``options`` (name -> value) on ``h``; a value HiGHS rejects is an error naming it."""
     import highspy
 
@@ -140,7 +141,7 @@ def apply_highs_options(h: Any, options: Mapping[str, Any] | None) -> None:
 
 
 def read_highs(h: Any, integer: bool, sense: int = 1,
-               stopped: bool = False) -> tuple[Termination, bool, float, float, float, int | None, str]:
+               stopped: bool = False) -> tuple[Termination, bool, float, float, float, int | None, str]:  # h: a highspy.Highs (highspy ships no type stubs)
     """How a HiGHS run ended: ``(termination, has_solution, objective, bound, gap, nodes, raw status)``.
 
     ``sense`` (+1 or -1) turns HiGHS's objective into the model's own sense;
@@ -170,8 +171,8 @@ def read_highs(h: Any, integer: bool, sense: int = 1,
             h.modelStatusToString(status))
 
 
-def pass_arrays(h: Any, *, cost: Any, lower: Any, upper: Any, row_lower: Any, row_upper: Any, indptr: Any,
-                indices: Any, data: Any, integer: Any, maximise: bool, offset: float = 0.0) -> None:
+def pass_arrays(h: Any, *, cost: ArrayIn, lower: ArrayIn, upper: ArrayIn, row_lower: ArrayIn, row_upper: ArrayIn, indptr: ArrayIn,
+                indices: ArrayIn, data: Any, integer: ArrayIn, maximise: bool, offset: float = 0.0) -> None:  # h: a highspy.Highs (no type stubs); data: the model's arrays
     """Hand a model to HiGHS as numpy arrays in one ``passModel`` call: ``row_lower <= A x <= row_upper`` with
     ``A`` column-wise (``indptr``, ``indices``, ``data``), ``integer`` a flag per column.
 
@@ -181,10 +182,10 @@ def pass_arrays(h: Any, *, cost: Any, lower: Any, upper: Any, row_lower: Any, ro
     """
     import highspy  # its infinity is the float one (numpy's inf passes as is)
 
-    def f64(a: Any) -> Any:
+    def f64(a: Any) -> Any:  # Any: an array-like, returned as HiGHS takes it
         return np.ascontiguousarray(a, np.float64)
 
-    def i32(a: Any) -> Any:
+    def i32(a: Any) -> Any:  # Any: an array-like, returned as HiGHS takes it
         return np.ascontiguousarray(a, np.int32)
 
     sense = highspy.ObjSense.kMaximize if maximise else highspy.ObjSense.kMinimize
@@ -193,7 +194,7 @@ def pass_arrays(h: Any, *, cost: Any, lower: Any, upper: Any, row_lower: Any, ro
                 f64(data), i32(integer))
 
 
-def lp_iterations(h: Any) -> int:
+def lp_iterations(h: Any) -> int:  # h: a highspy.Highs (highspy ships no type stubs)
     """Simplex, interior-point and crossover iterations of HiGHS's last run (for a MIP, of every LP it solved;
     HiGHS reports -1 for a kind it did not run)."""
     info = h.getInfo()

@@ -21,6 +21,7 @@ import numpy as np
 
 from goodopt.arrays import Array
 from goodopt.errors import ValidationError
+from goodopt.records import RecordIn
 
 from ..result import Termination
 from .highs_run import apply_highs_options, lp_iterations, new_highs, out_of_range, pass_arrays, read_highs, run_highs
@@ -31,9 +32,9 @@ log = logging.getLogger(__name__)
 
 def solve_model(model: Any, *, solver: str = "highs", time_limit_s: float | None = None,
                 mip_rel_gap: float | None = None, mip_abs_gap: float | None = None, threads: int | None = None,
-                highs_options: Mapping[str, Any] | None = None, warm_start: Any = None,
-                relax: bool = False, engine_options: Mapping[str, Any] | None = None,
-                feasibility_tol: float | None = None) -> MilpOutcome:
+                highs_options: RecordIn | None = None, warm_start: Any = None,
+                relax: bool = False, engine_options: RecordIn | None = None,
+                feasibility_tol: float | None = None) -> MilpOutcome:  # model: a pyomo model (pyomo ships no type stubs); warm_start: an allocation or None
     """Solve ``model`` and load the solution into its variables (when one exists).
 
     ``relax`` solves the LP relaxation (HiGHS only). ``mip_abs_gap`` is an
@@ -131,7 +132,7 @@ def _set_start(h: Any, cols: list[Any], lower: Array, upper: Array, warm_start: 
     h.setSolution(sol)
 
 
-def compile_model(model: Any) -> tuple[Any, list[Any], int, float]:
+def compile_model(model: Any) -> tuple[Any, list[Any], int, float]:  # Any: a pyomo model and its parts (pyomo ships no type stubs)
     """A pyomo model as a :class:`~goodopt.formulations.matrix.MatrixModel` to maximise: ``(matrix, columns,
     sense, offset)``, the objective ``sense * (cost x) + offset`` in the model's own sense (pyomo's standard-form
     compiler in its mixed form: each row keeps its sense; a ranged row comes as two)."""
@@ -158,7 +159,7 @@ def compile_model(model: Any) -> tuple[Any, list[Any], int, float]:
     return matrix, cols, _objective_sense(model), offset
 
 
-def row_families(model: Any, rows: list[Any]) -> tuple[str, ...]:
+def row_families(model: Any, rows: list[Any]) -> tuple[str, ...]:  # Any: a pyomo model and its rows (pyomo ships no type stubs)
     """The family of each compiled row (:mod:`goodopt.formulations.row_families`), or its component's name."""
     from goodopt.formulations.row_families import PYOMO_COMPONENTS
 

@@ -18,6 +18,7 @@ import numpy as np
 from goodopt.formulations.matrix import CscArrays, MatrixModel
 
 from goodopt.arrays import Array, ArrayIn
+from goodopt.records import RecordIn
 
 from . import adapter
 from .base import Limits
@@ -69,7 +70,7 @@ class EngineSession(HighsSession):
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
               mip_abs_gap: float | None = None, warm_start: Any = None, relax: bool = False,
-              node_limit: int | None = None) -> tuple[MilpOutcome, Array | None]:
+              node_limit: int | None = None) -> tuple[MilpOutcome, Array | None]:  # Any: warm_start, a start of the solver's kind
         if relax or not self.model.integer.any():
             return super().solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, mip_abs_gap=mip_abs_gap,
                                  warm_start=warm_start, relax=relax, node_limit=node_limit)
@@ -83,7 +84,7 @@ class EngineSession(HighsSession):
 
 
 def new_session(model: MatrixModel, *, solver: str = "highs", threads: int | None = None,
-                highs_options: Mapping[str, Any] | None = None, solver_options: Mapping[str, Any] | None = None,
+                highs_options: RecordIn | None = None, solver_options: RecordIn | None = None,
                 feasibility_tol: float | None = None) -> HighsSession:
     """The session a stage solves ``model`` in: HiGHS's own, or an :class:`EngineSession` for another solver."""
     if solver == "highs":

@@ -45,7 +45,7 @@ def on_stuck_interrupt(action: Callable[[], None] | None) -> None:
 
 
 def run_watched(run: Callable[[], Any], cancel: Callable[[], Any], time_limit_s: float | None,
-                solver: str = "HiGHS", unwatched: Callable[[], Any] | None = None) -> tuple[Any, bool]:
+                solver: str = "HiGHS", unwatched: Callable[[], Any] | None = None) -> tuple[Any, bool]:  # Any: whatever the watched run returns
     """``run()`` on the calling thread under a :class:`Watch`; returns ``(what run returned, whether the watch
     stopped it past its time limit)``. Ctrl-C in the main thread (with Python's own SIGINT handler in place)
     asks the solver to stop through ``cancel`` and raises :class:`KeyboardInterrupt` once it has stopped; outside
@@ -111,7 +111,7 @@ class Watch:
                 signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGINT, handler)
 
-    def on_sigint(self, *_: Any) -> None:
+    def on_sigint(self, *_: Any) -> None:  # Any: the signal handler's frame argument
         """Ctrl-C (also the SIGINT handler during the run): ask HiGHS to stop at its next interrupt check (the first
         call counts for the grace)."""
         if self._interrupted_at is None:

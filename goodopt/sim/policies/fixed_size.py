@@ -11,6 +11,7 @@ import numpy as np
 from goodopt.errors import ValidationError
 from goodopt.placement import packed_placement, place_most_free, place_packed
 
+from ...records import Record
 from .policy import Policy
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class FixedSizePolicy(Policy):
                                   f"choose one of {', '.join(PLACEMENTS)}")
         self.placement = placement
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {"name": self.name, "placement": self.placement}
 
@@ -221,7 +222,7 @@ class TiresiasPolicy(FixedSizePolicy):
         super().reset(cluster, rng)
         self._demoted = {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {**super().describe(), "threshold_gpu_s": self.threshold_gpu_s}
 
@@ -247,7 +248,7 @@ class FifoPolicy(TiresiasPolicy):
     def __init__(self, *, placement: str = "most-free") -> None:
         super().__init__(threshold_gpu_s=np.inf, placement=placement)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {"name": self.name}
 

@@ -14,6 +14,7 @@ from goodopt.placement import packed_placement
 from goodopt.solvers.gavel import check_policy_options, solve_gavel
 from goodopt.validation import suggest
 
+from ...records import Record
 from .policy import Policy
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class GavelPolicy(Policy):
                                       f"than {largest} (Gavel runs a job on one type)",
                                       "use a larger cluster, another policy, or edit the workload")
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {"name": self.name, "policy": self.policy, "round_s": self.round_s, "options": self.options,
                 "entities": {name: dict(s) for name, s in self.entities}}

@@ -15,6 +15,7 @@ from goodopt.objective import PRESETS, Objective
 from goodopt.problem import AllocationProblem, JobColumns
 from goodopt.solvers import solve
 
+from ...records import Record
 from .policy import Policy
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class VirtualNodes:
                 out[j, v], left = take, left - take
         return out
 
-    def to_physical(self, x: Any) -> np.ndarray:
+    def to_physical(self, x: Any) -> np.ndarray:  # x: an allocation array-like (J, virtual nodes)
         """GPUs per machine. Shapes: (J, V) -> (J, N)."""
         x = np.asarray(x)
         out = np.zeros((x.shape[0], int(self.physical.max()) + 1), dtype=np.int64)
@@ -133,7 +134,7 @@ class GoodputPolicy(Policy):
         self.preset = preset
         self.options = dict(options or {})
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {"name": self.name, "method": self.method, "preset": self.preset, "p": self.objective.p,
                 "base": self.objective.base, "idle_penalty": self.objective.idle_penalty,

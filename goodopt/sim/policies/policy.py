@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...records import Record
+
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster
 
@@ -57,6 +59,6 @@ class Policy:
         (``fixed_gpus``: application -> the GPUs the engine fixes it to); called before the first round, and
         by dry runs."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {"name": self.name}

@@ -9,6 +9,7 @@ from goodopt.plugins import POLICY_GROUP, PluginRegistry
 from goodopt.solvers.options import OPTIONS, refuse_file_options
 from goodopt.validation import check_label
 
+from ...records import Record
 from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
 from .gavel_policy import GavelPolicy
 from .goodput_policies import EqualSharePolicy, GoodputPolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
@@ -45,7 +46,7 @@ def register_policy(name: str, cls: type[Policy]) -> None:
     POLICIES[name] = cls
 
 
-def policy_options(name: str) -> dict[str, Any]:
+def policy_options(name: str) -> Record:
     """The keyword options of policy ``name`` and their defaults (its class and its bases)."""
     import inspect
 
@@ -58,7 +59,7 @@ def policy_options(name: str) -> dict[str, Any]:
     return out
 
 
-def make_policy(name: str | Policy, **options: Any) -> Policy:
+def make_policy(name: str | Policy, **options: Any) -> Policy:  # Any: option values, checked by the policy
     """A policy by name with its keyword options (validated by the class)."""
     if isinstance(name, Policy):
         return name

@@ -10,7 +10,7 @@ the planned rounds by a second MILP and runs the first; the models, numbered, ar
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from goodopt.errors import ValidationError
 from goodopt.formulations.shockwave import PlanData, fair_finish_time, plan_columns, plan_model, priorities, rank_model
 from goodopt.validation import check_number, check_whole
 
+from ...records import Record
 from .fixed_size import FixedSizePolicy
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class ShockwavePolicy(FixedSizePolicy):
         self.node_limit = None if node_limit is None else check_whole("node_limit", node_limit, 1, error=err)
         self._estimates: dict[str, list[float]] = {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {**super().describe(), "window_rounds": self.window_rounds, "makespan_weight": self.makespan_weight,
                 "priority_power": self.priority_power, "rho_max": self.rho_max, "mip_rel_gap": self.mip_rel_gap,

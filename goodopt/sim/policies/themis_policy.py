@@ -8,7 +8,7 @@ it won for ``lease_s`` seconds (whole rounds; its GPUs are not offered meanwhile
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from goodopt.errors import ValidationError
 from goodopt.formulations.themis import auction, bidders, finish_time_fairness, isolated_time
 from goodopt.validation import check_number
 
+from ...records import Record
 from .fixed_size import FixedSizePolicy
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class ThemisPolicy(FixedSizePolicy):
             raise ValidationError("fairness_knob", f"must be below 1, got {fairness_knob!r}",
                                   "0 lets every job bid; 0.8 (the default) the worst-off fifth")
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
         return {**super().describe(), "fairness_knob": self.fairness_knob, "lease_s": self.lease_s}
 
