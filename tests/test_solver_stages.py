@@ -420,3 +420,20 @@ def test_an_unplaced_optimum_is_first_repaired_within_its_gpu_type(seed, re_solv
     assert res.status == other.status == Termination.OPTIMAL
     assert res.fitness == pytest.approx(other.fitness, rel=1e-7)
     assert res.bound >= res.fitness * (1 - 1e-6) and res.feasible and not res.violations
+
+
+def test_an_answer_whose_value_saturates_the_units_is_rescaled_to_its_own_fitness_and_certified():
+    """p = -7 and a job whose move keeps a thousandth of its speed (realloc 0.001): the first reference (the
+    start's fitness, 0.0035) puts every option's term at its limit 1/|p|, so the model's optimum has no finite
+    fitness. Its allocation is scored by the evaluator, the model re-scaled to that, and the optimum certified
+    (the solve once ended ``numerical`` here, with the optimum in hand)."""
+    from .synthetic import make_problem
+
+    speedups = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    pr = make_problem([speedups] * 3, capacity=[3, 3], current=[[2, 0], [0, 0], [0, 0]], realloc=[0.001, 1, 1],
+                      p=-7.0, eps=1e-3, interference_avoidance=False, max_gpus=[2, 1, 1])
+    res = goodopt.solve(pr, "milp")
+    assert res.status == Termination.OPTIMAL, res.message
+    assert res.extra["rescales"] >= 1
+    assert res.fitness == pytest.approx(goodopt.solve(pr, "brute-force").fitness, rel=1e-12)
+    assert res.fitness <= res.bound <= res.fitness * (1 + 1e-6)

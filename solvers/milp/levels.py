@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from goodopt.arrays import Array
 from goodopt.errors import SolverError
 from goodopt.placement import place_configs
 
@@ -146,7 +149,7 @@ def solve_config_model(run: MilpRun) -> tuple[ConfigModel, MilpOutcome]:
                         lambda: model.solve(warm_start=run.best()[0], **kw))
         if run.pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = certify_epigraph(run, model, out)
-        reference = unresolved(run, out)
+        reference = unresolved(run, out, lambda: place_configs(pr, cs, model.chosen())[0])
         if reference is None or run.expired() or attempt == MAX_RESCALES:
             break
         run.add_candidate(place_configs(pr, cs, model.chosen())[0], "rescaling")
@@ -171,19 +174,29 @@ def plain_budget_spent(run: MilpRun, out: MilpOutcome) -> bool:
             and (user is None or user > PLAIN_CONFIG_NODES) and not run.expired())
 
 
-def unresolved(run: MilpRun, out: MilpOutcome) -> float | None:
+def unresolved(run: MilpRun, out: MilpOutcome, answer: Callable[[], Array | None] | None = None) -> float | None:
     """A better reference fitness when the solver stopped "optimal" but the fitness gap is not closed.
 
     The model's units resolve fitness differences near the reference; a
     solution far from it (e.g. a first reference from a poor greedy at p << 0)
-    leaves its neighbours indistinguishable. Returns None when resolved.
+    leaves its neighbours indistinguishable, and one so far that its value
+    reaches the units' limit has no finite fitness at all: then ``answer``
+    (the solved model's allocation) is scored by the evaluator instead.
+    Returns None when resolved.
     """
     ob = run.objective
     if ob is None or not out.has_solution or out.termination not in (Termination.OPTIMAL, Termination.GAP_LIMIT):
         return None
     f_obj, f_bound = ob.fitness(out.objective), ob.fitness(run.model_bound(out.bound))
     if not (np.isfinite(f_obj) and f_obj > 0):
-        return None
+        # at p < 0 the answer's value reached the units' limit (1 + p V / W <= 0: every option scored alike, as a
+        # reference far below the optimum makes them): the answer's own fitness, by the evaluator, is the next
+        # reference when it lies above this one
+        alloc = answer() if answer is not None and ob.p < 0 else None
+        if alloc is None or run.ev.violation(alloc) != 0:
+            return None
+        fit = float(run.ev.fitness(alloc))
+        return fit if np.isfinite(fit) and np.log(fit / ob.reference) >= 1e-12 else None
     if np.isfinite(f_bound) and f_bound - f_obj <= 0.5 * max(run.opts.mip_rel_gap, CERTIFIED_GAP) * f_bound:
         return None
     if abs(np.log(f_obj / ob.reference)) < 1e-12:
@@ -210,7 +223,7 @@ def placement_level(run: MilpRun) -> MethodOutcome:
         run.tighten(pout)
         alloc = model.allocation() if pout.has_solution else None
         found = run.add_candidate(alloc, "placement")
-        reference = unresolved(run, pout)
+        reference = unresolved(run, pout, lambda: alloc)
         if reference is None or run.expired() or attempt == MAX_RESCALES:
             break
         run.scale_objective(reference)

@@ -54,7 +54,7 @@ def solve_reference(run: MilpRun) -> MethodOutcome:
         run.tighten(out)
         alloc = _allocation(run, model) if out.has_solution else None
         found = run.add_candidate(alloc, "reference")
-        reference = unresolved(run, out)
+        reference = unresolved(run, out, lambda: alloc)
         if reference is None or run.expired() or attempt == MAX_RESCALES:
             break
         run.scale_objective(reference)
