@@ -8,7 +8,8 @@ and beside it ``NAME.map.json`` (:func:`map_path`)::
 
     objective  sense "maximise"; the model value V to the fitness F:
                F = r (1 + p V / W)^(1/p)   (F = r exp(V / W) at p = 0; F = V at p = +-inf)
-               with r the reference fitness (greedy's allocation) and W the weights' sum
+               with r the reference fitness (greedy's allocation, or a known better one where greedy's
+               saturates the terms: :func:`reference_run`) and W the weights' sum
     columns    per column: name, kind (config, idle, epigraph, max-job, pattern; gpus, uses-node,
                multi-node at the placement level) and what it is in the instance: job, GPU type,
                GPUs, nodes ("single" / "multi"), keep, node
@@ -33,8 +34,9 @@ from typing import Any
 import numpy as np
 from goodopt.formulations.matrix import MatrixModel
 from goodopt.formulations.row_families import FAMILIES, row_name
-from goodopt.formulations.scaled_objective import box_cox, fitness_of_value
+from goodopt.formulations.scaled_objective import box_cox, fitness_of_value, reference_fitness
 
+from goodopt.arrays import Array
 from goodopt.problem import AllocationProblem
 from goodopt.records import Record
 
@@ -78,19 +80,39 @@ class ModelFile:
         return names
 
 
-def reference_run(problem: AllocationProblem, configs: str = "all") -> MilpRun:
+#: At p < 0 a reference fitness ``r`` far below every job's best option ``t`` leaves each option's term
+#: ``(1 - (r/t)^|p|) / |p|`` within ``(r/t)^|p|`` of its limit: below this the written objective no longer tells
+#: the options apart to a solver's tolerances, nor maps back to the fitness exactly (greedy idling a job at
+#: eps = 1e-4, p = -3: terms alike to 1e-12, the objective's fitness 2e-5 off).
+SATURATION = 1e-3
+
+
+def reference_run(problem: AllocationProblem, configs: str = "all", known: Array | None = None) -> MilpRun:
     """A run holding the problem's configurations (``configs="sia"``: Sia's set) and its objective scaled to
-    greedy's allocation (as ``formulation=reference`` scales it)."""
+    greedy's allocation (as ``formulation=reference`` scales it) -- or, where greedy's fitness saturates every
+    option (:data:`SATURATION`) and a better allocation is ``known`` (the library build's certified answer, a
+    solve's best), to that one's."""
     run = MilpRun(problem, problem.evaluator(), MilpOptions(formulation="reference", configs=configs),
                   time.perf_counter())
     run.add_candidate(greedy(problem, run.cs)[0], "greedy")
+    if known is not None and saturates(run):
+        run.add_candidate(known, "known")
     run.scale_objective()
     return run
 
 
-def reference_file(problem: AllocationProblem, run: MilpRun | None = None) -> ModelFile:
-    """The reference model of ``problem`` (see the module's docstring)."""
-    run = run or reference_run(problem)
+def saturates(run: MilpRun) -> bool:
+    """Whether, at p < 0, the run's best fitness lies so far below every job's best option that the scaled
+    terms all sit within :data:`SATURATION` of their limit."""
+    p, best = run.pr.p, run.best()[2]
+    if not (np.isfinite(p) and p < 0 and np.isfinite(best) and best > 0):
+        return False
+    return bool((best / reference_fitness(run.pr, run.cs)) ** (-p) < SATURATION)
+
+
+def reference_file(problem: AllocationProblem, run: MilpRun | None = None, known: Array | None = None) -> ModelFile:
+    """The reference model of ``problem`` (see the module's docstring; ``known``: :func:`reference_run`'s)."""
+    run = run or reference_run(problem, known=known)
     model, stage = reference_model(run)
     return model_file(model, stage)
 
@@ -234,7 +256,7 @@ def write_for_run(run: MilpRun, out: MethodOutcome) -> None:
     map; recorded in ``out.extra["written_model"]``."""
     path = run.opts.write_model
     if run.opts.write_model_kind == "whole":
-        mf = reference_file(run.pr, reference_run(run.pr, run.opts.configs))
+        mf = reference_file(run.pr, reference_run(run.pr, run.opts.configs, known=run.best()[0]))
         fitness = float(run.ev.fitness(out.alloc)) if out.alloc is not None else float("nan")
         value = value_of(mf.objective, fitness)
     elif run.last_model is not None:
