@@ -186,12 +186,16 @@ class KnownScores:
     def __call__(self, pop: Array) -> Array:
         keys = _row_bytes(pop)
         known = self.known
-        new: dict[bytes, int] = {}  # each key not scored yet, at its first member
-        for i in [i for i, key in enumerate(keys) if key not in known]:
-            new.setdefault(keys[i], i)
-        if new:
+        scores = list(map(known.get, keys))  # None: not scored yet
+        unknown = [i for i, score in enumerate(scores) if score is None]
+        if unknown:
+            new: dict[bytes, int] = {}  # each key not scored yet, at its first member
+            for i in unknown:
+                new.setdefault(keys[i], i)
             known.update(zip(new, self.evaluator.ranked_fitness(pop[list(new.values())]).tolist()))
-        return np.fromiter(map(known.__getitem__, keys), dtype=float, count=len(keys))
+            for i in unknown:
+                scores[i] = known[keys[i]]
+        return np.array(scores, dtype=float)
 
 
 def _children(pop: Array, fit: Array, data: RepairData, rng: np.random.Generator, crossover_prob: float,
