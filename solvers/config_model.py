@@ -202,13 +202,10 @@ class PyomoModel(_Base):
         fm = self.fm
         start = (fm.warm_start_values(self.model, self.pr, self.cs, warm_start)
                  if warm_start is not None else None)
-        options = dict(self.highs_options or {})
-        if node_limit is not None and self.solver == "highs":
-            options.setdefault("mip_max_nodes", int(node_limit))
         out = solve_model(self.model, solver=self.solver, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap,
-                          mip_abs_gap=mip_abs_gap, threads=self.threads, highs_options=options,
-                          warm_start=start, relax=relax, feasibility_tol=self.feasibility_tol,
-                          engine_options={"node_limit": node_limit, "native": self.solver_options})
+                          mip_abs_gap=mip_abs_gap, threads=self.threads, highs_options=self.highs_options,
+                          warm_start=start, relax=relax, feasibility_tol=self.feasibility_tol, node_limit=node_limit,
+                          engine_options={"native": self.solver_options})
         if out.has_solution:
             n = self.pr.n_jobs
             self._chosen = (fm.rounded_choice(self.model, self.cs, n) if relax

@@ -51,16 +51,12 @@ def solve_pwl(problem: AllocationProblem, evaluator: Evaluator, opts: PwlOptions
         return _incumbent(run, as_time_limit(None))
     model = fp.build_model(pr, cs, classes, objective=run.objective)
     run.build_s += time.perf_counter() - t0
-    kw = run.solve_kwargs()
-    native = dict(opts.highs_options)
-    node_limit = kw.pop("node_limit")
-    if node_limit is not None and opts.solver == "highs":
-        native.setdefault("mip_max_nodes", int(node_limit))
-    feasibility = None if opts.solver == "highs" else run.solver_feasibility
+    # one call for every solver: the route maps the node budget and tolerances to the solver's own
     out = run.stage("pwl", lambda: solve_model(model, solver=opts.solver, threads=opts.threads,
-                                               highs_options=native, feasibility_tol=feasibility,
-                                               engine_options={"node_limit": node_limit,
-                                                               "native": opts.solver_options}, **kw))
+                                               highs_options=opts.highs_options,
+                                               feasibility_tol=run.solver_feasibility,
+                                               engine_options={"native": opts.solver_options},
+                                               **run.solve_kwargs()))
     if not out.has_solution:
         return _incumbent(run, out)
     if np.isfinite(out.bound):  # valid for the true problem: the model's bound plus the interpolation error

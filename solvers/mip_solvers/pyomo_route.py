@@ -33,22 +33,26 @@ log = logging.getLogger(__name__)
 def solve_model(model: Any, *, solver: str = "highs", time_limit_s: float | None = None,
                 mip_rel_gap: float | None = None, mip_abs_gap: float | None = None, threads: int | None = None,
                 highs_options: RecordIn | None = None, warm_start: Any = None,
-                relax: bool = False, engine_options: RecordIn | None = None,
-                feasibility_tol: float | None = None) -> MilpOutcome:  # model: a pyomo model (pyomo ships no type stubs); warm_start: an allocation or None
+                relax: bool = False, engine_options: RecordIn | None = None, feasibility_tol: float | None = None,
+                node_limit: int | None = None) -> MilpOutcome:  # model: a pyomo model (pyomo ships no type stubs); warm_start: an allocation or None
     """Solve ``model`` and load the solution into its variables (when one exists).
 
     ``relax`` solves the LP relaxation (HiGHS only). ``mip_abs_gap`` is an
-    absolute gap in the objective's units (HiGHS: ``mip_abs_gap``).
-    ``engine_options`` (another solver's run): ``node_limit`` and ``native`` (its own parameters);
+    absolute gap in the objective's units (HiGHS: ``mip_abs_gap``). ``node_limit``: branch-and-bound nodes on
+    any solver (HiGHS: ``mip_max_nodes`` unless ``highs_options`` sets it).
+    ``engine_options`` (another solver's run): ``native`` (its own parameters);
     ``feasibility_tol`` its feasibility tolerance (HiGHS's is in ``highs_options``).
     """
     gaps = {"mip_rel_gap": mip_rel_gap, "mip_abs_gap": mip_abs_gap}
     if solver == "highs":
-        return _solve_highs(model, time_limit_s, gaps, threads, highs_options or {}, warm_start, relax)
+        options = dict(highs_options or {})
+        if node_limit is not None:
+            options.setdefault("mip_max_nodes", int(node_limit))
+        return _solve_highs(model, time_limit_s, gaps, threads, options, warm_start, relax)
     if relax:
         raise ValidationError("solver", "LP relaxations are solved with HiGHS only", "use solver='highs'")
-    return _solve_engine(model, solver, time_limit_s, gaps, threads, engine_options or {}, warm_start,
-                         feasibility_tol)
+    engine = {**(engine_options or {}), **({"node_limit": node_limit} if node_limit is not None else {})}
+    return _solve_engine(model, solver, time_limit_s, gaps, threads, engine, warm_start, feasibility_tol)
 
 
 def _objective_sense(model: Any) -> int:
