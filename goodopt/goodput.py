@@ -114,7 +114,8 @@ def step_time(params: Params, local_bsz: ArrayIn, n_gpus: ArrayIn, multi_node: A
     return (t_c**gamma + t_s**gamma) ** (1.0 / gamma)
 
 
-def iteration_time(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn) -> ArrayOut:
+def iteration_time(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn,
+                   multi_node: ArrayIn) -> ArrayOut:
     """Time of one optimiser iteration, ``s * T_c(m) + T_step``.
 
     Shapes: broadcast(all arguments) -> same.
@@ -124,7 +125,8 @@ def iteration_time(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_g
     )
 
 
-def throughput(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn) -> ArrayOut:
+def throughput(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn,
+               multi_node: ArrayIn) -> ArrayOut:
     """Examples per second, ``k * m * (s + 1) / T_iter``.
 
     Shapes: broadcast(all arguments) -> same.
@@ -156,8 +158,8 @@ def phi_from_gradients(grad_sqr: ArrayIn, grad_var: ArrayIn, init_batch_size: Ar
         return np.where(grad_sqr > 0, init_batch_size * grad_var / grad_sqr, np.inf)
 
 
-def goodput(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn, phi: ArrayIn,
-            init_batch_size: ArrayIn) -> ArrayOut:
+def goodput(params: Params, local_bsz: ArrayIn, accum_steps: ArrayIn, n_gpus: ArrayIn, multi_node: ArrayIn,
+            phi: ArrayIn, init_batch_size: ArrayIn) -> ArrayOut:
     """Goodput ``X * E(M)`` of explicit configurations (examples/s at M0 efficiency).
 
     Shapes: broadcast(all arguments) -> same.
@@ -201,9 +203,10 @@ def candidate_batches(n_gpus: ArrayIn, init_batch_size: ArrayIn, max_batch_size:
     return micro.astype(np.int64), accum.astype(np.int64), valid
 
 
-def best_config(params: Any, n_gpus: ArrayIn, multi_node: ArrayIn, phi: ArrayIn, init_batch_size: ArrayIn, max_batch_size: ArrayIn,
+def best_config(params: Any,  # Any: a ThroughputParams or its parameters as an array (see _param)
+                n_gpus: ArrayIn, multi_node: ArrayIn, phi: ArrayIn, init_batch_size: ArrayIn, max_batch_size: ArrayIn,
                 min_local_bsz: ArrayIn, max_local_bsz: ArrayIn, *,
-                n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any]:  # Any: a ThroughputParams or its array form; returns arrays (J,) of its best GPUs, nodes, goodput
+                n_candidates: int = N_BATCH_CANDIDATES) -> tuple[ArrayOut, ArrayOut, ArrayOut]:
     """Goodput-maximising batch configuration for each (k, multi).
 
     Scores Pollux's geometric candidates (:func:`candidate_batches`); the default
@@ -255,9 +258,10 @@ def _scored_remembered(key: tuple[tuple[str, bytes], ...], params: ThroughputPar
     return hit
 
 
-def scored_candidates(params: Any, n_gpus: ArrayIn, multi_node: ArrayIn, init_batch_size: ArrayIn, max_batch_size: ArrayIn,
+def scored_candidates(params: Any,  # Any: a ThroughputParams or its parameters as an array (see _param)
+                      n_gpus: ArrayIn, multi_node: ArrayIn, init_batch_size: ArrayIn, max_batch_size: ArrayIn,
                       min_local_bsz: ArrayIn, max_local_bsz: ArrayIn, *,
-                      n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Any, Any, Any, Any, Any]:  # Any: arrays of the candidates' batch, accumulation, throughput, efficiency, goodput
+                      n_candidates: int = N_BATCH_CANDIDATES) -> tuple[Array, Array, Array, Array, Array]:
     """The part of :func:`best_config` that does not depend on the gradient noise scale: the candidates'
     ``(micro-batch, accumulation steps, valid, total batch, throughput)``. Jobs of one application differ only
     in ``phi``, so a table of many jobs scores each application's candidates once (:func:`best_candidate` per
@@ -275,8 +279,8 @@ def scored_candidates(params: Any, n_gpus: ArrayIn, multi_node: ArrayIn, init_ba
     return micro, accum, valid, total, throughput(params, micro, accum, k, multi_node)
 
 
-def best_candidate(scored: tuple[Any, Any, Any, Any, Any], phi: ArrayIn,
-                   init_batch_size: ArrayIn) -> tuple[Any, Any, Any]:  # Any: the scored candidates' arrays, and the best's three
+def best_candidate(scored: tuple[Array, Array, Array, Array, Array], phi: ArrayIn,
+                   init_batch_size: ArrayIn) -> tuple[ArrayOut, ArrayOut, ArrayOut]:
     """:func:`best_config`'s answer from :func:`scored_candidates` and ``phi``.
 
     Shapes: scored (C,) + B each, phi broadcasting against B -> three arrays of shape broadcast(B, phi).

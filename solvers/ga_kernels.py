@@ -30,9 +30,9 @@ def repair_rows(a: Array, rng: np.random.Generator, node_type: Array, node_capac
                 current: Array, onehot: Array, type_ok: Array, min_gpus: Array, table: Array, avoidance: bool,
                 need_clip: Array, limit: Array, single_ok: Array, util_single: Array, util_kept: Array,
                 has_kept: bool, gain_start: Array, start_gains: Array, max_passes: int) -> None:
-    """Repair every member of ``a`` in place (negative cells to 0, majority type, GPU limit, node capacity in the order of the
-    priorities ``u`` less 1 for rows still on their current allocation, one multi-node job per node, rows
-    that cannot run emptied), then refill it. The priorities ``u`` (P, J) are the first uniform draws."""
+    """Repair every member of ``a`` in place (negative cells to 0, majority type, GPU limit, node capacity in the
+    order of the priorities ``u`` less 1 for rows still on their current allocation, one multi-node job per node,
+    rows that cannot run emptied), then refill it. The priorities ``u`` (P, J) are the first uniform draws."""
     P, J, N = a.shape
     flat = a.reshape(-1)
     for i in range(flat.shape[0]):  # negative cells to 0

@@ -215,12 +215,11 @@ def _row_bytes(pop: Array) -> list[bytes]:
     share a key. Shapes: (P, J, N) -> P."""
     if pop.size == 0:
         return [row.tobytes() for row in pop]
-    rows = None
+    rows = np.ascontiguousarray(pop).reshape(len(pop), -1)
     if pop.dtype.kind in "iu" and pop.itemsize > 1 and pop.ndim == 3:
         small, fits = byte_cells(pop)  # one compiled pass instead of a minimum, a maximum and a cast
-        rows = small if fits else None
-    if rows is None:
-        rows = np.ascontiguousarray(pop).reshape(len(pop), -1)
+        if fits:
+            rows = small
     # a void item's tolist() is its bytes (numpy types it as bytes or a tuple, the tuple being for structured items)
     return cast(list[bytes], rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist())
 

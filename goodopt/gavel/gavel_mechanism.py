@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-from goodopt.arrays import Array, ArrayIn
+from ..arrays import Array, ArrayIn
 
 #: Gavel's default minimum time between two allocation resets (``minimum_time_between_allocation_resets``).
 GAVEL_RESET_INTERVAL_S = 1920.0

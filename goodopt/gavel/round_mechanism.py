@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from goodopt.arrays import Array, ArrayIn
-from goodopt.errors import ValidationError
-from goodopt.placement import place_packed_on
+from ..arrays import Array, ArrayIn
+from ..errors import ValidationError
+from ..placement import place_packed_on
 
 
 class RoundMechanism:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -149,15 +150,21 @@ def solve_config_model(run: MilpRun) -> tuple[ConfigModel, MilpOutcome]:
                         lambda: model.solve(warm_start=run.best()[0], **kw))
         if run.pr.p in (np.inf, -np.inf) and out.termination == Termination.OPTIMAL:
             out = certify_epigraph(run, model, out)
-        reference = unresolved(run, out, lambda: place_configs(pr, cs, model.chosen())[0])
+        placed = functools.cache(functools.partial(_placed, run, model))  # placed once, when asked
+        reference = unresolved(run, out, placed)
         if reference is None or run.expired() or attempt == MAX_RESCALES:
             break
-        run.add_candidate(place_configs(pr, cs, model.chosen())[0], "rescaling")
+        run.add_candidate(placed(), "rescaling")
         run.scale_objective(reference)
     run.info["rescales"] = attempt
     if model is None or out is None:  # MAX_RESCALES >= 0: the loop ran
         raise SolverError("the configuration model was not solved")
     return model, out
+
+
+def _placed(run: MilpRun, model: ConfigModel) -> Array:
+    """The solved configuration model's choice placed on the nodes (jobs it cannot place left without GPUs)."""
+    return place_configs(run.pr, run.cs, model.chosen())[0]
 
 
 def every_type_first(run: MilpRun) -> bool:
