@@ -386,6 +386,34 @@ def test_finish_time_fairness_matches_an_independent_bisection(seed, route):
     assert res.n_lps <= 12 + ("lp_method" in route), res.stages
 
 
+@pytest.mark.parametrize("route", [{}, {"lp_method": "ipm"}, {"backend": "pyomo"}])
+@pytest.mark.parametrize("seed", range(16))
+def test_finish_time_fairness_on_one_type_is_found_in_closed_form_with_one_lp(seed, route):
+    # An agnostic policy's pooled type: the optimum max_j rho_j comes from its closed form (a job needing its
+    # whole time, or the GPUs running out: both occur over these seeds, with jobs far behind, jobs of 1-8 GPUs
+    # on as few as 4, tied and 1000x-apart throughputs, tiny and huge remaining work); it equals bisection
+    # on feasibility LPs, the fractions reach it, and it took one LP (none where the equal share is within
+    # rel_tol of it: then the equal share is the answer).
+    rng = np.random.default_rng(seed)
+    J = int(rng.integers(1, 12))
+    T = rng.choice([1.0, 1.0, 0.25, 7.0, 1e3], (J, 1))
+    s = rng.choice([1, 2, 4, 8], J)
+    cap = np.array([max(int(s.max()), int(rng.choice([4, 8, 64])))])
+    R = rng.choice([1e-6, 1.0, 50.0, 1e6], J) * rng.uniform(0.5, 2.0, J)
+    a = rng.choice([0.0, 10.0, 1e5], J)
+    mx = ThroughputMatrix(tuple(f"j{i}" for i in range(J)), ("pooled",), T, s, cap, remaining_steps=R, elapsed_s=a)
+    D = a + R / mx.equal_share_throughput()
+    want = _ftf_by_bisection(T, s, cap, a, R, D)
+    loose = solve_gavel(mx, "finish_time_fairness", route)
+    assert loose.n_lps <= 1 and want <= loose.fun * (1 + 1e-9) and loose.fun <= want * (1 + 1e-4 + 1e-6)
+    res = solve_gavel(mx, "finish_time_fairness", {"rel_tol": 1e-9, **route})
+    assert res.fun == pytest.approx(want, rel=1e-6)
+    thr = res.x[:, 0] * T[:, 0]
+    assert np.max((a + R / thr) / D) == pytest.approx(res.fun, rel=1e-12)
+    assert res.x.sum(axis=1).max() <= 1 + 1e-7 and (res.x[:, 0] * s).sum() <= cap[0] * (1 + 1e-7)
+    assert res.n_lps <= 1, res.stages
+
+
 def test_a_policys_options_are_a_typed_object_that_checks_itself():
     from goodopt.solvers.gavel import POLICY_OPTION_CLASSES, POLICY_OPTIONS, check_policy_options
     from goodopt.solvers.gavel.policy_options import FinishTimeOptions, MaxMinOptions

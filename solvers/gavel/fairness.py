@@ -25,14 +25,30 @@ def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: Fin
 
     With the arrays backend the search's LPs are one HiGHS instance re-solved warm by the dual simplex (``r``
     changes only the epigraph column, :class:`_FtfSearch`), and the answer is the LP at the best ``r`` solved
-    once more by ``lp_method`` (an interior point of its optimal face with ``ipm``, as Gavel's solver gives)."""
+    once more by ``lp_method`` (an interior point of its optimal face with ``ipm``, as Gavel's solver gives).
+
+    On one GPU type without pairs (an agnostic policy's pooled type) the optimum has a closed form
+    (:func:`_one_type_optimum`): no search, one LP at the optimum for the fractions, none when the equal share
+    is already within ``rel_tol`` of it."""
     R = need(mx, "remaining_steps", "finish_time_fairness")
     a = need(mx, "elapsed_s", "finish_time_fairness")
     D = a + R / eq if mx.isolated_s is None else mx.isolated_s
     best = (mx.equal_share(), np.zeros((0 if mx.pairs is None else len(mx.pairs), mx.n_types)))
     hi = _ftf_rho(mx, *best, a, R, D)  # the equal share is feasible
-    lo = float(np.max(a / D))
     sel = np.flatnonzero(R > 0)
+    exact = _one_type_optimum(mx, sel, a, R, D) if len(sel) else None
+    if exact is not None:  # the equal share within the tolerance of the optimum needs no LP
+        return (*best, hi, Termination.OPTIMAL) if hi - exact <= opts.rel_tol * hi else \
+            _ftf_at(mx, run, sel, exact, a, R, D, best, hi)
+    return _ftf_search(mx, run, sel, (a, R, D), best, hi, opts)
+
+
+def _ftf_search(mx: ThroughputMatrix, run: Runner, sel: Array, ard: tuple[Array, Array, Array],
+                best: tuple[Array, Array], hi: float, opts: FinishTimeOptions) -> PolicyAnswer:
+    """The secant search of :func:`finish_time_fairness` from the equal share ``best`` (``max_j rho_j = hi``);
+    ``ard``: the jobs' elapsed times, remaining steps and isolated finish times."""
+    a, R, D = ard
+    lo = float(np.max(a / D))
     # one HiGHS instance re-solved warm; another solver gets each LP whole
     search = _FtfSearch(mx, sel, run, R[sel]) if run.backend == "arrays" and run.solver == "highs" and len(sel) \
         else None
@@ -75,6 +91,45 @@ def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: Fin
         best = solution(model, mx)
         hi = _ftf_rho(mx, *best, a, R, D)
     return best[0], best[1], hi, status
+
+
+def _one_type_optimum(mx: ThroughputMatrix, sel: Array, a: Array, R: Array, D: Array) -> float | None:
+    """min_X max_j rho_j on one GPU type without pairs (a heterogeneity-agnostic policy's pooled type), in
+    closed form; None where a job of ``sel`` cannot run there (the search decides those).
+
+    On one type, ``rho_j <= r`` asks job ``j`` for the time fraction ``n_j(r) = R_j / (thr_j (r D_j - a_j))``;
+    ``r`` is feasible iff every ``n_j(r) <= 1`` (``r >= r_A = max_j (a_j + R_j / thr_j) / D_j``) and the
+    GPUs suffice, ``f(r) = sum_j g_j n_j(r) <= C``. ``f`` is convex and decreasing, so Newton's method from
+    ``r_A`` rises to the root of ``f = C`` without passing it; the optimum is ``r_A`` or that root."""
+    if mx.n_types != 1 or mx.pairs is not None:
+        return None
+    thr, g, C = mx.throughput[sel, 0], mx.scale_factor[sel].astype(float), float(mx.capacity[0])
+    if not (np.all(thr > 0) and np.all(g <= C)):
+        return None
+    a, R, D = a[sel], R[sel], D[sel]
+    r = float(np.max((a + R / thr) / D))
+    for _ in range(200):
+        slack = r * D - a
+        excess = float(np.sum(g * R / (thr * slack))) - C
+        if excess <= 0:
+            break
+        step = excess / float(np.sum(g * R * D / (thr * slack * slack)))
+        if not r + step > r:
+            break
+        r += step
+    return r
+
+
+def _ftf_at(mx: ThroughputMatrix, run: Runner, sel: Array, r: float, a: Array, R: Array, D: Array,
+            best: tuple[Array, Array], hi: float) -> PolicyAnswer:
+    """The scaled-floor LP (8) at the optimum ``r`` solved once (by ``lp_method``), its fractions if they beat
+    ``best`` (``max_j rho_j = hi``)."""
+    model, out = run.solve(f"ftf r={r:.6g} (closed form)", objective="max_min",
+                           coef=_ftf_coef(mx, sel, r * D[sel] - a[sel], R), rows=sel)
+    require(out, "finish_time_fairness", f"ftf r={r:.6g} (closed form)")
+    x, y = solution(model, mx)
+    rho = _ftf_rho(mx, x, y, a, R, D)
+    return (x, y, rho, Termination.OPTIMAL) if rho < hi else (*best, hi, Termination.OPTIMAL)
 
 
 def _ftf_coef(mx: ThroughputMatrix, sel: Array, slack: Array, R: Array) -> Array:
