@@ -3,7 +3,6 @@ numbers and HiGHS's own options, each failing with an error that names the optio
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -33,38 +32,6 @@ def whole(name: str, v: Any, lo: int, fix: str | None = None, none_ok: bool = Fa
         return
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
         raise ValidationError(f"options.{name}", f"must be a whole number in [{lo}, {hi}], got {v!r}", fix)
-
-
-def whole_if_int(cls: type, name: str, value: Any) -> Any:  # Any: a user's value, checked here
-    """A whole float given for a whole-number option (``1e3`` in YAML 1.2) as the int it stands for."""
-    types = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-             for f in dataclasses.fields(cls)}
-    if types.get(name, "").startswith("int") and isinstance(value, float) and value.is_integer() \
-            and abs(value) <= MAX_WHOLE:
-        return int(value)
-    return value
-
-
-#: What a declared option type accepts (the class's own ``__post_init__`` checks ranges and choices).
-DECLARED = {"int": (int, np.integer), "float": (int, float, np.integer, np.floating), "bool": (bool, np.bool_),
-             "str": (str,)}
-
-
-def check_declared_type(cls: type, name: str, value: Any) -> None:  # Any: a user's value, checked here
-    """A value of the plain type its field declares (``int``, ``float``, ``bool``, ``str``, or ``... | None``), so
-    a method's options -- a plug-in's too -- never reach it with a value of the wrong type."""
-    types = {f.name: f.type for f in dataclasses.fields(cls)}
-    t = types.get(name, "")
-    declared = t if isinstance(t, str) else getattr(t, "__name__", str(t))  # with or without postponed annotations
-    base, _, none = declared.partition(" | ")
-    if base not in DECLARED or (value is None and none == "None"):
-        return
-    ok = isinstance(value, DECLARED[base]) and (base == "bool" or not isinstance(value, (bool, np.bool_)))
-    if base == "float" and ok and not np.isfinite(value):
-        ok = False
-    if not ok:
-        what = {"int": "a whole number", "float": "a finite number", "bool": "true or false", "str": "text"}[base]
-        raise ValidationError(f"options.{name}", f"must be {what}{' or omitted' if none else ''}, got {value!r}")
 
 
 def seconds(name: str, v: Any, fix: str | None = None) -> None:  # Any: a user's value, checked here

@@ -8,18 +8,18 @@ from a user's mapping lists unknown keys); the stages read them as attributes
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.gavel import POLICY_NAMES, check_entities
 from goodopt.problem import AllocationProblem
-from goodopt.records import Record, RecordIn
-from goodopt.validation import MAX_WHOLE, suggest
+from goodopt.records import RecordIn
+from goodopt.typed_options import TypedOptions
+from goodopt.validation import MAX_WHOLE
 
 from .gavel import check_policy_options
 from .mip_solvers import SOLVERS
@@ -27,19 +27,17 @@ from .option_checks import (  # noqa: F401
     MAX_POPULATION,
     MAX_SECONDS,
     MAX_THREADS,
-    check_declared_type,
     check_highs_options,
     check_solver,
     choice,
     job_numbers,
     seconds,
     whole,
-    whole_if_int,
 )
 
 
 @dataclass(frozen=True, kw_only=True)
-class MethodOptions:
+class MethodOptions(TypedOptions):
     """Options every method takes: ``time_limit_s`` (wall clock, None = none), ``seed``, ``threads``,
     ``solver_log`` (print the solver's own log: HiGHS's, or pymoo's table per generation)."""
 
@@ -61,53 +59,9 @@ class MethodOptions:
             raise ValidationError("options.seed", f"method {self.method!r} is randomised and needs a seed",
                                   "pass options={'seed': 0} (same seed, same result)")
 
-    @classmethod
-    def build(cls, options: RecordIn | None) -> Self:
-        """The options object from a user's mapping (None = defaults); unknown keys are listed."""
-        if options is None:
-            options = {}
-        if isinstance(options, MethodOptions):
-            options = options.as_dict()
-        if not isinstance(options, Mapping):
-            raise ValidationError("options", f"must be a dict, got {type(options).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise ValidationError(f"options.{unknown[0]}", f"not an option of method {cls.method!r}",
-                                  f"{suggest(unknown[0], names)}valid options: {', '.join(sorted(names))}")
-        options = {k: whole_if_int(cls, k, v) for k, v in options.items()}
-        built: Self | Exception
-        try:  # the class's own checks speak first: they name the range or the choices
-            built = cls(**options)
-        except ValidationError:
-            raise
-        except (TypeError, ValueError, ArithmeticError) as exc:  # a check that met a value of the wrong type
-            built = exc
-        for key, value in options.items():  # what a class checks not at all (a plug-in's, say) is typed here
-            check_declared_type(cls, key, value)
-        if isinstance(built, Exception):
-            raise ValidationError("options", f"not accepted by method {cls.method!r}: {built}",
-                                  f"see goodopt options {cls.method}") from None
-        return built
-
-    def replace(self, **changes: Any) -> Self:  # Any: field values, checked by the class
-        return dataclasses.replace(self, **changes)
-
-    def as_dict(self) -> Record:
-        """Every option and its value, in declaration order (for records and logs; stages read attributes)."""
-        return {name: getattr(self, name) for name in self._names()}
-
-    @classmethod
-    def _names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    @classmethod
-    def defaults(cls) -> Record:
-        """Every option and its default (factories called)."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            out[f.name] = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        return out
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.owner, cls.listed_as = f"method {cls.method!r}", cls.method
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -236,7 +236,7 @@ def _option_names(rng) -> tuple[str, str, list[str]]:
                  for p in inspect.signature(k.__init__).parameters if p not in ("self", "kw", "args", "kwargs")]
     else:
         name = sorted(AUTOSCALERS)[rng.integers(len(AUTOSCALERS))]
-        names = list(AUTOSCALERS[name].OPTIONS)
+        names = list(AUTOSCALERS[name].Options.names())
     return kind, name, names + ["nosuch"]
 
 

@@ -394,10 +394,24 @@ def test_goodopt_options_gives_every_own_methods_option_its_meaning():
     for method, opts in METHOD_OPTIONS.items():
         if not REGISTRY[method].options.__module__.startswith("goodopt."):
             continue
-        known = meanings(method, policy=False)
+        known = meanings(method, kind="method")
         missing = [o for o in opts if not known.get(o)]
         assert not missing, f"{method}: no meaning for {missing}"
-    assert "queue" in meanings("tiresias", policy=True)["threshold_gpu_s"]
+    assert "queue" in meanings("tiresias", kind="policy")["threshold_gpu_s"]
+
+
+def test_goodopt_options_gives_every_policys_and_auto_scalers_option_its_meaning():
+    """The policies and auto-scalers declare their options as classes, as methods do: each option of each
+    (their ``Options``' fields) has a meaning in the declaration ``goodopt options`` and the docs read."""
+    from goodopt.cli.options import meanings
+    from goodopt.sim.autoscale import AUTOSCALERS
+    from goodopt.sim.policies import POLICIES
+
+    for kind, registry in (("policy", POLICIES), ("auto-scaler", AUTOSCALERS)):
+        for name, cls in registry.items():
+            known = meanings(name, kind=kind)
+            missing = [o for o in cls.Options.names() if not known.get(o)]
+            assert not missing, f"{kind} {name}: no meaning for {missing}"
 
 
 # ------------------------------------------------------------------ cross-references in docstrings

@@ -283,3 +283,40 @@ def test_packed_policies_run_on_the_shipped_gavel_scenario():
     assert res.extra["policy_objective"] >= alone.extra["policy_objective"] - 1e-6
     with pytest.raises(ValidationError, match="no measured pair throughputs"):
         goodopt.solve(goodopt.load_scenario("sia-default"), "gavel", {"policy": "max_min_fairness_packed"})
+
+
+def test_methods_policies_and_auto_scalers_share_one_options_system():
+    # Every policy and auto-scaler declares a frozen options class like the methods': made from keywords,
+    # checked once, listed with its defaults by `goodopt options`, and a wrong key or type is named.
+    import dataclasses
+    import pickle
+
+    from goodopt.solvers.options import OPTIONS
+
+    from goodopt.sim.autoscale import AUTOSCALERS, make_autoscaler
+    from goodopt.sim.policies import POLICIES, SimPolicyOptions, make_policy, policy_options
+    from goodopt.typed_options import TypedOptions
+
+    for cls in [*OPTIONS.values(), *(p.Options for p in POLICIES.values()), *(a.Options for a in AUTOSCALERS.values())]:
+        assert issubclass(cls, TypedOptions) and cls.__dataclass_params__.frozen, cls
+    for name, policy in POLICIES.items():
+        assert issubclass(policy.Options, SimPolicyOptions)
+        assert policy_options(name) == policy.Options.defaults()
+        made = make_policy(name)
+        assert made.opts == policy.Options.build(None)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.opts.x = 1  # type: ignore[misc]
+    assert make_policy("themis", lease_s=60).opts.lease_s == 60.0
+    with pytest.raises(goodopt.ValidationError, match=r"policy_options.leas_s: not an option of policy 'themis' "
+                       r"\(did you mean 'lease_s'"):
+        make_policy("themis", leas_s=60)
+    with pytest.raises(goodopt.ValidationError, match=r"policy_options.window_rounds: must be a whole number") as err:
+        make_policy("shockwave", window_rounds=2.5)
+    again = pickle.loads(pickle.dumps(err.value))
+    assert type(again) is type(err.value) and str(again) == str(err.value)
+    with pytest.raises(goodopt.ValidationError, match="policy_options.interference_avoidance: must be true or false"):
+        make_policy("pollux", interference_avoidance="yes")
+    assert make_policy("milp", p=float("-inf")).objective.p == float("-inf")  # p's whole range, -inf included
+    assert make_autoscaler("exact", gpu_worth=0.3).opts.gpu_worth == 0.3
+    with pytest.raises(goodopt.ValidationError, match="autoscale_options.gpu_worth: must be >= 0"):
+        make_autoscaler("exact", gpu_worth=-1)

@@ -1,4 +1,4 @@
-"""``goodopt options [NAME]``: the registries' methods and policies, or one's options and defaults.
+"""``goodopt options [NAME]``: the registries' methods, policies and auto-scalers, or one's options and defaults.
 
 The command face of :mod:`goodopt.solvers.options` (the methods' options classes), hence the shared file name."""
 
@@ -23,6 +23,7 @@ def add_parser(add: AddParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``goodopt options [NAME]``: the registries' methods and policies, or one's options and defaults."""
+    from ..sim.autoscale import AUTOSCALERS
     from ..sim.policies import POLICIES, policy_options
     from ..solvers.api import METHOD_OPTIONS
     from ..validation import suggest
@@ -31,16 +32,19 @@ def run(args: argparse.Namespace) -> int:
     if args.name is None:
         con.print("methods: " + ", ".join(METHOD_OPTIONS))
         con.print("policies: " + ", ".join(POLICIES))
+        con.print("auto-scalers: " + ", ".join(AUTOSCALERS))
         return 0
-    found = [(f"method {args.name}", METHOD_OPTIONS.get(args.name)), (f"policy {args.name}",
-             policy_options(args.name) if args.name in POLICIES else None)]
-    found = [(what, opts) for what, opts in found if opts is not None]
+    name = args.name
+    found = [(f"method {name}", METHOD_OPTIONS.get(name)),
+             (f"policy {name}", policy_options(name) if name in POLICIES else None),
+             (f"auto-scaler {name}", AUTOSCALERS[name].Options.defaults() if name in AUTOSCALERS else None)]
     shown: list[tuple[str, dict[str, Any]]] = [(what, opts) for what, opts in found if opts is not None]
-    if not found:
-        raise ValidationError("name", f"no method or policy is called {args.name!r}",
-                              f"{suggest(args.name, [*METHOD_OPTIONS, *POLICIES])}run goodopt options to list them")
+    if not shown:
+        raise ValidationError("name", f"no method, policy or auto-scaler is called {name!r}",
+                              f"{suggest(name, [*METHOD_OPTIONS, *POLICIES, *AUTOSCALERS])}run goodopt options to "
+                              "list them")
     for what, opts in shown:
-        meaning = meanings(args.name, policy=what.startswith("policy"))
+        meaning = meanings(name, kind=what.split()[0])
         t = Table(title=f"{what}: options, defaults and meanings")
         t.add_column("option", overflow="fold")
         t.add_column("default", overflow="fold")
@@ -51,15 +55,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def meanings(name: str, *, policy: bool) -> dict[str, str]:
-    """Option -> meaning for the method or policy ``name``, from ``goodopt/option_meanings.yaml`` (the file the
-    documentation's options page is rendered from): its own sections first, then those of every method."""
+def meanings(name: str, *, kind: str) -> dict[str, str]:
+    """Option -> meaning for the method, policy or auto-scaler (``kind``) ``name``, from
+    ``goodopt/option_meanings.yaml`` (the file the documentation's options page is rendered from): its own
+    sections first, then those of every method."""
     from importlib.resources import files
 
     import yaml
 
     sections = yaml.safe_load(files("goodopt").joinpath("option_meanings.yaml").read_text())
-    kinds = ("goodput-policies", "other-policies") if policy else ("milp", "ga", "heuristics", "every-method")
+    kinds = {"policy": ("goodput-policies", "other-policies"), "auto-scaler": ("auto-scalers",)}.get(
+        kind, ("milp", "ga", "heuristics", "every-method"))
     out: dict[str, str] = {}
     for key in kinds:
         sec = sections.get(key, {})

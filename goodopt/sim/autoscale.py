@@ -41,7 +41,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from goodopt.solvers.option_checks import MAX_POPULATION
 from goodopt.validation import check_number, check_whole, suggest
 
 from ..records import Record
+from ..typed_options import TypedOptions
 from .policies import goodput_problem
 from .state import RoundState, SimJob
 
@@ -99,19 +100,74 @@ class ScaleState:
         return RoundState(self.time_s, self.round_index, cluster, self.jobs, current, None)
 
 
+@dataclass(frozen=True, kw_only=True)
+class AutoscalerOptions(TypedOptions):
+    """``every_s``: simulated seconds between two consultations of the auto-scaler."""
+
+    every_s: float = 300.0
+
+    prefix: ClassVar[str] = "autoscale_options"
+
+    def __post_init__(self) -> None:
+        check_number(f"{self.prefix}.every_s", self.every_s, minimum=0, strict=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolluxScalerOptions(AutoscalerOptions):
+    """Pollux's utility band ``[min_utility, max_utility]`` and its NSGA-II's ``pop_size`` and ``n_gen``."""
+
+    min_utility: float = 0.35
+    max_utility: float = 0.65
+    pop_size: int = 50
+    n_gen: int = 50
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at = f"{self.prefix}."
+        lo = check_number(at + "min_utility", self.min_utility, minimum=0, strict=True)
+        check_number(at + "max_utility", self.max_utility, minimum=lo, strict=True)
+        check_whole(at + "pop_size", self.pop_size, 2, MAX_POPULATION)
+        check_whole(at + "n_gen", self.n_gen, 2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThroughputScalerOptions(AutoscalerOptions):
+    """``min_gain``: the throughput gain that doubles a job's GPUs."""
+
+    min_gain: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_number(f"{self.prefix}.min_gain", self.min_gain, minimum=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExactScalerOptions(AutoscalerOptions):
+    """``gpu_worth`` (a GPU's price in units of speedup) and the MILP's ``node_limit`` and ``time_limit_s``."""
+
+    gpu_worth: float = 0.5
+    node_limit: int = 2000
+    time_limit_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at = f"{self.prefix}."
+        check_number(at + "gpu_worth", self.gpu_worth, minimum=0)
+        check_number(at + "time_limit_s", self.time_limit_s, minimum=0, strict=True)
+        check_whole(at + "node_limit", self.node_limit, 1)
+
+
 class Autoscaler:
-    """Base class: see the module docstring."""
+    """Base class: see the module docstring. An auto-scaler declares its options as a frozen
+    :class:`AutoscalerOptions` subclass (``Options``), read as ``self.opts``."""
 
     name = "autoscaler"
-    OPTIONS: dict[str, float] = {"every_s": 300.0}
+    Options: ClassVar[type[AutoscalerOptions]] = AutoscalerOptions
+    opts: AutoscalerOptions
 
-    def __init__(self, **options: Any) -> None:
-        unknown = sorted(set(options) - set(self.OPTIONS))
-        if unknown:
-            raise ValidationError(f"autoscale_options.{unknown[0]}", f"not an option of the {self.name} auto-scaler",
-                                  f"its options: {', '.join(sorted(self.OPTIONS))}")
-        self.options = {**self.OPTIONS, **options}
-        self.every_s = check_number("autoscale_options.every_s", self.options["every_s"], minimum=0, strict=True)
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        self.opts = self.Options.build(options, owner=f"the {self.name} auto-scaler", listed_as=self.name)
+        self.every_s = float(self.opts.every_s)
         self.last_stats: dict[str, Any] = {}
         self.rng: np.random.Generator | None = None
 
@@ -131,7 +187,7 @@ class Autoscaler:
         raise NotImplementedError
 
     def describe(self) -> Record:
-        return {"name": self.name, **self.options}
+        return {"name": self.name, **self.opts.as_dict()}
 
     def generator(self) -> np.random.Generator:
         """The run's generator, given by :meth:`reset` (refused before it)."""
@@ -145,23 +201,19 @@ class PolluxAutoscaler(Autoscaler):
     """Pollux's utility band over the NSGA-II front (see the module docstring)."""
 
     name = "pollux"
-    OPTIONS = {"every_s": 300.0, "min_utility": 0.35, "max_utility": 0.65, "pop_size": 50, "n_gen": 50}
+    Options = PolluxScalerOptions
+    opts: PolluxScalerOptions
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
         super().__init__(**options)
-        lo = check_number("autoscale_options.min_utility", self.options["min_utility"], minimum=0, strict=True)
-        hi = check_number("autoscale_options.max_utility", self.options["max_utility"], minimum=lo, strict=True)
-        self.band = (lo, hi)
-        self.options["pop_size"] = check_whole("autoscale_options.pop_size", self.options["pop_size"], 2,
-                                               MAX_POPULATION)
-        self.options["n_gen"] = check_whole("autoscale_options.n_gen", self.options["n_gen"], 2)
+        self.band = (float(self.opts.min_utility), float(self.opts.max_utility))
 
     def wanted(self, state: ScaleState) -> int:
         if not state.jobs:
             return state.min_nodes
 
         problem = goodput_problem(state.round_state(state.max_nodes), state.objective, state.max_gpus)
-        res = solve(problem, "nsga2", {"pop_size": self.options["pop_size"], "n_gen": self.options["n_gen"],
+        res = solve(problem, "nsga2", {"pop_size": self.opts.pop_size, "n_gen": self.opts.n_gen,
                                        "seed": int(self.generator().integers(2**31 - 1))})
         front = res.extra.get("pareto_allocations")
         if front is None or not len(front):
@@ -212,11 +264,8 @@ class ThroughputAutoscaler(Autoscaler):
     """Each job sized by throughput alone, the cluster sized to fit (see the module docstring)."""
 
     name = "throughput"
-    OPTIONS = {"every_s": 300.0, "min_gain": 0.5}
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.min_gain = check_number("autoscale_options.min_gain", self.options["min_gain"], minimum=0)
+    Options = ThroughputScalerOptions
+    opts: ThroughputScalerOptions
 
     def job_gpus(self, job: SimJob, gpus_per_node: int, cap: int) -> int:
         """GPUs the throughput rule gives ``job``: double while throughput grows by ``min_gain``."""
@@ -229,7 +278,7 @@ class ThroughputAutoscaler(Autoscaler):
         k = 1
         while 2 * k <= limit:
             now, more = (gp.throughput(params, local, 0, kk, kk > gpus_per_node) for kk in (k, 2 * k))
-            if not more >= (1 + self.min_gain) * now:
+            if not more >= (1 + self.opts.min_gain) * now:
                 break
             k *= 2
         return k
@@ -246,13 +295,8 @@ class ExactAutoscaler(Autoscaler):
     """The goodput MILP at every allowed size, the best fitness net of the GPUs' cost (see the module docstring)."""
 
     name = "exact"
-    OPTIONS = {"every_s": 300.0, "gpu_worth": 0.5, "node_limit": 2000, "time_limit_s": 10.0}
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.gpu_worth = check_number("autoscale_options.gpu_worth", self.options["gpu_worth"], minimum=0)
-        check_number("autoscale_options.time_limit_s", self.options["time_limit_s"], minimum=0, strict=True)
-        self.options["node_limit"] = check_whole("autoscale_options.node_limit", self.options["node_limit"], 1)
+    Options = ExactScalerOptions
+    opts: ExactScalerOptions
 
     def value(self, state: ScaleState, n: int) -> float:
         """``J * F_n - gpu_worth * G_n`` at ``n`` nodes (-inf when the MILP finds no feasible allocation).
@@ -261,14 +305,14 @@ class ExactAutoscaler(Autoscaler):
         fitness over fair shares would not compare sizes on one yardstick."""
         objective = dataclasses.replace(state.objective, base="one-gpu")
         problem = goodput_problem(state.round_state(n), objective, state.max_gpus)
-        res = solve(problem, "milp", {"time_limit_s": float(self.options["time_limit_s"]),
-                                      "node_limit": int(self.options["node_limit"])})
+        res = solve(problem, "milp", {"time_limit_s": float(self.opts.time_limit_s),
+                                      "node_limit": int(self.opts.node_limit)})
         if not res.has_solution or not res.feasible:
             log.warning("exact auto-scaler: no allocation on %d nodes (%s)", n, res.status)
             return -math.inf
         if res.gap is not None and res.gap > 1e-3:
             log.info("exact auto-scaler: %d nodes solved to gap %.3g (%s)", n, res.gap, res.status)
-        return len(state.jobs) * float(res.fitness) - self.gpu_worth * n * state.gpus_per_node
+        return len(state.jobs) * float(res.fitness) - self.opts.gpu_worth * n * state.gpus_per_node
 
     def wanted(self, state: ScaleState) -> int:
         if not state.jobs:

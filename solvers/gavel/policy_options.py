@@ -11,6 +11,7 @@ import numpy as np
 from goodopt.errors import ValidationError
 from goodopt.gavel import PACKED, POLICY_NAMES
 from goodopt.records import Record, RecordIn
+from goodopt.typed_options import TypedOptions
 
 #: Policy name -> meaning of ``fun``.
 POLICIES = {
@@ -50,7 +51,7 @@ def _check_lp_solver(solver: Any, lp_method: str) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PolicyOptions:
+class PolicyOptions(TypedOptions):
     """Options every Gavel policy takes: ``time_limit_s`` (None: none), ``backend`` (:data:`BACKENDS`),
     ``lp_method`` (:data:`LP_METHODS`) and ``solver`` (the LP solver). Each policy's own options are the fields of its subclass, each checked
     by its kind when the object is made (:func:`check_policy_options` makes it from a user's mapping)."""
@@ -154,15 +155,7 @@ def check_policy_options(policy: str, options: RecordIn | None) -> PolicyOptions
     if options is not None and not isinstance(options, Mapping):
         raise ValidationError("options", f"must map option -> value, got {options!r}",
                               f"e.g. {{{', '.join(f'{k}: {v}' for k, v in POLICY_OPTIONS[policy].items())}}}")
-    given = dict(options or {})
-    cls = POLICY_OPTION_CLASSES[policy]
-    names = {f.name for f in fields(cls)}
-    unknown = sorted(set(given) - names)
-    if unknown:
-        common = sorted(f.name for f in fields(PolicyOptions))
-        raise ValidationError(f"options.{unknown[0]}", f"not an option of policy {policy!r}",
-                              f"valid options: {sorted(POLICY_OPTIONS[policy]) + common}")
-    return cls(**given)
+    return POLICY_OPTION_CLASSES[policy].build(options, owner=f"policy {policy!r}", listed_as="gavel")
 
 
 def _check_kind(key: str, value: Any) -> None:

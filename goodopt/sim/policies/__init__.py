@@ -33,33 +33,45 @@ On heterogeneous clusters ``pollux`` is heterogeneity-unaware (its jobs' agents
 pool every type into one model, as Sia's baseline); the other goodput policies
 see one model per type, bootstrapped by one-GPU profiling of every type.
 
+Every policy declares its options as a frozen :class:`SimPolicyOptions` subclass (its ``Options``), made
+from the keyword arguments and checked once, read as ``policy.opts``: the options system of the methods
+(:mod:`goodopt.typed_options`), listed by ``goodopt options NAME``.
+
 Modules: :mod:`.policy` (the interface), :mod:`.goodput_policies`, :mod:`.fixed_size`,
-:mod:`.gavel_policy` (the policies), :mod:`.registry` (every policy by name).
+:mod:`.gavel_policy`, :mod:`.themis_policy`, :mod:`.shockwave_policy` (the policies),
+:mod:`.registry` (every policy by name).
 """
 
 from .fixed_size import (
                          PLACEMENTS,
                          TIRESIAS_THRESHOLD_GPU_S,
                          FifoPolicy,
+                         FixedSizeOptions,
                          FixedSizePolicy,
                          OptimusPolicy,
+                         TiresiasOptions,
                          TiresiasPolicy,
 )
-from .gavel_policy import GavelPolicy
+from .gavel_policy import GavelPolicy, GavelPolicyOptions
 from .goodput_policies import (
                          EqualSharePolicy,
+                         GoodputOptions,
                          GoodputPolicy,
                          GreedyPolicy,
                          MilpPolicy,
+                         MilpPolicyOptions,
                          PolluxPolicy,
+                         PolluxPolicyOptions,
                          SiaPolicy,
+                         SiaPolicyOptions,
                          VirtualNodes,
                          goodput_problem,
 )
-from .policy import Policy
+from .policy import Policy, SimPolicyOptions
 from .registry import POLICIES, make_policy, policy_options, register_policy
 
-__all__ = ["PLACEMENTS", "POLICIES", "TIRESIAS_THRESHOLD_GPU_S", "EqualSharePolicy", "FifoPolicy", "FixedSizePolicy",
-           "GavelPolicy", "GoodputPolicy", "GreedyPolicy", "MilpPolicy", "OptimusPolicy", "Policy", "PolluxPolicy",
-           "SiaPolicy", "TiresiasPolicy", "VirtualNodes", "goodput_problem", "make_policy",
-           "policy_options", "register_policy"]
+__all__ = ["PLACEMENTS", "POLICIES", "TIRESIAS_THRESHOLD_GPU_S", "EqualSharePolicy", "FifoPolicy", "FixedSizeOptions",
+           "FixedSizePolicy", "GavelPolicy", "GavelPolicyOptions", "GoodputOptions", "GoodputPolicy", "GreedyPolicy",
+           "MilpPolicy", "MilpPolicyOptions", "OptimusPolicy", "Policy", "PolluxPolicy", "PolluxPolicyOptions",
+           "SiaPolicy", "SiaPolicyOptions", "SimPolicyOptions", "TiresiasOptions", "TiresiasPolicy", "VirtualNodes",
+           "goodput_problem", "make_policy", "policy_options", "register_policy"]

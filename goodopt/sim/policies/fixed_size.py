@@ -4,15 +4,16 @@ Pollux's simulator placed them."""
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from goodopt.errors import ValidationError
 from goodopt.placement import packed_placement, place_most_free, place_packed
+from goodopt.validation import check_number
 
-from ...records import Record
-from .policy import Policy
+from .policy import Policy, SimPolicyOptions
 
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster
@@ -22,6 +23,31 @@ if TYPE_CHECKING:
 
 #: Tiresias' attained-service threshold between its two queues (GPU-seconds).
 TIRESIAS_THRESHOLD_GPU_S = 16 * 3600.0
+#: Placements of the fixed-size policies (see :class:`FixedSizePolicy`).
+PLACEMENTS = ("most-free", "packed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedSizeOptions(SimPolicyOptions):
+    """``placement`` of new allocations: ``most-free`` or ``packed`` (see :class:`FixedSizePolicy`)."""
+
+    placement: str = "most-free"
+
+    def __post_init__(self) -> None:
+        if self.placement not in PLACEMENTS:
+            raise ValidationError(f"{self.prefix}.placement", f"unknown placement {self.placement!r}",
+                                  f"choose one of {', '.join(PLACEMENTS)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TiresiasOptions(FixedSizeOptions):
+    """Tiresias' ``threshold_gpu_s``: the attained GPU-seconds that demote a job to the second queue."""
+
+    threshold_gpu_s: float = TIRESIAS_THRESHOLD_GPU_S
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_number(f"{self.prefix}.threshold_gpu_s", self.threshold_gpu_s, minimum=0.0, error=ValidationError)
 
 
 # -------------------------------------------------------------- fixed size
@@ -33,22 +59,13 @@ class FixedSizePolicy(Policy):
     each on one node if it fits (best fit), else on the fewest nodes.
     """
 
+    Options = FixedSizeOptions
+    opts: FixedSizeOptions
     adaptive_batch = False
     #: Whether a job that does not fit at its size may run on fewer GPUs.
     shrink_to_fit = False
 
     hetero_aware = False
-
-    def __init__(self, *, placement: str = "most-free") -> None:
-        super().__init__()
-        if placement not in PLACEMENTS:
-            raise ValidationError("placement", f"unknown placement {placement!r}",
-                                  f"choose one of {', '.join(PLACEMENTS)}")
-        self.placement = placement
-
-    def describe(self) -> Record:
-        """The policy's name and options, for run metadata."""
-        return {"name": self.name, "placement": self.placement}
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
@@ -87,7 +104,7 @@ class FixedSizePolicy(Policy):
         alloc[keep] = state.current[keep]
         free = cap - alloc.sum(axis=0)
         blocked = np.zeros(len(cap), dtype=bool)
-        most_free = self.placement == "most-free"
+        most_free = self.opts.placement == "most-free"
         order = [j for j in np.argsort(sizes if most_free else -sizes, kind="stable") if sizes[j] > 0 and not keep[j]]
         for j in order:
             job = state.jobs[j]
@@ -140,8 +157,6 @@ class FixedSizePolicy(Policy):
         return alloc
 
 
-#: Placements of the fixed-size policies (see :class:`FixedSizePolicy`).
-PLACEMENTS = ("most-free", "packed")
 
 
 class OptimusPolicy(FixedSizePolicy):
@@ -212,19 +227,21 @@ class TiresiasPolicy(FixedSizePolicy):
     name = "tiresias"
     shrink_to_fit = False
 
-    def __init__(self, *, threshold_gpu_s: float = TIRESIAS_THRESHOLD_GPU_S, placement: str = "most-free") -> None:
-        super().__init__(placement=placement)
-        self.threshold_gpu_s = threshold_gpu_s
+    Options: ClassVar[type[FixedSizeOptions]] = TiresiasOptions
+
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        super().__init__(**options)
         self._demoted: dict[str, float] = {}
+
+    @property
+    def threshold_gpu_s(self) -> float:
+        """Attained GPU-seconds that move a job to the second queue."""
+        return float(self.opts.threshold_gpu_s) if isinstance(self.opts, TiresiasOptions) else float("inf")
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
         self._demoted = {}
-
-    def describe(self) -> Record:
-        """The policy's name and options, for run metadata."""
-        return {**super().describe(), "threshold_gpu_s": self.threshold_gpu_s}
 
     def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.
@@ -245,12 +262,7 @@ class FifoPolicy(TiresiasPolicy):
 
     name = "fifo"
 
-    def __init__(self, *, placement: str = "most-free") -> None:
-        super().__init__(threshold_gpu_s=np.inf, placement=placement)
-
-    def describe(self) -> Record:
-        """The policy's name and options, for run metadata."""
-        return {"name": self.name}
+    Options = FixedSizeOptions  # no queue threshold: one queue in arrival order
 
     def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.

@@ -3,6 +3,8 @@ mechanism every ``round_s`` seconds."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,7 +17,7 @@ from goodopt.solvers.gavel import check_policy_options, solve_gavel
 from goodopt.validation import suggest
 
 from ...records import Record
-from .policy import Policy
+from .policy import Policy, SimPolicyOptions
 
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster
@@ -25,6 +27,33 @@ if TYPE_CHECKING:
 
 
 # --------------------------------------------------------------------- Gavel
+@dataclass(frozen=True, kw_only=True)
+class GavelPolicyOptions(SimPolicyOptions):
+    """``policy`` (one of :data:`goodopt.gavel.POLICY_NAMES` but the space-sharing ones), ``round_s``, the
+    policy's LP ``options`` and ``entities`` (name -> {weight, policy: fairness | fifo}), which weigh the
+    workload's ``entity`` column for ``policy="max_min_fairness_water_filling"``."""
+
+    policy: str = "max_min_fairness"
+    round_s: float = 360.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+    entities: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        at, policy = f"{self.prefix}.", self.policy
+        if policy not in POLICY_NAMES:
+            raise ValidationError(at + "policy", f"unknown Gavel policy {policy!r}",
+                                  f"{suggest(str(policy), POLICY_NAMES)}choose one of {list(POLICY_NAMES)}")
+        if policy in PACKED:
+            raise ValidationError(at + "policy", f"{policy!r} shares GPUs between job pairs, whose throughputs "
+                                  "together only Gavel's job types have", f"simulate Gavel's jobs with a rigid sweep "
+                                  f"(kind: rigid), or use {PACKED[policy]!r} here")
+        round_s = self.round_s
+        if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not 0 < round_s <= 1e6:
+            raise ValidationError(at + "round_s", f"must be a number of seconds in (0, 1e6], got {round_s!r}")
+        check_entities(dict(self.entities))
+        check_policy_options(policy, dict(self.options))
+
+
 class GavelPolicy(Policy):
     """A Gavel policy on oracle throughputs, realised by the round mechanism (see the module docstring).
 
@@ -33,30 +62,15 @@ class GavelPolicy(Policy):
     """
 
     name = "gavel"
+    Options = GavelPolicyOptions
+    opts: GavelPolicyOptions
     adaptive_batch = False
     needs_oracle = True
     hetero_aware = True
 
-    def __init__(self, *, policy: str = "max_min_fairness", round_s: float = 360.0, options: dict[str, Any] | None = None,
-                 entities: dict[str, Any] | None = None) -> None:
-        """``entities`` (name -> {weight, policy: fairness | fifo}) weighs the workload's ``entity`` column for
-        ``policy="max_min_fairness_water_filling"``."""
-        super().__init__()
-
-        self.entities = check_entities(entities or {})
-
-        if policy not in POLICY_NAMES:
-            raise ValidationError("policy", f"unknown Gavel policy {policy!r}",
-                                  f"{suggest(policy, POLICY_NAMES)}choose one of {list(POLICY_NAMES)}")
-        if policy in PACKED:
-            raise ValidationError("policy", f"{policy!r} shares GPUs between job pairs, whose throughputs together "
-                                  "only Gavel's job types have", f"simulate Gavel's jobs with a rigid sweep (kind: "
-                                  f"rigid), or use {PACKED[policy]!r} here")
-        if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not 0 < round_s <= 1e6:
-            raise ValidationError("round_s", f"must be a number of seconds in (0, 1e6], got {round_s!r}")
-
-        check_policy_options(policy, options)
-        self.policy, self.round_s, self.options = policy, float(round_s), dict(options or {})
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        super().__init__(**options)
+        self.entities = check_entities(dict(self.opts.entities))
 
     def check_workload(self, workload: Workload, cluster: Cluster,
                        fixed_gpus: dict[str, int] | None = None) -> None:
@@ -71,8 +85,8 @@ class GavelPolicy(Policy):
 
     def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
-        return {"name": self.name, "policy": self.policy, "round_s": self.round_s, "options": self.options,
-                "entities": {name: dict(s) for name, s in self.entities}}
+        return {"name": self.name, "policy": self.opts.policy, "round_s": self.opts.round_s,
+                "options": dict(self.opts.options), "entities": {name: dict(s) for name, s in self.entities}}
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
@@ -123,11 +137,11 @@ class GavelPolicy(Policy):
         if state.time_s < self._next_round_s - 1e-9:
             self.last_stats = {}
             return state.current  # between Gavel rounds allocations stand (finished jobs are gone)
-        self._next_round_s = state.time_s + self.round_s
+        self._next_round_s = state.time_s + self.opts.round_s
         mx = self.matrix(state)
         if names != self._names or self._x is None:
             self.mechanism.forget(set(self.mechanism.rounds) - set(names))
-            res = solve_gavel(mx, self.policy, self.options)
+            res = solve_gavel(mx, self.opts.policy, dict(self.opts.options))
             self._x, self._names = res.x, names
             self.last_stats = {"lp_s": res.seconds, "objective": res.fun}
         assigned = self.mechanism.assign(names, self._x, mx.scale_factor, self.capacity,
@@ -135,6 +149,6 @@ class GavelPolicy(Policy):
         alloc, failed = place_round(self.node_type, self.cluster.node_capacity, assigned, mx.scale_factor,
                                     state.current)
         assigned[failed] = -1
-        self.mechanism.record(names, assigned, self.round_s)
+        self.mechanism.record(names, assigned, self.opts.round_s)
         self.last_stats["n_unplaced"] = len(failed)
         return alloc

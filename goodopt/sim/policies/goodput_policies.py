@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -16,7 +18,7 @@ from goodopt.problem import AllocationProblem, JobColumns
 from goodopt.solvers import solve
 
 from ...records import Record
-from .policy import Policy
+from .policy import Policy, SimPolicyOptions
 
 if TYPE_CHECKING:
     from goodopt.solvers.result import SolveResult
@@ -98,6 +100,62 @@ class VirtualNodes:
         return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class GoodputOptions(SimPolicyOptions):
+    """The goodput policies' options: the objective (``preset``, then ``p``, ``base``, ``idle_penalty`` over
+    it; ``interference_avoidance``, ``restart_delay_s``), ``max_gpus`` per job, ``virtual_node_gpus`` (plan
+    on nodes of at most that many GPUs) and the method's own ``options``."""
+
+    p: float | None = None
+    base: str | None = None
+    interference_avoidance: bool = True
+    restart_delay_s: float = 30.0
+    preset: str = "pollux"
+    idle_penalty: float | None = None
+    max_gpus: int | None = None
+    virtual_node_gpus: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    infinite_ok: ClassVar[tuple[str, ...]] = ("p",)
+
+    def __post_init__(self) -> None:
+        for name in ("max_gpus", "virtual_node_gpus"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValidationError(f"{self.prefix}.{name}", f"must be a whole number >= 1 or None, got {value!r}")
+        if self.preset not in PRESETS:
+            raise ValidationError(f"{self.prefix}.preset", f"unknown objective preset {self.preset!r}",
+                                  f"choose one of {list(PRESETS)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolluxPolicyOptions(GoodputOptions):
+    """Pollux's GA each round: ``pop_size``, ``n_gen``, ``engine`` and ``stall_generations`` (``auto``: 20
+    with the numpy engine, else none), checked as the ``ga`` method checks them."""
+
+    pop_size: int = 100
+    n_gen: int = 100
+    engine: str = "numpy"
+    stall_generations: int | str | None = "auto"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MilpPolicyOptions(GoodputOptions):
+    """The exact method each round: ``time_limit_s`` (wall clock), ``mip_rel_gap``, ``node_limit`` (the
+    deterministic budget)."""
+
+    time_limit_s: float | None = 10.0
+    mip_rel_gap: float = 1e-4
+    node_limit: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiaPolicyOptions(MilpPolicyOptions):
+    """The ``milp`` policy's options from Sia's objective preset."""
+
+    preset: str = "sia"
+
+
 class GoodputPolicy(Policy):
     """Solve the goodput problem each round with one :func:`goodopt.solve` method.
 
@@ -107,49 +165,43 @@ class GoodputPolicy(Policy):
     """
 
     method = "greedy"
+    Options: ClassVar[type[SimPolicyOptions]] = GoodputOptions
+    opts: GoodputOptions
     elastic = True
 
-    def __init__(self, *, p: float | None = None, base: str | None = None, interference_avoidance: bool = True,
-                 restart_delay_s: float = 30.0, preset: str = "pollux", idle_penalty: float | None = None,
-                 max_gpus: int | None = None, virtual_node_gpus: int | None = None,
-                 options: dict[str, Any] | None = None) -> None:
-        """``preset="sia"`` starts from Sia's objective (:meth:`Objective.sia`); ``p``, ``base`` and
-        ``idle_penalty`` override the preset's values."""
-        super().__init__()
-        for name, value in (("max_gpus", max_gpus), ("virtual_node_gpus", virtual_node_gpus)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValidationError(name, f"must be a whole number >= 1 or None, got {value!r}")
-        self.max_gpus, self.virtual_node_gpus = max_gpus, virtual_node_gpus
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        super().__init__(**options)
+        o = self.opts
+        self.max_gpus = o.max_gpus
         self._virtual: VirtualNodes | None = None
-        if preset not in PRESETS:
-            raise ValidationError("preset", f"unknown objective preset {preset!r}", f"choose one of {list(PRESETS)}")
-        start = Objective.sia() if preset == "sia" else Objective()
-        changes: dict[str, Any] = {"interference_avoidance": interference_avoidance,
-                                   "restart_delay_s": restart_delay_s}
-        given: tuple[tuple[str, Any], ...] = (("p", p), ("base", base), ("idle_penalty", idle_penalty))
-        for name, value in given:
-            if value is not None:
-                changes[name] = value
+        start = Objective.sia() if o.preset == "sia" else Objective()
+        changes: dict[str, Any] = {"interference_avoidance": o.interference_avoidance,
+                                   "restart_delay_s": o.restart_delay_s}
+        for name in ("p", "base", "idle_penalty"):
+            if getattr(o, name) is not None:
+                changes[name] = getattr(o, name)
         self.objective = dataclasses.replace(start, **changes)
-        self.preset = preset
-        self.options = dict(options or {})
+        #: The method's options for :func:`goodopt.solve` (the policy's own added by the subclasses).
+        self.options = dict(o.options)
 
     def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
-        return {"name": self.name, "method": self.method, "preset": self.preset, "p": self.objective.p,
+        return {"name": self.name, "method": self.method, "preset": self.opts.preset, "p": self.objective.p,
                 "base": self.objective.base, "idle_penalty": self.objective.idle_penalty,
                 "interference_avoidance": self.objective.interference_avoidance, "max_gpus": self.max_gpus,
-                "virtual_node_gpus": self.virtual_node_gpus, "options": self.options}
+                "virtual_node_gpus": self.opts.virtual_node_gpus, "options": self.options}
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
-        self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
+        self._virtual = None if self.opts.virtual_node_gpus is None else \
+            VirtualNodes(cluster, self.opts.virtual_node_gpus)
 
     def resize(self, cluster: Cluster) -> None:
         """Plan on ``cluster`` (an elastic cluster's provisioned nodes) from this round on."""
         super().resize(cluster)
-        self._virtual = None if self.virtual_node_gpus is None else VirtualNodes(cluster, self.virtual_node_gpus)
+        self._virtual = None if self.opts.virtual_node_gpus is None else \
+            VirtualNodes(cluster, self.opts.virtual_node_gpus)
 
     def _options(self, state: RoundState, problem: AllocationProblem) -> dict[str, Any]:
         return dict(self.options)
@@ -188,17 +240,18 @@ class PolluxPolicy(GoodputPolicy):
 
     name = "pollux"
     method = "ga"
+    Options = PolluxPolicyOptions
+    opts: PolluxPolicyOptions
     hetero_aware = False  # Pollux treats every GPU as the same type
 
-    def __init__(self, *, pop_size: int = 100, n_gen: int = 100, engine: str = "numpy",
-                 stall_generations: int | None | str = "auto", **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        super().__init__(**options)
+        o = self.opts
         # Pollux's GA starts from the current allocation and the last round's population, not from greedy
-        self.options.update(pop_size=pop_size, n_gen=n_gen, engine=engine, warm_start=None)
-        if stall_generations == "auto":
-            stall_generations = 20 if engine == "numpy" else None
-        if stall_generations is not None:
-            self.options["stall_generations"] = stall_generations
+        self.options.update(pop_size=o.pop_size, n_gen=o.n_gen, engine=o.engine, warm_start=None)
+        stall = (20 if o.engine == "numpy" else None) if o.stall_generations == "auto" else o.stall_generations
+        if stall is not None:
+            self.options["stall_generations"] = stall
         self._prev_names: tuple[str, ...] = ()
         self._prev_pop = None
 
@@ -236,15 +289,15 @@ class MilpPolicy(GoodputPolicy):
 
     name = "milp"
     method = "milp"
+    Options = MilpPolicyOptions
+    opts: MilpPolicyOptions
 
-    def __init__(self, *, time_limit_s: float | None = 10.0, mip_rel_gap: float = 1e-4,
-                 node_limit: int | None = None, **kw: Any) -> None:
-        """``node_limit`` (branch-and-bound nodes per MILP) is the deterministic budget; with
-        ``time_limit_s=None`` a run's allocations do not depend on the machine's speed."""
-        super().__init__(**kw)
-        self.options.update(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
-        if node_limit is not None:
-            self.options["node_limit"] = node_limit
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        super().__init__(**options)
+        o = self.opts
+        self.options.update(time_limit_s=o.time_limit_s, mip_rel_gap=o.mip_rel_gap)
+        if o.node_limit is not None:
+            self.options["node_limit"] = o.node_limit
 
     def _options(self, state: RoundState, problem: AllocationProblem) -> dict[str, Any]:
         opts = dict(self.options)
@@ -258,9 +311,7 @@ class SiaPolicy(MilpPolicy):
     per-application restart delays (:meth:`goodopt.scenario.Objective.sia`)."""
 
     name = "sia"
-
-    def __init__(self, *, preset: str = "sia", **kw: Any) -> None:
-        super().__init__(preset=preset, **kw)
+    Options = SiaPolicyOptions
 
 
 class GreedyPolicy(GoodputPolicy):

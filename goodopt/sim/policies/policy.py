@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ...records import Record
+from ...typed_options import TypedOptions
 
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster
@@ -15,10 +17,22 @@ if TYPE_CHECKING:
     from ..workload import Workload
 
 
+@dataclass(frozen=True, kw_only=True)
+class SimPolicyOptions(TypedOptions):
+    """Options of a policy (none in this base: each policy's class declares its own, as methods do)."""
+
+    prefix: ClassVar[str] = "policy_options"
+
+
 class Policy:
-    """Base class: see the module docstring."""
+    """Base class: see the module docstring.
+
+    A policy declares its options as a frozen :class:`SimPolicyOptions` subclass (``Options``): made from the
+    keyword arguments, checked once, read as ``self.opts``; ``goodopt options NAME`` lists them."""
 
     name = "policy"
+    Options: ClassVar[type[SimPolicyOptions]] = SimPolicyOptions
+    opts: SimPolicyOptions
     #: Whether jobs pick their own goodput-optimal batch through their agent (else they keep the workload's).
     adaptive_batch = True
     #: Whether the policy reads the ground truth (an oracle, such as Optimus+Oracle or Gavel's throughputs).
@@ -34,7 +48,8 @@ class Policy:
     cluster: Cluster
     rng: np.random.Generator
 
-    def __init__(self) -> None:
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        self.opts = self.Options.build(options, owner=f"policy {self.name!r}", listed_as=self.name)
         #: Per-round numbers the engine copies into the round log (``policy_<key>`` columns).
         self.last_stats: dict[str, Any] = {}
 
@@ -61,4 +76,4 @@ class Policy:
 
     def describe(self) -> Record:
         """The policy's name and options, for run metadata."""
-        return {"name": self.name}
+        return {"name": self.name, **self.opts.as_dict()}

@@ -47,16 +47,8 @@ def register_policy(name: str, cls: type[Policy]) -> None:
 
 
 def policy_options(name: str) -> Record:
-    """The keyword options of policy ``name`` and their defaults (its class and its bases)."""
-    import inspect
-
-    out = {}
-    for klass in reversed(POLICIES[name].__mro__):
-        if "__init__" in vars(klass):
-            for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
-                if p.name != "self" and p.kind == p.KEYWORD_ONLY:
-                    out[p.name] = None if p.default is p.empty else p.default
-    return out
+    """The options of policy ``name`` and their defaults (its options class, :attr:`Policy.Options`)."""
+    return POLICIES[name].Options.defaults()
 
 
 def make_policy(name: str | Policy, **options: Any) -> Policy:  # Any: option values, checked by the policy

@@ -10,7 +10,8 @@ the planned rounds by a second MILP and runs the first; the models, numbered, ar
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,8 +19,7 @@ from goodopt.errors import ValidationError
 from goodopt.formulations.shockwave import PlanData, fair_finish_time, plan_columns, plan_model, priorities, rank_model
 from goodopt.validation import check_number, check_whole
 
-from ...records import Record
-from .fixed_size import FixedSizePolicy
+from .fixed_size import FixedSizeOptions, FixedSizePolicy
 
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster
@@ -31,6 +31,33 @@ log = logging.getLogger(__name__)
 
 #: Weight of the previous finish-time estimates in ``F_j`` (the newest one has the rest).
 MOMENTUM = 0.9
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShockwaveOptions(FixedSizeOptions):
+    """Shockwave's planning options (see :class:`ShockwavePolicy`); the defaults are its settings in Sia's
+    artifact."""
+
+    window_rounds: int = 5
+    makespan_weight: float = 1e-9
+    priority_power: float = 12.0
+    rho_max: float = 1.0
+    mip_rel_gap: float = 1e-3
+    time_limit_s: float | None = 15.0
+    node_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        err, at = ValidationError, f"{self.prefix}."
+        check_whole(at + "window_rounds", self.window_rounds, 1, 100, error=err)
+        check_number(at + "makespan_weight", self.makespan_weight, minimum=0.0, error=err)
+        check_number(at + "priority_power", self.priority_power, minimum=0.0, maximum=100.0, error=err)
+        check_number(at + "rho_max", self.rho_max, minimum=0.0, strict=True, error=err)
+        check_number(at + "mip_rel_gap", self.mip_rel_gap, minimum=0.0, maximum=1.0, error=err)
+        if self.time_limit_s is not None:
+            check_number(at + "time_limit_s", self.time_limit_s, minimum=0.0, strict=True, error=err)
+        if self.node_limit is not None:
+            check_whole(at + "node_limit", self.node_limit, 1, error=err)
 
 
 class ShockwavePolicy(FixedSizePolicy):
@@ -45,28 +72,13 @@ class ShockwavePolicy(FixedSizePolicy):
     """
 
     name = "shockwave"
+    Options = ShockwaveOptions
+    opts: ShockwaveOptions
     needs_oracle = True
 
-    def __init__(self, *, window_rounds: int = 5, makespan_weight: float = 1e-9, priority_power: float = 12.0,
-                 rho_max: float = 1.0, mip_rel_gap: float = 1e-3, time_limit_s: float | None = 15.0,
-                 node_limit: int | None = None, placement: str = "most-free") -> None:
-        super().__init__(placement=placement)
-        err = ValidationError
-        self.window_rounds = check_whole("window_rounds", window_rounds, 1, 100, error=err)
-        self.makespan_weight = check_number("makespan_weight", makespan_weight, minimum=0.0, error=err)
-        self.priority_power = check_number("priority_power", priority_power, minimum=0.0, maximum=100.0, error=err)
-        self.rho_max = check_number("rho_max", rho_max, minimum=0.0, strict=True, error=err)
-        self.mip_rel_gap = check_number("mip_rel_gap", mip_rel_gap, minimum=0.0, maximum=1.0, error=err)
-        self.time_limit_s = None if time_limit_s is None else check_number(
-            "time_limit_s", time_limit_s, minimum=0.0, strict=True, error=err)
-        self.node_limit = None if node_limit is None else check_whole("node_limit", node_limit, 1, error=err)
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        super().__init__(**options)
         self._estimates: dict[str, list[float]] = {}
-
-    def describe(self) -> Record:
-        """The policy's name and options, for run metadata."""
-        return {**super().describe(), "window_rounds": self.window_rounds, "makespan_weight": self.makespan_weight,
-                "priority_power": self.priority_power, "rho_max": self.rho_max, "mip_rel_gap": self.mip_rel_gap,
-                "time_limit_s": self.time_limit_s, "node_limit": self.node_limit}
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
@@ -107,8 +119,9 @@ class ShockwavePolicy(FixedSizePolicy):
             history = self._estimates.setdefault(job.name, [])
             history.append(float(now[j]))
             fair[j] = MOMENTUM * np.mean(history[:-1]) + (1 - MOMENTUM) * history[-1] if len(history) > 1 else now[j]
+        o = self.opts
         return PlanData(k, np.maximum(done, 0.0), total, step, elapsed, np.maximum(fair, 1e-9), C,
-                        self.window_rounds, float(state.settings.interval_s), self.makespan_weight, self.rho_max)
+                        o.window_rounds, float(state.settings.interval_s), o.makespan_weight, o.rho_max)
 
     def _plan(self, d: PlanData) -> tuple[np.ndarray, np.ndarray, str, bool]:
         """The rounds planned (J, W), the welfare weights, the solve's status, whether fairness was relaxed."""
@@ -116,7 +129,7 @@ class ShockwavePolicy(FixedSizePolicy):
         x, status = self._solve(plan_model(d), xcols, d)
         if x is not None:
             return x, np.ones(d.n_jobs), status, False
-        pi = priorities(d, self.priority_power)
+        pi = priorities(d, self.opts.priority_power)
         x, status = self._solve(plan_model(d, pi, fairness=False), xcols, d)
         if x is None:
             log.warning("shockwave: no plan (%s); the round runs the jobs with most work left", status)
@@ -136,8 +149,9 @@ class ShockwavePolicy(FixedSizePolicy):
         refused."""
         from goodopt.solvers.mip_solvers.highs_arrays import HighsSession
 
-        out, sol = HighsSession(model, threads=1).solve(time_limit_s=self.time_limit_s, mip_rel_gap=self.mip_rel_gap,
-                                                         node_limit=self.node_limit)
+        o = self.opts
+        out, sol = HighsSession(model, threads=1).solve(time_limit_s=o.time_limit_s, mip_rel_gap=o.mip_rel_gap,
+                                                         node_limit=o.node_limit)
         status = str(out.termination)
         if sol is None:
             return None, status

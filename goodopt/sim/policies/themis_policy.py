@@ -8,7 +8,8 @@ it won for ``lease_s`` seconds (whole rounds; its GPUs are not offered meanwhile
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,8 +17,7 @@ from goodopt.errors import ValidationError
 from goodopt.formulations.themis import auction, bidders, finish_time_fairness, isolated_time
 from goodopt.validation import check_number
 
-from ...records import Record
-from .fixed_size import FixedSizePolicy
+from .fixed_size import FixedSizeOptions, FixedSizePolicy
 
 if TYPE_CHECKING:
     from goodopt.cluster import Cluster
@@ -32,6 +32,23 @@ THEMIS_FAIRNESS_KNOB = 0.8
 THEMIS_LEASE_S = 600.0
 
 
+@dataclass(frozen=True, kw_only=True)
+class ThemisOptions(FixedSizeOptions):
+    """Themis's ``fairness_knob`` in ``[0, 1)`` and ``lease_s`` (see :class:`ThemisPolicy`)."""
+
+    fairness_knob: float = THEMIS_FAIRNESS_KNOB
+    lease_s: float = THEMIS_LEASE_S
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_number(f"{self.prefix}.lease_s", self.lease_s, minimum=0.0, error=ValidationError)
+        knob = check_number(f"{self.prefix}.fairness_knob", self.fairness_knob, minimum=0.0, maximum=1.0,
+                            error=ValidationError)
+        if knob >= 1.0:
+            raise ValidationError(f"{self.prefix}.fairness_knob", f"must be below 1, got {self.fairness_knob!r}",
+                                  "0 lets every job bid; 0.8 (the default) the worst-off fifth")
+
+
 class ThemisPolicy(FixedSizePolicy):
     """Themis: a filter on finish-time fairness, then an auction for efficiency.
 
@@ -43,22 +60,13 @@ class ThemisPolicy(FixedSizePolicy):
     """
 
     name = "themis"
+    Options = ThemisOptions
+    opts: ThemisOptions
     needs_oracle = True
 
-    def __init__(self, *, fairness_knob: float = THEMIS_FAIRNESS_KNOB, lease_s: float = THEMIS_LEASE_S,
-                 placement: str = "most-free") -> None:
-        super().__init__(placement=placement)
-        self.lease_s = check_number("lease_s", lease_s, minimum=0.0, error=ValidationError)
+    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
+        super().__init__(**options)
         self._lease_end: dict[str, float] = {}
-        self.fairness_knob = check_number("fairness_knob", fairness_knob, minimum=0.0, maximum=1.0,
-                                          error=ValidationError)
-        if self.fairness_knob >= 1.0:
-            raise ValidationError("fairness_knob", f"must be below 1, got {fairness_knob!r}",
-                                  "0 lets every job bid; 0.8 (the default) the worst-off fifth")
-
-    def describe(self) -> Record:
-        """The policy's name and options, for run metadata."""
-        return {**super().describe(), "fairness_knob": self.fairness_knob, "lease_s": self.lease_s}
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
@@ -76,10 +84,10 @@ class ThemisPolicy(FixedSizePolicy):
         elapsed = np.array([state.time_s - job.arrival_s for job in state.jobs])
         iso = np.maximum(isolated_time(total, k, C, J), 1e-9)  # a job with no work left is finished
         rho = finish_time_fairness(elapsed, remaining, iso)
-        rho_wait = finish_time_fairness(elapsed + max(self.lease_s, state.settings.interval_s), remaining, iso)
+        rho_wait = finish_time_fairness(elapsed + max(self.opts.lease_s, state.settings.interval_s), remaining, iso)
         sizes = np.where(self._leased(state, k), k, 0)
         pool = np.flatnonzero(sizes == 0)
-        bid = pool[bidders(rho[pool], self.fairness_knob)]
+        bid = pool[bidders(rho[pool], self.opts.fairness_knob)]
         free = C - int(sizes.sum())
         won = bid[auction(np.log(rho_wait[bid] / rho[bid]), k[bid], free)]
         sizes[won] = k[won]
@@ -104,5 +112,5 @@ class ThemisPolicy(FixedSizePolicy):
         for job, on in zip(state.jobs, placed):
             if on:
                 old = self._lease_end.get(job.name, -np.inf)
-                ends[job.name] = old if old > state.time_s + 1e-9 else state.time_s + self.lease_s
+                ends[job.name] = old if old > state.time_s + 1e-9 else state.time_s + self.opts.lease_s
         self._lease_end = ends
