@@ -29,6 +29,7 @@ from goodopt.records import RecordIn
 from goodopt.scenario import Scenario
 from goodopt.validation import check_label
 
+from .details import details_of
 from .gavel.gavel_method import solve_gavel_round
 from .judging import verdict
 from .milp import solve_milp, solve_pwl
@@ -225,7 +226,8 @@ def _result(problem: AllocationProblem, ev: Evaluator, method: str, opts: Method
         bound=v.bound, objective=f.objective, objective_bound=f.objective_bound, feasible=not violations,
         violations=violations, speedups=speedups, stats=stats,
         options={k: v for k, v in opts.as_dict().items() if not isinstance(v, np.ndarray)}, seed=opts.seed,
-        extra=f.extra, job_names=tuple(problem.job_names), node_names=tuple(problem.node_names),
+        extra=details_of(method, f.extra), job_names=tuple(problem.job_names),
+        node_names=tuple(problem.node_names),
     )
     log.info("%s", res)
     return res

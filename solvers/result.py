@@ -12,13 +12,18 @@ import html
 import json
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from goodopt.arrays import Array
+from goodopt.errors import SolverError
 from goodopt.problem import AllocationProblem
 from goodopt.records import Record
+
+from .details import Details, NoDetails
+
+D = TypeVar("D", bound=Details)
 
 
 class Termination(str, Enum):
@@ -116,10 +121,19 @@ class SolveResult:
     stats: SolverStats = field(default_factory=SolverStats)
     options: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: What the method reports beyond these fields: its record (:mod:`goodopt.solvers.details`), typed
+    #: attributes that also read as a mapping of the fields it set.
+    extra: Details = field(default_factory=NoDetails)
     #: The problem's job and node names (rows and columns of ``x``), for the notebook view.
     job_names: tuple[str, ...] = ()
     node_names: tuple[str, ...] = ()
+
+    def details(self, kind: type[D]) -> D:
+        """``extra`` as the record ``kind`` its method reports (:mod:`goodopt.solvers.details`); another
+        method's record is refused."""
+        if not isinstance(self.extra, kind):
+            raise SolverError(f"method {self.method!r} reports {type(self.extra).__name__}, not {kind.__name__}")
+        return self.extra
 
     @property
     def fun(self) -> float:
@@ -184,7 +198,7 @@ class SolveResult:
             "seed": self.seed,
             "options": _jsonable(self.options),
             "stats": asdict(self.stats),
-            "extra": _jsonable(self.extra),
+            "extra": _jsonable(self.extra.as_dict()),
         }
         if problem is not None and self.has_solution and self.speedups is not None:
             out["allocation"] = problem.allocation_to_mapping(self.x)

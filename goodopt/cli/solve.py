@@ -113,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _say_model_written(res: SolveResult, path: str) -> None:
     """Where the model went, or why none was written (on stderr: ``--json`` keeps stdout for the JSON)."""
+    from ..solvers.details import MilpDetails
 
-    written = res.extra.get("written_model") if isinstance(res.extra, dict) else None
+    written = res.extra.written_model if isinstance(res.extra, MilpDetails) else None
     if written:
         print(f"wrote the {written['kind']} model ({written.get('stage') or ''}) to {written['path']} and its map to {written['map']}\n"
               f"  maximise V; the fitness is {written['objective_transform']}", file=sys.stderr)

@@ -40,6 +40,7 @@ from goodopt.sim.truth import Truth, model_truth, trace_truth
 from goodopt.sim.workload import GENERATED_PREFIX, parse_generated, resolve_workload
 from goodopt.solvers import solve
 from goodopt.solvers.api import METHOD_OPTIONS, RANDOMISED, options_for
+from goodopt.solvers.details import MilpDetails
 from goodopt.solvers.options import refuse_file_options
 from goodopt.sources import load_scenario
 
@@ -231,9 +232,10 @@ def _run_solve(task: SolveTask) -> dict[str, Any]:
     res = solve(pr, task.method, dict(task.options))
     row = {"scenario": sc.name, "p": sc.objective.p, **result_row(pr, task.method, task.seed, res)}
     row["pwl_breakpoints"] = task.options.get("breakpoints") if task.method == "milp-pwl" else None
-    row["pwl_error_bound"] = res.extra.get("pwl_error_bound")
+    exact = res.extra if isinstance(res.extra, MilpDetails) else MilpDetails()
+    row["pwl_error_bound"] = exact.pwl_error_bound
     # jobs a count-level answer could not place on nodes (they run on fewer GPUs)
-    row["n_placement_failed"] = len(res.extra.get("placement_failed_jobs", ()))
+    row["n_placement_failed"] = len(exact.placement_failed_jobs or ())
     jobs = []
     if res.has_solution and res.x is not None and res.speedups is not None:
         gpus, nodes = res.x.sum(axis=1), (res.x > 0).sum(axis=1)

@@ -50,6 +50,7 @@ from goodopt.cluster import Cluster, NodeGroup
 from goodopt.errors import SimulationError, ValidationError
 from goodopt.objective import Objective
 from goodopt.solvers import solve
+from goodopt.solvers.details import GeneticDetails
 from goodopt.solvers.option_checks import MAX_POPULATION
 from goodopt.validation import check_number, check_whole, suggest
 
@@ -215,7 +216,7 @@ class PolluxAutoscaler(Autoscaler):
         problem = goodput_problem(state.round_state(state.max_nodes), state.objective, state.max_gpus)
         res = solve(problem, "nsga2", {"pop_size": self.opts.pop_size, "n_gen": self.opts.n_gen,
                                        "seed": int(self.generator().integers(2**31 - 1))})
-        front = res.extra.get("pareto_allocations")
+        front = res.details(GeneticDetails).pareto_allocations
         if front is None or not len(front):
             return state.billed
         ev = problem.evaluator().evaluate(front)

@@ -16,6 +16,7 @@ from goodopt.fitness import realloc_factor
 from goodopt.objective import PRESETS, Objective
 from goodopt.problem import AllocationProblem, JobColumns
 from goodopt.solvers import solve
+from goodopt.solvers.details import GeneticDetails
 
 from ...records import Record
 from .policy import Policy, SimPolicyOptions
@@ -276,7 +277,7 @@ class PolluxPolicy(GoodputPolicy):
 
     def _after(self, state: RoundState, problem: AllocationProblem, res: SolveResult) -> None:
         self._prev_names = tuple(job.name for job in state.jobs)
-        self._prev_pop = res.extra.get("final_population")
+        self._prev_pop = res.details(GeneticDetails).final_population
 
 
 class MilpPolicy(GoodputPolicy):
