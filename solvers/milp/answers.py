@@ -69,19 +69,17 @@ def load_map(path: str | Path) -> Record:
 
 def model_arrays(path: str | Path) -> ModelArrays:
     """The model file at ``path`` (.mps or .lp) as arrays, with its names."""
-    import highspy
+    from ..mip_solvers.highs_run import read_model_file
 
-    from ..mip_solvers.highs_run import new_highs
-
-    h = new_highs()
-    if h.readModel(str(path)) != highspy.HighsStatus.kOk:
+    read = read_model_file(path)
+    if read is None:
         raise ValidationError("instance", f"HiGHS cannot read the model file {path}",
                               "pass the .mps or .lp file written by --write-model or goodopt library build")
+    h, sense = read
     lp = h.getLp()
     m = lp.a_matrix_
     integer = np.array([int(t) != 0 for t in lp.integrality_], bool) if len(lp.integrality_) else \
         np.zeros(lp.num_col_, bool)
-    sense = 1 if h.getObjectiveSense()[1] == highspy.ObjSense.kMaximize else -1
     return ModelArrays(col_names=list(lp.col_names_), row_names=list(lp.row_names_), cost=np.asarray(lp.col_cost_),
                        lower=np.asarray(lp.col_lower_), upper=np.asarray(lp.col_upper_), integer=integer,
                        A=(np.asarray(m.start_), np.asarray(m.index_), np.asarray(m.value_)),

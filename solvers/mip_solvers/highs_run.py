@@ -8,6 +8,7 @@ import functools
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,17 @@ def accepts_option(name: str, value: Any) -> bool:  # Any: a user's value, check
     import highspy
 
     return bool(new_highs().setOptionValue(name, value) == highspy.HighsStatus.kOk)
+
+
+def read_model_file(path: str | Path) -> tuple[Any, int] | None:  # Any: a highspy.Highs (no type stubs)
+    """A HiGHS instance holding the model file at ``path`` (.mps or .lp) and its sense (1: maximise, -1:
+    minimise), or None when HiGHS cannot read it."""
+    import highspy
+
+    h = new_highs()
+    if h.readModel(str(path)) != highspy.HighsStatus.kOk:
+        return None
+    return h, 1 if h.getObjectiveSense()[1] == highspy.ObjSense.kMaximize else -1
 
 
 def apply_highs_options(h: Any, options: RecordIn | None) -> None:  # h: a highspy.Highs (highspy ships no type stubs)
