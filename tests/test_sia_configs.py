@@ -85,3 +85,20 @@ def test_the_bench_baseline_is_sia_s_ilp_a_relaxation_of_the_restricted_problem(
     restricted = solve(pr, "milp", {"configs": "sia"})
     assert restricted.extra["restricted_status"] == "optimal"
     assert ilp >= restricted.fitness * (1 - 1e-7)
+
+
+def test_the_bench_times_both_configuration_sets_beside_sia_s_ilp(monkeypatch):
+    # One instance of the bench's table: goodopt over every configuration and over Sia's set, each certified,
+    # the larger set never worse (Sia's set is part of it), every ratio the quotient of its own columns.
+    from goodopt.bench import sia_ilp
+
+    monkeypatch.setattr(sia_ilp, "BASELINE_SOLVERS", ("highs",))  # CBC's program need not be installed here
+    rows, summary = sia_ilp.sia_table([("sia-64", (0, 3))])
+    for r in rows:
+        assert r["goodopt_status"] == "optimal" and r["sia_set_status"] == "optimal"
+        assert r["fitness"] >= r["sia_set_fitness"] * (1 - 1e-9) and r["full_set_gain"] >= -1e-9
+        assert r["ratio_to_highs"] == pytest.approx(r["goodopt_cpu_s"] / r["sia_ilp_highs_cpu_s"])
+        assert r["sia_set_ratio_to_highs"] == pytest.approx(r["sia_set_cpu_s"] / r["sia_ilp_highs_cpu_s"])
+    (s,) = summary
+    assert s["sia_set_certified"] and s["worst_sia_set_ratio_to_highs"] == max(r["sia_set_ratio_to_highs"] for r in rows)
+    assert s["worst_seed_sia_set_highs"] in (0, 3)
