@@ -13,7 +13,7 @@ from ...records import Record
 from .fixed_size import FifoPolicy, OptimusPolicy, TiresiasPolicy
 from .gavel_policy import GavelPolicy
 from .goodput_policies import EqualSharePolicy, GoodputPolicy, GreedyPolicy, MilpPolicy, PolluxPolicy, SiaPolicy
-from .policy import Policy
+from .policy import Policy, SimPolicyOptions
 from .shockwave_policy import ShockwavePolicy
 from .themis_policy import ThemisPolicy
 
@@ -39,6 +39,9 @@ def register_policy(name: str, cls: type[Policy]) -> None:
     take it."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise ValidationError(f"policy {name!r}", "a plug-in policy must be a Policy subclass", "see docs/extending.md")
+    if not (isinstance(cls.Options, type) and issubclass(cls.Options, SimPolicyOptions)):
+        raise ValidationError(f"policy {name!r}", "a policy's Options must be a frozen SimPolicyOptions subclass",
+                              "declare its options as in docs/extending.md")
     check_label(f"policy {name!r}", name, "name a policy by a plain label such as lottery (it names the "
                 "run's folder)")
     if name in POLICIES:
