@@ -178,6 +178,29 @@ def test_ctrl_c_in_the_first_second_of_a_command_exits_130(delay):
     assert proc.returncode == 130 and "Traceback" not in err and "interrupted" in err, (proc.returncode, err)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped interrupt itself
+def test_a_ctrl_c_dropped_inside_a_ctypes_callback_still_ends_the_command_as_interrupted(monkeypatch, capsys):
+    """A KeyboardInterrupt raised while C calls back into Python through ctypes (numba's cache of compiled code
+    on a kernel's first call) is printed and dropped there, and the command runs to its end: it still ends with
+    status 130, and Python's own handler is back afterwards."""
+    import ctypes
+    import signal
+
+    from goodopt import cli
+
+    def command(argv):
+        ctypes.CFUNCTYPE(None)(lambda: signal.raise_signal(signal.SIGINT))()
+        return 0
+
+    monkeypatch.setattr(cli, "_import_the_command_line", lambda: command)
+    assert cli.main([]) == 130
+    err = capsys.readouterr().err
+    assert "goodopt: interrupted (after the command had done its work)" in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.setattr(cli, "_import_the_command_line", lambda: lambda argv: 0)
+    assert cli.main([]) == 0  # no Ctrl-C, no verdict
+
+
 def test_a_name_given_twice_is_refused(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["families", "--export", str(tmp_path / "x"), "--names", "tiny,tiny"])

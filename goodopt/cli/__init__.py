@@ -17,6 +17,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
+    from types import FrameType
+    from typing import Any, TypeAlias
+
+    #: What ``signal.getsignal`` returns and ``signal.signal`` takes.
+    _Handler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 #: The exit status of an interrupted command (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
@@ -25,11 +30,56 @@ INTERRUPTED = 130
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse, configure logging, run; returns the exit status (2 on bad input, 130 on Ctrl-C)."""
     run = _import_the_command_line()
+    ctrl_c = _CtrlC.install()
     try:
-        return run(argv)
+        status = run(argv)
     except KeyboardInterrupt:
         print("goodopt: interrupted; nothing was written", file=sys.stderr)
         return INTERRUPTED
+    finally:
+        ctrl_c.remove()
+    if ctrl_c.dropped(status):  # raised where it was dropped, and the command ran to its end
+        print("goodopt: interrupted (after the command had done its work)", file=sys.stderr)
+        return INTERRUPTED
+    return status
+
+
+class _CtrlC:
+    """SIGINT handler for a command: raises :class:`KeyboardInterrupt` as Python's own does, and remembers it.
+
+    A ``KeyboardInterrupt`` raised while a C library calls back into Python through ctypes (numba's cache of
+    compiled code, loaded on a kernel's first call) is printed as "Exception ignored" and dropped there, and
+    the command runs on; one that the command never saw makes it end as interrupted all the same. The solvers'
+    watch (:mod:`goodopt.solvers.mip_solvers.solver_watch`) takes this handler for Python's own
+    (``raises_keyboard_interrupt``)."""
+
+    raises_keyboard_interrupt = True
+
+    def __init__(self, previous: _Handler) -> None:
+        self.previous, self.seen = previous, False
+
+    @classmethod
+    def install(cls) -> _CtrlC:
+        """In place of Python's own handler in the main thread (elsewhere, or under another handler: inert)."""
+        import threading
+
+        handler = cls(signal.getsignal(signal.SIGINT))
+        if threading.current_thread() is threading.main_thread() and handler.previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, handler)
+        return handler
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def dropped(self, status: int) -> bool:
+        """Whether a Ctrl-C came and the command, returning ``status``, did not answer it."""
+        return self.seen and status != INTERRUPTED
+
+    def remove(self) -> None:
+        """Put the previous handler back (if this one is in place)."""
+        if id(signal.getsignal(signal.SIGINT)) == id(self):
+            signal.signal(signal.SIGINT, self.previous)
 
 
 def console() -> int:

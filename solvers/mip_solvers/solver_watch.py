@@ -47,11 +47,13 @@ def on_stuck_interrupt(action: Callable[[], None] | None) -> None:
 def run_watched(run: Callable[[], Any], cancel: Callable[[], Any], time_limit_s: float | None,
                 solver: str = "HiGHS", unwatched: Callable[[], Any] | None = None) -> tuple[Any, bool]:  # Any: whatever the watched run returns
     """``run()`` on the calling thread under a :class:`Watch`; returns ``(what run returned, whether the watch
-    stopped it past its time limit)``. Ctrl-C in the main thread (with Python's own SIGINT handler in place)
+    stopped it past its time limit)``. Ctrl-C in the main thread (with Python's own SIGINT handler in place, or
+    one that raises as it does: the command line's)
     asks the solver to stop through ``cancel`` and raises :class:`KeyboardInterrupt` once it has stopped; outside
     the main thread without a time limit, a plain ``run()`` (or ``unwatched()``, when given)."""
+    handler = signal.getsignal(signal.SIGINT)
     main = threading.current_thread() is threading.main_thread() \
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        and (handler is signal.default_int_handler or getattr(handler, "raises_keyboard_interrupt", False) is True)
     if not main and time_limit_s is None:
         return (unwatched or run)(), False
     guard = Watch(cancel, time_limit_s, catch_sigint=main, solver=solver)
