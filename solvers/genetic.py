@@ -102,7 +102,7 @@ def solve_ga(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptions |
     fit = np.where(ev.violation == 0, ev.fitness, -np.inf)
     best = int(np.argmax(fit))
     alloc = final[best] if np.isfinite(fit[best]) else None
-    extra = {"generations": int(n_gen), "evaluations": int(res.algorithm.evaluator.n_eval),
+    extra = {"generations": int(n_gen), "evaluations": int(res.algorithm.evaluator.n_eval), "engine": "pymoo",
              "final_population": final}
     if two_objectives:
         front = res.X.reshape(-1, problem.n_jobs, problem.n_nodes).astype(np.int64)
@@ -259,5 +259,5 @@ def _solve_numpy(problem: AllocationProblem, evaluator: Evaluator, opts: GaOptio
     return MethodOutcome(alloc=alloc, status=status, bound=np.nan, objective=np.nan, objective_bound=np.nan,
                 build_s=build_s, solve_s=solve_s, nodes=None, solver="numpy-ga", solver_version=np.__version__,
                 raw_status=f"{gen} generations", n_variables=J * problem.n_nodes, n_constraints=1, n_configs=None,
-                extra={"generations": gen, "evaluations": n_eval, "final_population": pop},
+                extra={"generations": gen, "evaluations": n_eval, "final_population": pop, "engine": "numpy"},
                 message=f"{gen} generations of population {P}")

@@ -33,7 +33,9 @@ def test_every_method_answers_with_its_own_record_read_typed_or_as_a_mapping():
     assert exact.stages and exact.stages == exact["stages"] and "bound" in exact.proof
     with pytest.raises(SolverError, match="reports MilpDetails, not GeneticDetails"):
         solve(pr, "milp").details(GeneticDetails)
-    assert solve(pr, "ga", {"seed": 0, "n_gen": 3, "pop_size": 6}).details(GeneticDetails).final_population.shape[0] == 6
+    ga = solve(pr, "ga", {"seed": 0, "n_gen": 3, "pop_size": 6}).details(GeneticDetails)
+    assert ga.final_population.shape[0] == 6 and ga.engine in ("numpy", "configs", "pymoo")
+    assert solve(pr, "ga", {"seed": 0, "n_gen": 3, "pop_size": 6, "engine": "pymoo"}).extra.engine == "pymoo"
 
 
 def test_a_key_the_record_does_not_declare_is_a_defect_of_the_method():

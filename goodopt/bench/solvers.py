@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from goodopt.solvers import solve
+from goodopt.solvers.details import GeneticDetails
 from goodopt.solvers.rounding import lp_rounding
 
 from ..arrays import ArrayIn
@@ -388,7 +389,7 @@ def ga_at_scale(seed: int = 0, progress: Callable[[], None] | None = None) -> li
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         rows.append({"family": name, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs, "milp_status": str(opt.status),
-                     "engine": r.extra.get("engine", "pymoo"), "ga_rel": r.fitness / ref, "ga_cpu_s": cpu,
+                     "engine": r.details(GeneticDetails).engine, "ga_rel": r.fitness / ref, "ga_cpu_s": cpu,
                      "ga_peak_mb": peak / 2**20, "lp_rounding_rel": pr.evaluator().fitness(lp) / ref,
                      "lp_rounding_cpu_s": lp_s, "generations": r.extra.get("generations")})
         if progress:
