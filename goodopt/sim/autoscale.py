@@ -168,7 +168,6 @@ class Autoscaler:
 
     def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
         self.opts = self.Options.build(options, owner=f"the {self.name} auto-scaler", listed_as=self.name)
-        self.every_s = float(self.opts.every_s)
         self.last_stats: dict[str, Any] = {}
         self.rng: np.random.Generator | None = None
 
@@ -205,10 +204,6 @@ class PolluxAutoscaler(Autoscaler):
     Options = PolluxScalerOptions
     opts: PolluxScalerOptions
 
-    def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
-        super().__init__(**options)
-        self.band = (float(self.opts.min_utility), float(self.opts.max_utility))
-
     def wanted(self, state: ScaleState) -> int:
         if not state.jobs:
             return state.min_nodes
@@ -226,7 +221,8 @@ class PolluxAutoscaler(Autoscaler):
             return state.billed
         nodes = nodes[ok]
         utility = one_gpu_speedups(problem, front[ok], state).sum(axis=1) / (nodes * state.gpus_per_node)
-        size, here = utility_band_size(nodes, ev.fitness[ok], utility, state.billed, self.band)
+        size, here = utility_band_size(nodes, ev.fitness[ok], utility, state.billed,
+                                       (float(self.opts.min_utility), float(self.opts.max_utility)))
         if here is not None:
             self.last_stats["utility"] = here
         return size

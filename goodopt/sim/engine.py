@@ -235,7 +235,7 @@ class Engine:
         if self.scaler is None or t < self._next_scale_s:
             return {}
 
-        self._next_scale_s = t + self.scaler.every_s
+        self._next_scale_s = t + float(self.scaler.opts.every_s)
         current = np.stack([j.row for j in active]) if active else np.zeros((0, self.cluster.n_nodes), np.int64)
         # an auto-scaler runs only beside a policy that plans on any cluster: check_elastic admits the goodput
         # policies alone, and each has an objective

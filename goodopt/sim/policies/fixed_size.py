@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -157,8 +157,6 @@ class FixedSizePolicy(Policy):
         return alloc
 
 
-
-
 class OptimusPolicy(FixedSizePolicy):
     """Optimus+Oracle: GPUs one at a time to the job whose oracle remaining time drops most.
 
@@ -227,16 +225,12 @@ class TiresiasPolicy(FixedSizePolicy):
     name = "tiresias"
     shrink_to_fit = False
 
-    Options: ClassVar[type[FixedSizeOptions]] = TiresiasOptions
+    Options = TiresiasOptions
+    opts: TiresiasOptions
 
     def __init__(self, **options: Any) -> None:  # Any: option values, checked by the options class
         super().__init__(**options)
         self._demoted: dict[str, float] = {}
-
-    @property
-    def threshold_gpu_s(self) -> float:
-        """Attained GPU-seconds that move a job to the second queue."""
-        return float(self.opts.threshold_gpu_s) if isinstance(self.opts, TiresiasOptions) else float("inf")
 
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
@@ -248,7 +242,7 @@ class TiresiasPolicy(FixedSizePolicy):
 
         Shapes: returns (J, N) integers for the J jobs of ``state`` and the cluster's N nodes."""
         J = state.n_jobs
-        queue = np.array([job.attained_gpu_s >= self.threshold_gpu_s for job in state.jobs], dtype=int)
+        queue = np.array([job.attained_gpu_s >= self.opts.threshold_gpu_s for job in state.jobs], dtype=int)
         for j in np.flatnonzero(queue):
             self._demoted.setdefault(state.jobs[j].name, state.time_s)
         demoted = np.array([self._demoted.get(job.name, 0.0) for job in state.jobs])
@@ -257,12 +251,10 @@ class TiresiasPolicy(FixedSizePolicy):
         sizes = self._admit(state, order, backfill=True)
         return self._place_admitted(state, sizes)
 
-class FifoPolicy(TiresiasPolicy):
+class FifoPolicy(FixedSizePolicy):
     """First-come first-served, non-preemptive, no backfilling (head-of-line blocking)."""
 
     name = "fifo"
-
-    Options = FixedSizeOptions  # no queue threshold: one queue in arrival order
 
     def allocate(self, state: RoundState) -> np.ndarray:
         """GPUs per (active job, node) for this round.

@@ -195,14 +195,17 @@ class GoodputPolicy(Policy):
     def reset(self, cluster: Cluster, rng: np.random.Generator) -> None:
         """Start a new run on ``cluster``; ``rng`` is the run's only source of randomness."""
         super().reset(cluster, rng)
-        self._virtual = None if self.opts.virtual_node_gpus is None else \
-            VirtualNodes(cluster, self.opts.virtual_node_gpus)
+        self._plan_on(cluster)
 
     def resize(self, cluster: Cluster) -> None:
         """Plan on ``cluster`` (an elastic cluster's provisioned nodes) from this round on."""
         super().resize(cluster)
-        self._virtual = None if self.opts.virtual_node_gpus is None else \
-            VirtualNodes(cluster, self.opts.virtual_node_gpus)
+        self._plan_on(cluster)
+
+    def _plan_on(self, cluster: Cluster) -> None:
+        """Plan on ``cluster``'s nodes, or on virtual nodes of ``virtual_node_gpus`` GPUs cut from them."""
+        size = self.opts.virtual_node_gpus
+        self._virtual = None if size is None else VirtualNodes(cluster, size)
 
     def _options(self, state: RoundState, problem: AllocationProblem) -> dict[str, Any]:
         return dict(self.options)
