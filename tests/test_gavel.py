@@ -1,5 +1,7 @@
 """Gavel's policies against hand-solved instances, its file reader, and throughput-only jobs."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from goodopt.solvers import solve
@@ -455,3 +457,66 @@ def test_las_on_gavels_multi_gpu_jobs_has_many_optima_so_the_lps_method_chooses_
     assert np.abs(centre.x - vertex.x).max() > 0.5  # some job's time moves by half a round or more
     gain = (centre.x * mx.throughput).sum(axis=1), (vertex.x * mx.throughput).sum(axis=1)
     assert (np.abs(gain[0] - gain[1]) > 0.05 * np.maximum(gain[0], gain[1])).any()  # and its progress with it
+
+
+def _one_type_lp(c, s, C, rows, method):
+    """The one-type max-min LP by scipy's HiGHS (``method``): ``(t*, x)``."""
+    from scipy.optimize import linprog
+
+    J = len(c)
+    A = np.zeros((len(rows) + 1, J + 1))
+    for i, j in enumerate(rows):
+        A[i, j], A[i, J] = -c[j], 1.0  # t - c_j x_j <= 0
+    A[-1, :J] = s  # the GPUs
+    b = np.r_[np.zeros(len(rows)), C]
+    res = linprog(np.r_[np.zeros(J), -1.0], A_ub=A, b_ub=b, bounds=[(0, 1)] * J + [(None, None)], method=method)
+    assert res.status == 0
+    return -res.fun, res.x[:J]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_max_min_on_one_type_whose_gpus_bind_has_one_optimal_point_given_without_an_lp(seed):
+    # On one GPU type the max-min LP's optimum is t* = min(C / sum_j s_j / c_j, min_j c_j) over the jobs with a
+    # row. Where the GPUs bind (the first is the smaller), every optimal x is x_j = t* / c_j: a vertex (dual
+    # simplex) and the interior point both return exactly that point, and binding_level gives it without an
+    # LP. Where they do not bind, binding_level declines and the LP's choice stands. Drawn: 1-40 jobs of
+    # 1-8 GPUs on 1-512, coefficients 1e-3 to 1e3 with near-ties, rows for every job or a subset.
+    from goodopt.solvers.gavel.one_type import binding_level
+
+    rng = np.random.default_rng(seed)
+    J = int(rng.integers(1, 41))
+    c = rng.choice([1e-3, 0.5, 1.0, 1.0, 3.0, 1e3], J) * rng.choice([1.0, 1.0 + 1e-12, 1.1], J)
+    s = rng.choice([1, 1, 2, 4, 8], J).astype(float)
+    C = float(max(s.max(), rng.choice([1, 4, 16, 64, 512])))
+    rows = np.arange(J) if seed % 3 else np.sort(rng.choice(J, size=int(rng.integers(1, J + 1)), replace=False))
+    got = binding_level(c, s, C, rows=rows)
+    t_lp, x_vertex = _one_type_lp(c, s, C, rows, "highs-ds")
+    if got is None:  # the GPUs are not all used at the optimum
+        assert t_lp * np.sum(s[rows] / c[rows]) < C * (1 - 1e-12)
+        return
+    x, level = got
+    assert level == pytest.approx(t_lp, rel=1e-9)
+    assert np.all(x >= 0) and np.all(x <= 1) and s @ x <= C * (1 + 1e-12)
+    assert np.min(c[rows] * x[rows]) == pytest.approx(level, rel=1e-12)
+    _, x_centre = _one_type_lp(c, s, C, rows, "highs-ipm")
+    for other in (x_vertex, x_centre):
+        np.testing.assert_allclose(other, x, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_las_on_one_type_takes_the_closed_form_only_for_the_first_stage_where_the_gpus_bind(seed):
+    # Gavel's LAS on an agnostic policy's pooled type: with many jobs the GPUs bind and no LP is solved, the
+    # answer the interior-point LP approaches; with a second stage, or GPUs to spare, the LPs are solved.
+    rng = np.random.default_rng(seed)
+    J = int(rng.integers(20, 60))
+    s = rng.choice([1, 2, 4], J)
+    mx = ThroughputMatrix(tuple(f"j{i}" for i in range(J)), ("pooled",), np.ones((J, 1)), s, np.array([16]),
+                          weights=rng.choice([1.0, 2.0], J))
+    gavel = {"scale_by_size": True, "second_stage": False, "lp_method": "ipm"}
+    exact = solve_gavel(mx, "max_min_fairness", gavel)
+    by_lp = solve_gavel(mx, "max_min_fairness", {**gavel, "second_stage": True, "tolerance": 1e-12})
+    assert exact.n_lps == 0 and by_lp.n_lps == 2
+    assert exact.fun == pytest.approx(by_lp.fun, rel=1e-7)
+    np.testing.assert_allclose(exact.x, by_lp.x, rtol=1e-6, atol=1e-9)  # the level fixes every fraction
+    roomy = dataclasses.replace(mx, capacity=np.array([10 * int(s.sum())]))
+    assert solve_gavel(roomy, "max_min_fairness", gavel).n_lps == 1

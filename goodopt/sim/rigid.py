@@ -66,7 +66,7 @@ from goodopt.errors import SimulationError, ValidationError
 from goodopt.gavel import PACKED, GavelThroughputs, RigidJob, ThroughputMatrix, entity_fields, spread, useful_pairs
 from goodopt.gavel.gavel_mechanism import GavelRounds
 from goodopt.gavel.round_mechanism import RoundMechanism
-from goodopt.solvers.gavel import solve_gavel
+from goodopt.solvers.gavel import check_policy_options, solve_gavel
 
 from .rigid_config import RigidConfig, RigidResult, check_inputs
 from .rigid_report import job_table, run_summary
@@ -137,6 +137,7 @@ class _Run:
         self.throughputs, self.more = throughputs, more
         self.rate = np.zeros((0, len(types)))
         self.total_steps, self.scale = np.zeros(0), np.zeros(0, dtype=np.int64)  # per job
+        self.weight, self.arrival = np.zeros(0), np.zeros(0)
         self.done_steps, self.completion, self.gpu_s = np.zeros(0), np.zeros(0), np.zeros(0)
         self.last_type, self.changes = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         self.shared_s, self.isolated_s = np.zeros(0), np.zeros(0)  # isolated_s: mechanism gavel, FTF (below)
@@ -146,6 +147,7 @@ class _Run:
         self.gavel = GavelRounds(len(types), config.round_s, config.reset_interval_s) \
             if config.mechanism == "gavel" else None
         self.rng = rng
+        self.policy_opts = check_policy_options(config.policy, dict(config.options))  # checked once per run
         self.isolated: dict[int, tuple[float, float]] = {}  # mechanism gavel, FTF: job -> (remaining, isolated speed)
         self.units: Units = []
         self.ux, self.x_for = np.zeros((0, len(types))), cast(tuple[str, ...], ())
@@ -163,6 +165,8 @@ class _Run:
         self.rate = np.vstack([self.rate, rate])
         self.total_steps = np.concatenate([self.total_steps, [float(j.total_steps) for j in jobs]])
         self.scale = np.concatenate([self.scale, np.array([j.scale_factor for j in jobs], dtype=np.int64)])
+        self.weight = np.concatenate([self.weight, np.array([j.weight for j in jobs], dtype=float)])
+        self.arrival = np.concatenate([self.arrival, np.array([j.arrival_s for j in jobs], dtype=float)])
         for name, fill, dtype in (("done_steps", 0.0, float), ("completion", np.nan, float), ("gpu_s", 0.0, float),
                                   ("last_type", -1, np.int64), ("changes", 0, np.int64), ("shared_s", 0.0, float),
                                   ("isolated_s", 0.0, float)):
@@ -308,7 +312,7 @@ class _Run:
         """The scheduling units (job name or ``a+b``, their job indices) and their time fractions (U, K)."""
         jobs = [self.jobs[j] for j in active]
         thr = self.rate[active]
-        remaining = np.array([max(j.total_steps - self.done_steps[i], 1e-9) for i, j in zip(active, jobs)])
+        remaining = np.maximum(self.total_steps[active] - self.done_steps[active], 1e-9)
         pairs = both = None
         if self.cfg.agnostic:  # one pooled type, throughput 1: remaining work in seconds at the best speed
             names, seen, cap = cast(tuple[str, ...], ("pooled",)), np.ones((len(jobs), 1)), np.array([self.capacity.sum()])
@@ -319,13 +323,12 @@ class _Run:
                 pairs, both = self._pairs(active)
         mx = ThroughputMatrix(
             job_names=tuple(j.name for j in jobs), type_names=names, throughput=seen,
-            scale_factor=np.array([j.scale_factor for j in jobs], dtype=np.int64), capacity=cap,
-            weights=np.array([j.weight for j in jobs], dtype=float), remaining_steps=remaining,
-            elapsed_s=np.array([max(self.t - j.arrival_s, 0.0) for j in jobs]), arrival_order=np.arange(len(jobs)),
+            scale_factor=self.scale[active], capacity=cap, weights=self.weight[active], remaining_steps=remaining,
+            elapsed_s=np.maximum(self.t - self.arrival[active], 0.0), arrival_order=np.arange(len(jobs)),
             pairs=pairs, pair_throughput=both, **entity_fields(self.cfg.entities, jobs))
         if self.gavel is not None and self.cfg.policy == "finish_time_fairness":
             mx = dataclasses.replace(mx, isolated_s=self._isolated_finish(active, mx, remaining))
-        res = solve_gavel(mx, self.cfg.policy, dict(self.cfg.options))
+        res = solve_gavel(mx, self.cfg.policy, self.policy_opts)
         self.n_solves += 1
         self.lp_s += res.seconds
         units: Units = [(j.name, (i,)) for i, j in zip(active, jobs)]

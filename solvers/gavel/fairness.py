@@ -14,6 +14,7 @@ from goodopt.gavel.throughput_matrix import ThroughputMatrix
 from ..mip_solvers.highs_arrays import HighsSession
 from ..mip_solvers.outcome import MilpOutcome
 from ..result import Termination
+from .one_type import binding_level
 from .policy_options import FinishTimeOptions, WaterFillingOptions
 from .runner import PolicyAnswer, Runner, Solved, need, require, solution
 
@@ -28,8 +29,8 @@ def finish_time_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: Fin
     once more by ``lp_method`` (an interior point of its optimal face with ``ipm``, as Gavel's solver gives).
 
     On one GPU type without pairs (an agnostic policy's pooled type) the optimum has a closed form
-    (:func:`_one_type_optimum`): no search, one LP at the optimum for the fractions, none when the equal share
-    is already within ``rel_tol`` of it."""
+    (:func:`_one_type_optimum`): no search, one LP at the optimum for the fractions (none where the GPUs bind
+    there, :mod:`.one_type`), none when the equal share is already within ``rel_tol`` of it."""
     R = need(mx, "remaining_steps", "finish_time_fairness")
     a = need(mx, "elapsed_s", "finish_time_fairness")
     D = a + R / eq if mx.isolated_s is None else mx.isolated_s
@@ -122,12 +123,16 @@ def _one_type_optimum(mx: ThroughputMatrix, sel: Array, a: Array, R: Array, D: A
 
 def _ftf_at(mx: ThroughputMatrix, run: Runner, sel: Array, r: float, a: Array, R: Array, D: Array,
             best: tuple[Array, Array], hi: float) -> PolicyAnswer:
-    """The scaled-floor LP (8) at the optimum ``r`` solved once (by ``lp_method``), its fractions if they beat
-    ``best`` (``max_j rho_j = hi``)."""
-    model, out = run.solve(f"ftf r={r:.6g} (closed form)", objective="max_min",
-                           coef=_ftf_coef(mx, sel, r * D[sel] - a[sel], R), rows=sel)
-    require(out, "finish_time_fairness", f"ftf r={r:.6g} (closed form)")
-    x, y = solution(model, mx)
+    """The scaled-floor LP (8) at the optimum ``r``: in closed form where the GPUs bind (:mod:`.one_type`),
+    else solved once (by ``lp_method``); its fractions if they beat ``best`` (``max_j rho_j = hi``)."""
+    coef = _ftf_coef(mx, sel, r * D[sel] - a[sel], R)
+    exact = binding_level(coef[:, 0], mx.scale_factor, float(mx.capacity[0]), rows=sel)
+    if exact is not None:
+        x, y = exact[0][:, None], best[1]
+    else:
+        model, out = run.solve(f"ftf r={r:.6g} (closed form)", objective="max_min", coef=coef, rows=sel)
+        require(out, "finish_time_fairness", f"ftf r={r:.6g} (closed form)")
+        x, y = solution(model, mx)
     rho = _ftf_rho(mx, x, y, a, R, D)
     return (x, y, rho, Termination.OPTIMAL) if rho < hi else (*best, hi, Termination.OPTIMAL)
 

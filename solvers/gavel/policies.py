@@ -17,6 +17,7 @@ from goodopt.records import Record, RecordIn
 
 from ..result import Termination
 from .fairness import finish_time_fairness, water_filling
+from .one_type import binding_level
 from .policy_options import (
     POLICIES,
     FifoOptions,
@@ -68,7 +69,7 @@ class FractionResult:
 
 
 def solve_gavel(matrix: ThroughputMatrix, policy: str = "max_min_fairness",
-                options: RecordIn | None = None) -> FractionResult:
+                options: RecordIn | PolicyOptions | None = None) -> FractionResult:
     """Time fractions of one Gavel policy. Shapes: matrix (J, K) -> result.x (J, K), result.pair_x (P, K).
 
     A packed policy (:data:`~goodopt.gavel.PACKED`) needs the matrix's job
@@ -107,6 +108,10 @@ def _max_min_fairness(mx: ThroughputMatrix, run: Runner, eq: Array, opts: MaxMin
         gain = np.where(mx.runnable, 1.0, 0.0)
     if opts.scale_by_size:  # Gavel's code: a job on s GPUs needs 1/s of the time for the same level
         coef = coef * mx.scale_factor[:, None]
+    exact = binding_level(coef[:, 0], mx.scale_factor, float(mx.capacity[0])) \
+        if mx.n_types == 1 and mx.pairs is None and not opts.second_stage else None
+    if exact is not None:  # one type, its GPUs binding: the optimal face is one point (.one_type)
+        return exact[0][:, None], None, exact[1], Termination.OPTIMAL
     model, out = run.solve("max-min", objective="max_min", coef=coef)
     require(out, "max_min_fairness", "max-min")
     (x, y), fun = solution(model, mx), float(out.objective)

@@ -147,11 +147,14 @@ _OPTION_KINDS = {"second_stage": bool, "normalise": bool, "aware": bool, "scale_
                  "floor": ("number", 0.0, 1e6, False), "max_lps": ("whole", 1, 1_000_000, False)}
 
 
-def check_policy_options(policy: str, options: RecordIn | None) -> PolicyOptions:
+def check_policy_options(policy: str, options: RecordIn | PolicyOptions | None) -> PolicyOptions:
     """The typed options of Gavel policy ``policy`` (defaults filled in), each checked by its kind; an error
-    names the option (``options.NAME``) and what it takes."""
+    names the option (``options.NAME``) and what it takes. The policy's own options object (checked when it
+    was made, and frozen) is taken as it is: a caller solving many times checks once."""
     if policy not in POLICY_OPTIONS:
         raise ValidationError("policy", f"unknown Gavel policy {policy!r}", f"choose one of {sorted(POLICIES)}")
+    if type(options) is POLICY_OPTION_CLASSES[policy]:
+        return options
     if options is not None and not isinstance(options, Mapping):
         raise ValidationError("options", f"must map option -> value, got {options!r}",
                               f"e.g. {{{', '.join(f'{k}: {v}' for k, v in POLICY_OPTIONS[policy].items())}}}")
