@@ -231,3 +231,67 @@ def test_the_compiled_assignment_is_the_array_statement_job_for_job(seed, n_jobs
     assert g.priorities(ids, runnable).tobytes() == prio.tobytes()
     want = ref.assign(g.share, g.deficit, prio, ids, size, capacity, runnable, order)
     np.testing.assert_array_equal(g.assign(ids, size, capacity, runnable, order), want)
+    # the simulator's one call: runnable where the speed is positive, jobs outside the allocation given none
+    rate = np.where(runnable, rng.choice([0.5, 1.0, 3.0], size=(n_jobs, n_types)), 0.0)
+    allocated = g.allocated[ids]
+    want_round = np.where(allocated, ref.assign(g.share, g.deficit, prio, ids, size, capacity, rate > 0, order), -1)
+    got = g.round_types(ids, size.astype(np.int64), capacity.astype(np.int64), rate, order.astype(np.int64))
+    np.testing.assert_array_equal(got, want_round)
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 40))
+def test_a_compiled_round_moves_jobs_and_credits_as_the_array_statements_bit_for_bit(seed, n):
+    """advance_round and GavelRounds.record against the whole-array statements they replace: jobs that finish
+    mid-round, within 1e-9 of their total, exactly at the round's end and not at all; type changes from no
+    type, the same type and another; shared and alone; credits and per-type totals added in the given order."""
+    from goodopt.sim.round_steps import advance_round
+
+    rng = np.random.default_rng(seed)
+    N, K, round_s, t = n + 5, 3, 360.0, float(rng.choice([0.0, 1e5, 123.456]))
+    idx = rng.permutation(N)[:n].astype(np.int64)
+    ks = rng.integers(0, K, n).astype(np.int64)
+    rates = rng.choice([1e-3, 0.7, 1.0, 3.0], n) * rng.uniform(0.5, 2.0, n)
+    shared = rng.random(n) < 0.3
+    scale = rng.choice([1, 2, 8], N).astype(np.int64)
+    total = rng.choice([10.0, 360.0, 1e4, 1e7], N)
+    done = total * rng.choice([0.0, 0.5, 1 - 1e-12, 0.999], N)
+    done[idx[:1]] = total[idx[:1]] - rates[:1] * round_s  # finishes exactly at the round's end
+    state = {"gpu_s": rng.uniform(0, 1e4, N), "shared_s": rng.uniform(0, 1e3, N), "completion": np.full(N, np.nan),
+             "last_type": rng.integers(-1, K, N).astype(np.int64), "changes": rng.integers(0, 5, N).astype(np.int64)}
+    want = {k: v.copy() for k, v in state.items()}
+    want_done = done.copy()
+    # the array statements
+    was = want["last_type"][idx]
+    moved = ks != was
+    want["changes"][idx[moved]] += was[moved] >= 0
+    want["last_type"][idx] = ks
+    left = total[idx] - want_done[idx]
+    secs = np.minimum(round_s, left / rates)
+    want_done[idx] += rates * secs
+    want["gpu_s"][idx] += scale[idx] * secs
+    want["shared_s"][idx] += np.where(shared, secs, 0.0)
+    finished = (secs < round_s) | (left - rates * secs <= 1e-9 * total[idx])
+    want_done[idx[finished]] = total[idx[finished]]
+    want["completion"][idx[finished]] = t + secs[finished]
+    seconds = np.empty(n)
+    assert advance_round(idx, ks, rates, shared, scale, total, done, state["gpu_s"], state["shared_s"],
+                         state["last_type"], state["changes"], state["completion"], t, round_s, seconds) == -1
+    assert seconds.tobytes() == secs.tobytes() and done.tobytes() == want_done.tobytes()
+    for k in state:
+        assert state[k].tobytes() == want[k].tobytes(), k
+    # a job given a type it cannot run on: its position, nothing changed
+    if n:
+        bad = rates.copy()
+        bad[-1] = 0.0
+        before = done.copy()
+        assert advance_round(idx, ks, bad, shared, scale, total, done, state["gpu_s"], state["shared_s"],
+                             state["last_type"], state["changes"], state["completion"], t, round_s, seconds) == n - 1
+        assert done.tobytes() == before.tobytes()
+    # credits
+    g = GavelRounds(K, round_s)
+    g.sync(np.arange(N))
+    credit, worker = g.credit.copy(), g.worker_s.copy()
+    credit[idx, ks] += secs
+    np.add.at(worker, ks, secs)
+    g.record(idx, ks, secs)
+    assert g.credit.tobytes() == credit.tobytes() and g.worker_s.tobytes() == worker.tobytes()

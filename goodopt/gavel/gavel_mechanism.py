@@ -130,6 +130,16 @@ class GavelRounds:
                 np.asarray(capacity, dtype=np.int64), np.asarray(type_order, dtype=np.int64), out)
         return out
 
+    def round_types(self, ids: Array, scale_factor: Array, capacity: Array, rate: Array, type_order: Array) -> Array:
+        """One round's types, as the simulator asks for them: :meth:`assign` with the jobs runnable where their
+        speed ``rate`` is positive, then -1 for every job outside the current allocation (:meth:`runs`), in one
+        compiled call. Shapes: ids, scale_factor (J,) int64, capacity, type_order (K,) int64, rate (J, K) ->
+        (J,)."""
+        out = np.full(len(ids), -1, dtype=np.int64)
+        _round_types(self.share, self.credit, self.worker_s, self.deficit, self.allocated, ids, rate, scale_factor,
+                     capacity, type_order, out)
+        return out
+
     def runs(self, ids: ArrayIn) -> Array:
         """Which jobs may be given GPUs: those in the current allocation. Shapes: ids (J,) -> (J,) bool."""
         return self.allocated[np.asarray(ids, dtype=np.int64)]
@@ -138,9 +148,7 @@ class GavelRounds:
         """Credit each job of ``ids`` (distinct) that ran its ``seconds`` on its type (and the type's total,
         added in the order given). Shapes: ids, types (n,) int, seconds (n,)."""
         ids, types = np.asarray(ids, dtype=np.int64), np.asarray(types, dtype=np.int64)
-        seconds = np.asarray(seconds, dtype=float)
-        self.credit[ids, types] += seconds
-        np.add.at(self.worker_s, types, seconds)
+        _record(self.credit, self.worker_s, ids, types, np.asarray(seconds, dtype=float))
 
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")  # x / 0 as numpy gives it (guarded anyway)
@@ -156,6 +164,27 @@ def _priorities(share: Array, credit: Array, worker_s: Array, ids: Array, runnab
             part = credit[ids[i], k] / worker_s[k] if worker_s[k] > 0 else 0.0
             p = x / part if part > 0 else x * FIRST_PRIORITY
             out[i, k] = p if x > 0 and runnable[i, k] else 0.0
+
+
+@_jit
+def _round_types(share: Array, credit: Array, worker_s: Array, deficit: Array, allocated: Array, ids: Array,
+                 rate: Array, size: Array, capacity: Array, type_order: Array, out: Array) -> None:
+    """:meth:`GavelRounds.round_types` into ``out`` (all -1 on entry)."""
+    runnable = rate > 0
+    prio = np.empty(rate.shape)
+    _priorities(share, credit, worker_s, ids, runnable, prio)
+    _assign(share, deficit, ids, prio, runnable, size, capacity, type_order, out)
+    for i in range(len(ids)):
+        if not allocated[ids[i]]:
+            out[i] = -1
+
+
+@_jit
+def _record(credit: Array, worker_s: Array, ids: Array, types: Array, seconds: Array) -> None:
+    """:meth:`GavelRounds.record`: each job's seconds to its credit, and to its type's total in the order given."""
+    for i in range(len(ids)):
+        credit[ids[i], types[i]] += seconds[i]
+        worker_s[types[i]] += seconds[i]
 
 
 @_jit

@@ -70,6 +70,7 @@ from goodopt.solvers.gavel import check_policy_options, solve_gavel
 
 from .rigid_config import RigidConfig, RigidResult, check_inputs
 from .rigid_report import job_table, run_summary
+from .round_steps import advance_round
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,7 @@ class _Run:
                  config: RigidConfig, rng: np.random.Generator, more: More | None = None) -> None:
         self.jobs: list[RigidJob] = []
         self.types, self.capacity, self.cfg = types, capacity, config
+        self.capacity_int = np.asarray(capacity, dtype=np.int64)
         self.throughputs, self.more = throughputs, more
         self.rate = np.zeros((0, len(types)))
         self.total_steps, self.scale = np.zeros(0), np.zeros(0, dtype=np.int64)  # per job
@@ -265,11 +267,10 @@ class _Run:
         if g.due(self.t):
             units, x = self._fractions(active)  # one unit per job: this mechanism runs no pairs
             g.reset(self.t, [members[0] for _, members in units], x)
-        runnable = self.rate[ids] > 0
         order = self.rng.permutation(len(self.types)) if self.cfg.agnostic else np.arange(len(self.types))
         scale = self.scale[ids]
-        assigned = g.assign(ids, scale, self.capacity, runnable, order)
-        assigned[~g.runs(ids)] = -1  # queued without an allocation: its GPUs idle this round
+        # queued without an allocation: no type (its GPUs idle this round)
+        assigned = g.round_types(ids, scale, self.capacity_int, self.rate[ids], order)
         on = assigned >= 0
         if not on.any():
             return None
@@ -288,24 +289,13 @@ class _Run:
         """Jobs ``idx`` (distinct) run this round on types ``ks`` at ``rates`` (``shared``: beside a partner);
         each runs the round or until it finishes, then completes at that exact time. Counts type changes.
         Returns each job's seconds. Shapes: (n,) each -> (n,)."""
-        if np.any(rates <= 0):
-            bad = int(np.flatnonzero(rates <= 0)[0])
+        seconds = np.empty(len(idx))
+        bad = advance_round(idx, ks, rates, shared, self.scale, self.total_steps, self.done_steps, self.gpu_s,
+                            self.shared_s, self.last_type, self.changes, self.completion, self.t, self.cfg.round_s,
+                            seconds)
+        if bad >= 0:
             raise SimulationError(f"job {self.jobs[idx[bad]].name} was given type {self.types[ks[bad]]!r} where "
                                   f"it cannot run")
-        was = self.last_type[idx]
-        moved = ks != was
-        self.changes[idx[moved]] += was[moved] >= 0
-        self.last_type[idx] = ks
-        total, round_s = self.total_steps[idx], self.cfg.round_s
-        left = total - self.done_steps[idx]
-        seconds = np.minimum(round_s, left / rates)
-        self.done_steps[idx] += rates * seconds
-        self.gpu_s[idx] += self.scale[idx] * seconds
-        self.shared_s[idx] += np.where(shared, seconds, 0.0)
-        finished = (seconds < round_s) | (left - rates * seconds <= 1e-9 * total)
-        done = idx[finished]
-        self.done_steps[done] = self.total_steps[done]
-        self.completion[done] = self.t + seconds[finished]
         return seconds
 
     def _fractions(self, active: list[int]) -> tuple[Units, np.ndarray]:
