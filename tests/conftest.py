@@ -49,3 +49,14 @@ def random_population(rng, problem, size, max_per_cell=None):
     mask = rng.random(pop.shape) < 0.8
     pop[mask] = 0
     return pop
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raising KeyboardInterrupt, as at a terminal (a shell's background job, such as a CI step, may start
+    with SIGINT ignored); the previous handler afterwards."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -179,7 +179,8 @@ def test_ctrl_c_in_the_first_second_of_a_command_exits_130(delay):
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped interrupt itself
-def test_a_ctrl_c_dropped_inside_a_ctypes_callback_still_ends_the_command_as_interrupted(monkeypatch, capsys):
+def test_a_ctrl_c_dropped_inside_a_ctypes_callback_still_ends_the_command_as_interrupted(monkeypatch, capsys,
+                                                                                        ctrl_c_raises):
     """A KeyboardInterrupt raised while C calls back into Python through ctypes (numba's cache of compiled code
     on a kernel's first call) is printed and dropped there, and the command runs to its end: it still ends with
     status 130, and Python's own handler is back afterwards."""

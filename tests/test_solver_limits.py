@@ -215,17 +215,6 @@ class _CtrlCHighs(_StuckHighs):
             self.release.set()
 
 
-@pytest.fixture
-def ctrl_c_raises():
-    """Ctrl-C raising KeyboardInterrupt, as at a terminal (a shell's background job, such as a CI step, may start
-    with SIGINT ignored); the previous handler afterwards."""
-    import signal
-
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 def test_ctrl_c_stops_a_solver_on_the_main_thread_and_then_raises(ctrl_c_raises):
     # HiGHS runs on the calling thread; Ctrl-C there asks it to stop (no exception inside its callback) and
     # KeyboardInterrupt follows once it has returned; the handlers are as before afterwards.
