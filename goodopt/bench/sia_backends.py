@@ -22,8 +22,8 @@ from ..families import FAMILIES
 from ..records import Record
 from ..scenario import Objective
 from ..solvers.api import solve
-from ..solvers.mip_solvers import SOLVERS, Limits, adapter, missing
-from .sia_ilp import NODE_LIMIT, SIA_GAP, TIME_LIMIT_S, least_cpu, sia_ilp_matrix
+from ..solvers.mip_solvers import SOLVERS, adapter, missing
+from .sia_ilp import NODE_LIMIT, baseline_limits, least_cpu, sia_ilp_matrix
 
 FAMILY = "sia-64"
 SEEDS = tuple(range(10))
@@ -39,8 +39,7 @@ def backend_rows(family: str = FAMILY, seeds: Sequence[int] = SEEDS, backends: S
     rows: list[dict[str, Any]] = []
     for seed in seeds:
         pr = replace(FAMILIES[family].scenario(seed), objective=Objective.sia()).problem()
-        limits = Limits(threads=1, time_limit_s=TIME_LIMIT_S, mip_rel_gap=SIA_GAP)
-        ilp_cpu, _ = least_cpu(lambda: adapter("highs").solve(sia_ilp_matrix(pr), limits))  # noqa: B023 -- at once
+        ilp_cpu, _ = least_cpu(lambda: adapter("highs").solve(sia_ilp_matrix(pr), baseline_limits()))  # noqa: B023
         seed_rows = []
         for name in names:
             cpu, res = least_cpu(lambda: solve(pr, "milp", {"threads": 1, "node_limit": NODE_LIMIT,  # noqa: B023

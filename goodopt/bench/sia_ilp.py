@@ -28,6 +28,7 @@ from ..records import Record
 from ..scenario import Objective
 from ..solvers.api import solve
 from ..solvers.details import MilpDetails
+from ..solvers.mip_solvers import Limits, adapter
 from .mip_solvers import cpu_now
 from .solvers import least_cpu_of
 
@@ -46,6 +47,11 @@ NODE_LIMIT = 20_000
 #: ``sia_solver_thresh = 1e-4`` (its simulator's configuration). goodopt's side is certified to
 #: :data:`goodopt.solvers.result.CERTIFIED_GAP`, a hundred times closer.
 SIA_GAP = 1e-4
+
+
+def baseline_limits() -> Limits:
+    """How the Sia-style ILP is solved: one thread, :data:`TIME_LIMIT_S`, Sia's gap :data:`SIA_GAP`."""
+    return Limits(threads=1, time_limit_s=TIME_LIMIT_S, mip_rel_gap=SIA_GAP)
 
 
 def sia_ilp_matrix(problem: Any) -> Any:  # problem: an AllocationProblem or a Scenario; returns the ILP's arrays
@@ -83,8 +89,6 @@ def least_cpu(run: Callable[[], Any]) -> tuple[float, Any]:  # Any: whatever the
 
 def instance_row(family: str, seed: int) -> Record:
     """goodopt's certified solve and the Sia-style ILP on one instance under Sia's objective."""
-    from ..solvers.mip_solvers import Limits, adapter
-
     pr = replace(FAMILIES[family].scenario(seed), objective=Objective.sia()).problem()
     g_cpu, res = least_cpu(lambda: solve(pr, "milp", {"threads": 1, "node_limit": NODE_LIMIT}))
     s_cpu, same = least_cpu(lambda: solve(pr, "milp", {"threads": 1, "node_limit": NODE_LIMIT, "configs": "sia"}))
@@ -95,8 +99,7 @@ def instance_row(family: str, seed: int) -> Record:
                            "fitness": res.fitness, "sia_set_fitness": same.fitness,
                            "full_set_gain": res.fitness / same.fitness - 1.0}
     for name in BASELINE_SOLVERS:
-        limits = Limits(threads=1, time_limit_s=TIME_LIMIT_S, mip_rel_gap=SIA_GAP)
-        cpu, (out, _) = least_cpu(lambda: adapter(name).solve(mm, limits))  # noqa: B023 -- called at once
+        cpu, (out, _) = least_cpu(lambda: adapter(name).solve(mm, baseline_limits()))  # noqa: B023 -- called at once
         row.update({f"sia_ilp_{name}_cpu_s": cpu, f"sia_ilp_{name}_status": str(out.termination),
                     f"ratio_to_{name}": g_cpu / cpu, f"sia_set_ratio_to_{name}": s_cpu / cpu})
     return row

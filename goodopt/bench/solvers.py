@@ -391,7 +391,7 @@ def ga_at_scale(seed: int = 0, progress: Callable[[], None] | None = None) -> li
         rows.append({"family": name, "n_gpus": int(pr.n_gpus), "n_jobs": pr.n_jobs, "milp_status": str(opt.status),
                      "engine": r.details(GeneticDetails).engine, "ga_rel": r.fitness / ref, "ga_cpu_s": cpu,
                      "ga_peak_mb": peak / 2**20, "lp_rounding_rel": pr.evaluator().fitness(lp) / ref,
-                     "lp_rounding_cpu_s": lp_s, "generations": r.extra.get("generations")})
+                     "lp_rounding_cpu_s": lp_s, "generations": r.details(GeneticDetails).generations})
         if progress:
             progress()
     return rows

@@ -135,7 +135,6 @@ class _Run:
                  config: RigidConfig, rng: np.random.Generator, more: More | None = None) -> None:
         self.jobs: list[RigidJob] = []
         self.types, self.capacity, self.cfg = types, capacity, config
-        self.capacity_int = np.asarray(capacity, dtype=np.int64)
         self.throughputs, self.more = throughputs, more
         self.rate = np.zeros((0, len(types)))
         self.total_steps, self.scale = np.zeros(0), np.zeros(0, dtype=np.int64)  # per job
@@ -270,7 +269,7 @@ class _Run:
         order = self.rng.permutation(len(self.types)) if self.cfg.agnostic else np.arange(len(self.types))
         scale = self.scale[ids]
         # queued without an allocation: no type (its GPUs idle this round)
-        assigned = g.round_types(ids, scale, self.capacity_int, self.rate[ids], order)
+        assigned = g.round_types(ids, scale, self.capacity, self.rate[ids], order)
         on = assigned >= 0
         if not on.any():
             return None
