@@ -8,6 +8,7 @@ import functools
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +60,52 @@ def run_highs(h: Any, time_limit_s: float | None = None) -> bool:  # h: a highsp
     heaps glibc unmapped and faulted in again between the root heuristics' copies of the domain
     (five-types-2048's reduced-cost dive took 5.4 s, 1.5 s of it system time, against 3.8 s on this thread).
     """
+    stop = StopOnRequest(h)
+
     def interruptible() -> None:
-        h.HandleUserInterrupt = True
         try:
             _run(h)
         finally:
-            h.HandleUserInterrupt = False
+            stop.close()
 
-    return run_watched(interruptible, h.cancelSolve, time_limit_s, unwatched=lambda: _run(h))[1]
+    return run_watched(interruptible, stop.request, time_limit_s, unwatched=lambda: _run(h),
+                       on_start=lambda watch: stop.subscribe() if watch.sigint_needs_python else None)[1]
+
+
+class StopOnRequest:
+    """HiGHS's interrupt check of one run, made a call into Python only once the run is asked to stop.
+
+    highspy checks for an interrupt through a Python callback at every simplex, interior-point and branch-and-bound
+    iteration while one is subscribed. Subscribed for a whole run, those calls cost more than small LPs do: an
+    aware finish-time-fairness run of Gavel's experiment in the main thread (27k LPs) made 5.4M of them, which
+    took 40% of its CPU. So the callback is subscribed when the watch asks the run to stop (from its own thread:
+    HiGHS reads the subscription at its next check), or from the start where Ctrl-C could reach the run only
+    through the main thread's Python handler, which runs only inside such a callback
+    (:attr:`~.solver_watch.Watch.sigint_needs_python`). After :meth:`close` (the run is over) a late request does
+    nothing: the next run on the instance starts unsubscribed.
+    """
+
+    def __init__(self, h: Any) -> None:  # h: a highspy.Highs (highspy ships no type stubs)
+        self.h = h
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def subscribe(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self.h.HandleUserInterrupt = True
+
+    def request(self) -> None:
+        """Ask the run to stop at its next interrupt check."""
+        with self._lock:
+            if not self._closed:
+                self.h.cancelSolve()
+                self.h.HandleUserInterrupt = True
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self.h.HandleUserInterrupt = False
 
 
 def _run(h: Any) -> None:

@@ -45,12 +45,14 @@ def on_stuck_interrupt(action: Callable[[], None] | None) -> None:
 
 
 def run_watched(run: Callable[[], Any], cancel: Callable[[], Any], time_limit_s: float | None,
-                solver: str = "HiGHS", unwatched: Callable[[], Any] | None = None) -> tuple[Any, bool]:  # Any: whatever the watched run returns
+                solver: str = "HiGHS", unwatched: Callable[[], Any] | None = None,
+                on_start: Callable[[Watch], Any] | None = None) -> tuple[Any, bool]:  # Any: whatever the watched run returns
     """``run()`` on the calling thread under a :class:`Watch`; returns ``(what run returned, whether the watch
     stopped it past its time limit)``. Ctrl-C in the main thread (with Python's own SIGINT handler in place, or
     one that raises as it does: the command line's)
     asks the solver to stop through ``cancel`` and raises :class:`KeyboardInterrupt` once it has stopped; outside
-    the main thread without a time limit, a plain ``run()`` (or ``unwatched()``, when given)."""
+    the main thread without a time limit, a plain ``run()`` (or ``unwatched()``, when given). ``on_start``: called
+    with the watch just before ``run()`` (see :attr:`Watch.sigint_needs_python`)."""
     handler = signal.getsignal(signal.SIGINT)
     main = threading.current_thread() is threading.main_thread() \
         and (handler is signal.default_int_handler or getattr(handler, "raises_keyboard_interrupt", False) is True)
@@ -58,6 +60,8 @@ def run_watched(run: Callable[[], Any], cancel: Callable[[], Any], time_limit_s:
         return (unwatched or run)(), False
     guard = Watch(cancel, time_limit_s, catch_sigint=main, solver=solver)
     with guard:
+        if on_start is not None:
+            on_start(guard)
         value = run()
     if guard.interrupted:
         raise KeyboardInterrupt
@@ -90,6 +94,9 @@ class Watch:
         self._interrupted_at: float | None = None
         self._stuck = False
         self._saved: tuple[Any, int | None] | None = None
+        #: Ctrl-C reaches this run only through the main thread's Python handler (another wake-up descriptor holds
+        #: the signal, so the watching thread is not woken): the solver must call into Python to let it run.
+        self.sigint_needs_python = False
 
     def __enter__(self) -> Watch:
         self.t0 = time.perf_counter()
@@ -102,6 +109,7 @@ class Watch:
                 signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
             else:
                 signal.set_wakeup_fd(previous)
+                self.sigint_needs_python = True
             self._saved = (handler, None if previous == -1 else previous)
         return self
 

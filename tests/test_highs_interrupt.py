@@ -1,0 +1,157 @@
+"""HiGHS's interrupt check through Python only once a run is asked to stop (:class:`StopOnRequest`).
+
+A watched run (the main thread, or a time limit) used to subscribe highspy's interrupt callback for its whole
+length: a call into Python at every simplex, interior-point and branch-and-bound iteration. Now the watch
+subscribes it when it asks the run to stop, from its own thread, and HiGHS answers at its next check. These
+tests run real HiGHS instances: a run that is not stopped makes no subscription and gives the same answer; a
+Ctrl-C and a time-limit stop still end a long MILP within moments; where another wake-up descriptor holds
+the signal, the callback is subscribed from the start, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+highspy = pytest.importorskip("highspy")
+
+from goodopt.solvers.mip_solvers.highs_run import StopOnRequest, new_highs, read_highs, run_highs  # noqa: E402
+from goodopt.solvers.mip_solvers.solver_watch import watchdog_grace_s  # noqa: E402
+from goodopt.solvers.result import Termination  # noqa: E402
+
+
+def _knapsack(n: int, m: int, seed: int = 0, integer: bool = True):
+    """max v x s.t. W x <= half of each row's weight, 0 <= x <= 1: with integers, a MILP HiGHS spends far more
+    than 20 s on (120 items, 12 rows); as an LP, solved at once."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(10, 100, (m, n)).astype(float)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, m
+    lp.col_cost_ = -(w.sum(0) / m + rng.integers(0, 20, n))
+    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
+    lp.row_lower_, lp.row_upper_ = np.full(m, -highspy.kHighsInf), w.sum(1) / 2
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(0, n * m + 1, m)
+    lp.a_matrix_.index_ = np.tile(np.arange(m, dtype=np.int32), n)
+    lp.a_matrix_.value_ = w.T.ravel()
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * n
+    h = new_highs()
+    h.passModel(lp)
+    return h
+
+
+@pytest.fixture
+def subscriptions(monkeypatch):
+    """Every interrupt-callback subscription HiGHS is given (the callback types started)."""
+    started = []
+    original = highspy.Highs.startCallback
+
+    def spy(self, callback_type):
+        started.append(callback_type)
+        return original(self, callback_type)
+
+    monkeypatch.setattr(highspy.Highs, "startCallback", spy)
+    return started
+
+
+def test_a_watched_run_not_asked_to_stop_calls_no_python_and_gives_the_same_answer(ctrl_c_raises, subscriptions):
+    # The main thread with Python's SIGINT handler: watched (Ctrl-C, and here a time limit too).
+    assert threading.current_thread() is threading.main_thread()
+    answers = []
+    for ipm in (False, True):
+        h = _knapsack(300, 40, integer=False)
+        if ipm:
+            h.setOptionValue("solver", "ipm")
+        assert run_highs(h, time_limit_s=60.0) is False
+        answers.append(h.getInfo().objective_function_value)
+        assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        assert h.HandleUserInterrupt is False
+    assert subscriptions == []
+    plain = _knapsack(300, 40, integer=False)
+    plain.run()  # unwatched
+    assert answers[0] == pytest.approx(plain.getInfo().objective_function_value, rel=1e-9)
+    assert answers[1] == pytest.approx(answers[0], rel=1e-6)
+
+
+def test_ctrl_c_stops_a_long_milp_through_the_watch(ctrl_c_raises, subscriptions):
+    h = _knapsack(120, 12)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_highs(h)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 5  # the MILP alone runs past 20 s
+    assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+    assert len(subscriptions) > 0 and h.HandleUserInterrupt is False  # subscribed to stop, unsubscribed after
+
+
+def test_a_time_limit_stop_from_the_watch_thread_reads_as_a_time_limit(subscriptions):
+    # HiGHS's own time limit is not set here: only the watch stops the run, past the limit and its grace.
+    h = _knapsack(120, 12)
+    t0 = time.perf_counter()
+    assert run_highs(h, time_limit_s=0.2) is True
+    assert time.perf_counter() - t0 < 0.2 + watchdog_grace_s(0.2) + 2.0
+    term, has_solution, objective, bound, *_ = read_highs(h, True, sense=-1, stopped=True)
+    assert term == Termination.TIME_LIMIT and has_solution and bound >= objective - 1e-9
+    assert len(subscriptions) > 0
+    # the instance runs again unsubscribed: not stopped at once by the earlier request
+    subscriptions.clear()
+    h.clearModel()
+    h.passModel(_knapsack(300, 40, integer=False).getLp())
+    assert run_highs(h, time_limit_s=60.0) is False
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal and subscriptions == []
+
+
+def test_where_another_wakeup_descriptor_holds_the_signal_the_callback_is_subscribed_from_the_start(
+        ctrl_c_raises, subscriptions):
+    # An event loop's descriptor stays in place; the Python handler then runs only inside HiGHS's callback.
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    try:
+        h = _knapsack(120, 12)
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                run_highs(h)
+        finally:
+            timer.cancel()
+        assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+        assert len(subscriptions) > 0
+        assert signal.set_wakeup_fd(writer.fileno()) == writer.fileno()  # still the loop's
+    finally:
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+
+
+class _Recorder:
+    def __init__(self):
+        self.HandleUserInterrupt = False
+        self.cancelled = 0
+
+    def cancelSolve(self):
+        self.cancelled += 1
+
+
+def test_a_request_after_the_run_is_over_does_nothing():
+    h = _Recorder()
+    stop = StopOnRequest(h)
+    stop.request()
+    assert h.cancelled == 1 and h.HandleUserInterrupt is True
+    stop.close()
+    assert h.HandleUserInterrupt is False
+    stop.request()
+    stop.subscribe()
+    assert h.cancelled == 1 and h.HandleUserInterrupt is False
