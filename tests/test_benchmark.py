@@ -144,3 +144,20 @@ def test_the_backend_table_solves_each_seed_on_each_backend_and_checks_they_agre
         mine = [r for r in rows if r["solver"] == name]
         assert summary[name]["cpu_s_worst"] == max(r["cpu_s"] for r in mine)
         assert summary[name]["certified"] and summary[name]["same_fitness"] and summary[name]["seeds"] == 2
+
+
+def test_the_dive_core_written_by_a_solve_is_the_model_every_backend_solves_to_the_dives_value():
+    # core-backends: the certified solve of sia-64 seed 3 (Sia's objective) ends in its reduced-cost dive and
+    # writes that model; read back, HiGHS and SCIP each solve it, from no start, to the dive's own objective.
+    # tiny's solve ends without a dive: no rows for it.
+    from goodopt.bench.core_backends import core_rows, core_summary
+
+    assert core_rows("tiny", seeds=(0,), backends=("highs",)) == []
+    rows = core_rows("sia-64", seeds=(3,), backends=("highs", "scip"))
+    assert [(r["seed"], r["solver"]) for r in rows] == [(3, "highs"), (3, "scip")]
+    for r in rows:
+        assert r["status"] == "optimal" and r["agrees_with_dive"] and r["certified_solve_status"] == "optimal"
+        assert r["objective"] == pytest.approx(r["dive_objective"], abs=1e-6) and r["bound"] >= r["objective"] - 1e-6
+        assert r["columns"] > 0 and r["rows"] > 0
+    summary = {s["solver"]: s for s in core_summary(rows)}
+    assert summary["scip"]["cores"] == 1 and summary["scip"]["closed"] == 1 and summary["scip"]["all_agree"]

@@ -21,6 +21,7 @@ from ..provenance import stamp
 from ..runs.tables import write_table
 from . import (
     beside_pollux,
+    core_backends,
     evaluator_speed,
     mip_solvers,
     pareto_fronts,
@@ -220,6 +221,19 @@ def _part_sia_backends(con: Console, bar: Progress, out: Path, args: argparse.Na
                      list(df.columns), digits=3))
 
 
+def _part_core_backends(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
+    task = bar.add_task("the dive's core on each MILP backend", total=len(core_backends.SEEDS))
+    rows = core_backends.core_rows(progress=lambda: bar.advance(task))
+    _save(out, "core_backends_seeds", rows, args.seed, "the reduced-cost dive's own objective on the same model, "
+          "and goodopt's whole certified solve, in this run")
+    df = _save(out, "core_backends", core_backends.core_summary(rows), args.seed, "the same")
+    con.print(_table(f"The reduced-cost dive's core MILP ({core_backends.FAMILY}, seeds {core_backends.SEEDS[0]}-"
+                     f"{core_backends.SEEDS[-1]}, Sia's objective; the model file the solve wrote) on each MILP "
+                     "backend: one thread, no start, the dive's node budget and gap; median and worst CPU s, cores "
+                     "closed within the budget, whether every objective was the dive's", df, list(df.columns),
+                     digits=3))
+
+
 def _part_pareto(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     task = bar.add_task("Pareto fronts", total=len(pareto_fronts.INSTANCES) * len(pareto_fronts.ALGORITHMS) * len(pareto_fronts.SEEDS))
     df = _save(out, "pareto", pareto_fronts.pareto_table(progress=lambda: bar.advance(task)), args.seed,
@@ -247,6 +261,7 @@ PARTS = {
     "solvers": _part_solvers,
     "sia": _part_sia,
     "sia-backends": _part_sia_backends,
+    "core-backends": _part_core_backends,
     "pareto": _part_pareto,
 }
 

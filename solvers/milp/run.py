@@ -274,10 +274,7 @@ class MilpRun:
         (see :mod:`goodopt.formulations.scaled_objective`); p = ±inf: the model value
         is the fitness.
         """
-        target = 0.1 * max(self.opts.mip_rel_gap, CERTIFIED_GAP * 1e-2)
-        if self.objective is not None:
-            return {"mip_rel_gap": 0.0, "mip_abs_gap": target * self.objective.weight_sum}
-        return {"mip_rel_gap": target, "mip_abs_gap": 0.0}
+        return model_gaps(self.opts.mip_rel_gap, None if self.objective is None else self.objective.weight_sum)
 
     def stage(self, name: str, out: MilpOutcome | Callable[[], MilpOutcome],
               objective: ScaledObjective | None = None) -> MilpOutcome:
@@ -307,6 +304,15 @@ class MilpRun:
             yield
         finally:
             self.deadline = whole
+
+
+def model_gaps(mip_rel_gap: float, weight_sum: float | None) -> dict[str, float]:
+    """The gaps a model's solver may stop at for a fitness gap ``mip_rel_gap`` (:attr:`MilpRun.gaps`): absolute,
+    in model units, for a scaled objective of weights ``weight_sum`` (finite p); relative for p = +-inf (None)."""
+    target = 0.1 * max(mip_rel_gap, CERTIFIED_GAP * 1e-2)
+    if weight_sum is not None:
+        return {"mip_rel_gap": 0.0, "mip_abs_gap": target * weight_sum}
+    return {"mip_rel_gap": target, "mip_abs_gap": 0.0}
 
 
 def stage_record(name: str, out: MilpOutcome, objective: ScaledObjective | None = None) -> Record:
