@@ -64,7 +64,7 @@ def written_core(family: str, seed: int, folder: Path) -> tuple[MatrixModel, Rec
 def core_rows(family: str = FAMILY, seeds: Sequence[int] = SEEDS, backends: Sequence[str] | None = None,
               progress: Callable[[], None] | None = None) -> list[Record]:
     """One row per (seed whose solve ended in a dive, installed backend): the core's size, the backend's CPU
-    seconds, status, nodes, objective and bound on it, whether that objective is the dive's to within its gap, and
+    seconds, status (and its own words), nodes, objective and bound on it, whether that objective is the dive's to within its gap, and
     the whole certified solve's CPU seconds and status."""
     names = [name for name in (backends or tuple(SOLVERS)) if missing(name) is None]
     rows: list[Record] = []
@@ -87,7 +87,7 @@ def _backend_rows(family: str, seed: int, mm: MatrixModel, said: Record, names: 
         cpu, (out, _) = least_cpu(lambda: adapter(name).solve(mm, limits))  # noqa: B023
         agrees = bool(out.has_solution and abs(out.objective - said["objective"]) <= gap)
         rows.append({"family": family, "seed": seed, "columns": mm.n_columns, "rows": mm.n_rows, "solver": name,
-                     "cpu_s": cpu, "status": str(out.termination), "nodes": out.nodes, "objective": out.objective,
+                     "cpu_s": cpu, "status": str(out.termination), "raw_status": out.raw_status, "nodes": out.nodes, "objective": out.objective,
                      "bound": out.bound, "dive_objective": said["objective"], "agrees_with_dive": agrees,
                      "certified_solve_cpu_s": said["solve_cpu_s"], "certified_solve_status": said["status"]})
     return rows
