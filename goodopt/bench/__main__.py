@@ -208,12 +208,18 @@ def _part_sia(con: Console, bar: Progress, out: Path, args: argparse.Namespace) 
                      "goodopt's CPU seconds to the baseline's, over its seeds", df, list(df.columns), digits=3))
 
 
+def _seeds_and_summary(out: Path, name: str, rows: list[dict[str, Any]], summary: list[dict[str, Any]], seed: int,
+                       baseline: str) -> pd.DataFrame:
+    """``NAME_seeds`` (every row) and ``NAME`` (the summary, returned) with their baseline said once."""
+    _save(out, f"{name}_seeds", rows, seed, baseline)
+    return _save(out, name, summary, seed, "the same")
+
+
 def _part_sia_backends(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     task = bar.add_task("milp on each MILP backend", total=len(sia_backends.SEEDS))
     rows = sia_backends.backend_rows(progress=lambda: bar.advance(task))
-    _save(out, "sia_backends_seeds", rows, args.seed, "a Sia-style ILP over Sia's configuration set on HiGHS, per "
-          "seed in this run")
-    df = _save(out, "sia_backends", sia_backends.backend_summary(rows), args.seed, "the same")
+    df = _seeds_and_summary(out, "sia_backends", rows, sia_backends.backend_summary(rows), args.seed,
+                            "a Sia-style ILP over Sia's configuration set on HiGHS, per seed in this run")
     con.print(_table(f"goodopt's certified milp on each MILP backend ({sia_backends.FAMILY}, seeds "
                      f"{sia_backends.SEEDS[0]}-{sia_backends.SEEDS[-1]}, Sia's objective, 1 thread, the LP stages "
                      "on HiGHS): median and worst CPU s, the worst ratio to a Sia-style ILP on HiGHS in the same "
@@ -224,9 +230,9 @@ def _part_sia_backends(con: Console, bar: Progress, out: Path, args: argparse.Na
 def _part_core_backends(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
     task = bar.add_task("the dive's core on each MILP backend", total=len(core_backends.SEEDS))
     rows = core_backends.core_rows(progress=lambda: bar.advance(task))
-    _save(out, "core_backends_seeds", rows, args.seed, "the reduced-cost dive's own objective on the same model, "
-          "and goodopt's whole certified solve, in this run")
-    df = _save(out, "core_backends", core_backends.core_summary(rows), args.seed, "the same")
+    df = _seeds_and_summary(out, "core_backends", rows, core_backends.core_summary(rows), args.seed,
+                            "the reduced-cost dive's own objective on the same model, and goodopt's whole "
+                            "certified solve, in this run")
     con.print(_table(f"The reduced-cost dive's core MILP ({core_backends.FAMILY}, seeds {core_backends.SEEDS[0]}-"
                      f"{core_backends.SEEDS[-1]}, Sia's objective; the model file the solve wrote) on each MILP "
                      "backend: one thread, no start, the dive's node budget and gap; median and worst CPU s, cores "
