@@ -47,6 +47,28 @@ def _knapsack(n: int, m: int, seed: int = 0, integer: bool = True):
     return h
 
 
+def _transport_ipm(m: int):
+    """min c x over an m x m transport LP (supplies <= 50-99, demands 90% of the total), by the interior point
+    without crossover: some 3 s of HiGHS's time at m = 700 on a 2-core VM."""
+    rng = np.random.default_rng(0)
+    supply = rng.integers(50, 100, m).astype(float)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = m * m, 2 * m
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = rng.random(m * m), np.zeros(m * m), np.full(m * m, highspy.kHighsInf)
+    lp.row_lower_ = np.concatenate([np.full(m, -highspy.kHighsInf), np.full(m, 0.9 * supply.sum() / m)])
+    lp.row_upper_ = np.concatenate([supply, np.full(m, highspy.kHighsInf)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(0, 2 * m * m + 1, 2)
+    i, j = np.divmod(np.arange(m * m), m)
+    lp.a_matrix_.index_ = np.stack([i, m + j], 1).ravel().astype(np.int32)
+    lp.a_matrix_.value_ = np.ones(2 * m * m)
+    h = new_highs()
+    h.passModel(lp)
+    h.setOptionValue("solver", "ipm")
+    h.setOptionValue("run_crossover", "off")
+    return h
+
+
 @pytest.fixture
 def subscriptions(monkeypatch):
     """Every interrupt-callback subscription HiGHS is given (the callback types started)."""
@@ -98,6 +120,12 @@ def test_ctrl_c_stops_a_long_milp_through_the_watch(ctrl_c_raises, subscriptions
     assert _ctrl_c_during_run(h) < 5  # the MILP alone runs past 20 s
     assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
     assert len(subscriptions) > 0 and h.HandleUserInterrupt is False  # subscribed to stop, unsubscribed after
+
+
+def test_ctrl_c_stops_an_interior_point_lp_through_the_watch(ctrl_c_raises, subscriptions):
+    h = _transport_ipm(700)
+    assert _ctrl_c_during_run(h) < 5
+    assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt and len(subscriptions) > 0
 
 
 def test_a_time_limit_stop_from_the_watch_thread_reads_as_a_time_limit(subscriptions):
