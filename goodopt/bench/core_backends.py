@@ -58,14 +58,14 @@ def written_core(family: str, seed: int, folder: Path) -> tuple[MatrixModel, Rec
                      n_configs=0, epigraph=False)
     gap = model_gaps(MilpOptions().mip_rel_gap, objective.get("weight_sum"))["mip_abs_gap"]
     return mm, {"stage": written["stage"], "objective": float(written["objective"]), "mip_abs_gap": gap,
-                "solve_cpu_s": cpu, "fitness": float(res.fitness), "status": str(res.status)}
+                "solve_cpu_s": cpu, "status": str(res.status)}
 
 
 def core_rows(family: str = FAMILY, seeds: Sequence[int] = SEEDS, backends: Sequence[str] | None = None,
               progress: Callable[[], None] | None = None) -> list[Record]:
     """One row per (seed whose solve ended in a dive, installed backend): the core's size, the backend's CPU
-    seconds, status (and its own words), nodes, objective and bound on it, whether that objective is the dive's to within its gap, and
-    the whole certified solve's CPU seconds and status."""
+    seconds, status (and its own words), nodes, objective and bound on it, whether that objective is the dive's
+    to within its gap, and the whole certified solve's CPU seconds and status."""
     names = [name for name in (backends or tuple(SOLVERS)) if missing(name) is None]
     rows: list[Record] = []
     with tempfile.TemporaryDirectory(prefix="goodopt-core-") as tmp:
@@ -87,8 +87,8 @@ def _backend_rows(family: str, seed: int, mm: MatrixModel, said: Record, names: 
         cpu, (out, _) = least_cpu(lambda: adapter(name).solve(mm, limits))  # noqa: B023
         agrees = bool(out.has_solution and abs(out.objective - said["objective"]) <= gap)
         rows.append({"family": family, "seed": seed, "columns": mm.n_columns, "rows": mm.n_rows, "solver": name,
-                     "cpu_s": cpu, "status": str(out.termination), "raw_status": out.raw_status, "nodes": out.nodes, "objective": out.objective,
-                     "bound": out.bound, "dive_objective": said["objective"], "agrees_with_dive": agrees,
+                     "cpu_s": cpu, "status": str(out.termination), "raw_status": out.raw_status, "nodes": out.nodes,
+                     "objective": out.objective, "bound": out.bound, "dive_objective": said["objective"], "agrees_with_dive": agrees,
                      "certified_solve_cpu_s": said["solve_cpu_s"], "certified_solve_status": said["status"]})
     return rows
 
