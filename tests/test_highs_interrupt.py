@@ -182,3 +182,20 @@ def test_a_request_after_the_run_is_over_does_nothing():
     stop.request()
     stop.subscribe()
     assert h.cancelled == 1 and h.HandleUserInterrupt is False
+
+
+def test_a_request_from_inside_close_on_the_same_thread_does_not_wait_for_itself():
+    # Ctrl-C's handler (the watch's) runs in the main thread between bytecodes, possibly inside close(): the
+    # request it makes there must not wait for the lock close() holds.
+    class Reentering(_Recorder):
+        def __setattr__(self, name, value):
+            object.__setattr__(self, name, value)
+            if name == "HandleUserInterrupt" and value is False and "stop" in self.__dict__:
+                self.stop.request()
+
+    h = Reentering()
+    h.stop = StopOnRequest(h)
+    t = threading.Thread(target=h.stop.close, daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive() and h.cancelled == 0 and h.HandleUserInterrupt is False

@@ -87,7 +87,8 @@ class StopOnRequest:
 
     def __init__(self, h: Any) -> None:  # h: a highspy.Highs (highspy ships no type stubs)
         self.h = h
-        self._lock = threading.Lock()
+        # re-entrant: Ctrl-C's handler (the watch's, in the main thread) may run inside close() or subscribe()
+        self._lock = threading.RLock()
         self._closed = False
 
     def subscribe(self) -> None:
