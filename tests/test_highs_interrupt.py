@@ -21,29 +21,26 @@ import pytest
 
 highspy = pytest.importorskip("highspy")
 
-from goodopt.solvers.mip_solvers.highs_run import StopOnRequest, new_highs, read_highs, run_highs  # noqa: E402
+from goodopt.solvers.mip_solvers.highs_run import (  # noqa: E402
+    StopOnRequest,
+    new_highs,
+    pass_arrays,
+    read_highs,
+    run_highs,
+)
 from goodopt.solvers.mip_solvers.solver_watch import watchdog_grace_s  # noqa: E402
 from goodopt.solvers.result import Termination  # noqa: E402
 
 
 def _knapsack(n: int, m: int, seed: int = 0, integer: bool = True):
-    """max v x s.t. W x <= half of each row's weight, 0 <= x <= 1: with integers, a MILP HiGHS spends far more
-    than 20 s on (120 items, 12 rows); as an LP, solved at once."""
+    """max v x s.t. W x <= half of each row's weight, 0 <= x <= 1 (stated as min -v x): with integers, a MILP
+    HiGHS spends far more than 20 s on (120 items, 12 rows); as an LP, solved at once."""
     rng = np.random.default_rng(seed)
     w = rng.integers(10, 100, (m, n)).astype(float)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, m
-    lp.col_cost_ = -(w.sum(0) / m + rng.integers(0, 20, n))
-    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
-    lp.row_lower_, lp.row_upper_ = np.full(m, -highspy.kHighsInf), w.sum(1) / 2
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.arange(0, n * m + 1, m)
-    lp.a_matrix_.index_ = np.tile(np.arange(m, dtype=np.int32), n)
-    lp.a_matrix_.value_ = w.T.ravel()
-    if integer:
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * n
     h = new_highs()
-    h.passModel(lp)
+    pass_arrays(h, cost=-(w.sum(0) / m + rng.integers(0, 20, n)), lower=np.zeros(n), upper=np.ones(n),
+                row_lower=np.full(m, -np.inf), row_upper=w.sum(1) / 2, indptr=np.arange(0, n * m + 1, m),
+                indices=np.tile(np.arange(m), n), data=w.T.ravel(), integer=np.full(n, integer), maximise=False)
     return h
 
 
@@ -52,18 +49,13 @@ def _transport_ipm(m: int):
     without crossover: some 3 s of HiGHS's time at m = 700 on a 2-core VM."""
     rng = np.random.default_rng(0)
     supply = rng.integers(50, 100, m).astype(float)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = m * m, 2 * m
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = rng.random(m * m), np.zeros(m * m), np.full(m * m, highspy.kHighsInf)
-    lp.row_lower_ = np.concatenate([np.full(m, -highspy.kHighsInf), np.full(m, 0.9 * supply.sum() / m)])
-    lp.row_upper_ = np.concatenate([supply, np.full(m, highspy.kHighsInf)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.arange(0, 2 * m * m + 1, 2)
     i, j = np.divmod(np.arange(m * m), m)
-    lp.a_matrix_.index_ = np.stack([i, m + j], 1).ravel().astype(np.int32)
-    lp.a_matrix_.value_ = np.ones(2 * m * m)
     h = new_highs()
-    h.passModel(lp)
+    pass_arrays(h, cost=rng.random(m * m), lower=np.zeros(m * m), upper=np.full(m * m, np.inf),
+                row_lower=np.concatenate([np.full(m, -np.inf), np.full(m, 0.9 * supply.sum() / m)]),
+                row_upper=np.concatenate([supply, np.full(m, np.inf)]), indptr=np.arange(0, 2 * m * m + 1, 2),
+                indices=np.stack([i, m + j], 1).ravel(), data=np.ones(2 * m * m), integer=np.zeros(m * m, bool),
+                maximise=False)
     h.setOptionValue("solver", "ipm")
     h.setOptionValue("run_crossover", "off")
     return h

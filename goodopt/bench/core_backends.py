@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..families import FAMILIES
-from ..formulations.matrix import CscArrays, MatrixModel
+from ..formulations.matrix import MatrixModel
 from ..records import Record
 from ..scenario import Objective
 from ..solvers.api import solve
@@ -50,12 +50,7 @@ def written_core(family: str, seed: int, folder: Path) -> tuple[MatrixModel, Rec
     written = res.extra.get("written_model") or {}
     if not str(written.get("stage", "")).startswith("reduced-cost dive"):
         return None
-    arrays, objective = model_arrays(path), load_map(map_path(path))["objective"]
-    indptr, indices, data = (np.asarray(a) for a in arrays.A)
-    mm = MatrixModel(cost=arrays.sense * arrays.cost, lower=arrays.lower, upper=arrays.upper, integer=arrays.integer,
-                     A=CscArrays(indptr, indices, data, (len(arrays.row_lower), len(arrays.cost))),
-                     row_lower=arrays.row_lower, row_upper=arrays.row_upper, names=tuple(arrays.row_names),
-                     n_configs=0, epigraph=False)
+    mm, objective = model_arrays(path).matrix(), load_map(map_path(path))["objective"]
     gap = model_gaps(MilpOptions().mip_rel_gap, objective.get("weight_sum"))["mip_abs_gap"]
     return mm, {"stage": written["stage"], "objective": float(written["objective"]), "mip_abs_gap": gap,
                 "solve_cpu_s": cpu, "status": str(res.status)}

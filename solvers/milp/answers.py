@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from goodopt.formulations.configs import ConfigSet
-from goodopt.formulations.matrix import CscArrays
+from goodopt.formulations.matrix import CscArrays, MatrixModel
 from goodopt.formulations.row_families import describe, family_of
 
 from goodopt.arrays import Array
@@ -50,6 +50,14 @@ class ModelArrays:
     row_lower: Array
     row_upper: Array
     sense: int  # +1 maximise, -1 minimise (as the file states)
+
+    def matrix(self) -> MatrixModel:
+        """The model as goodopt's solvers take it (a maximisation, rows labelled by their names)."""
+        indptr, indices, data = (np.asarray(a) for a in self.A)
+        return MatrixModel(cost=self.sense * self.cost, lower=self.lower, upper=self.upper, integer=self.integer,
+                           A=CscArrays(indptr, indices, data, (len(self.row_lower), len(self.cost))),
+                           row_lower=self.row_lower, row_upper=self.row_upper, names=tuple(self.row_names),
+                           n_configs=0, epigraph=False)
 
 
 def load_map(path: str | Path) -> Record:
