@@ -155,6 +155,9 @@ class _Run:
         self.last_unit: dict[str, int] = {}  # unit -> type it ran on last round (lease continuation)
         self.n_rounds, self.n_solves, self.lp_s = 0, 0, 0.0
         self.t = 0.0
+        # mechanism gavel: the jobs last synced, with their GPUs and rates; the types in order
+        self.synced: tuple[np.ndarray | None, np.ndarray, np.ndarray] = (None, self.scale, self.rate)
+        self.type_order = np.arange(len(types))
 
     def _append(self, jobs: Sequence[RigidJob]) -> None:
         """Add later jobs of the trace (and their per-job state)."""
@@ -197,24 +200,30 @@ class _Run:
     def until_window_done(self, window: set[int]) -> None:
         cfg, nxt, left = self.cfg, 0, set(window)
         active: list[int] = []
+        ids = np.zeros(0, dtype=np.int64)  # ``active`` as an array, a new one only when the jobs change
         while left:
             if self.t > cfg.max_time_s:
                 log.info("rigid run stopped at max_time_s = %g s with %d window job(s) unfinished", cfg.max_time_s,
                          len(left))
                 return
+            arrived = nxt
             while (arrival := self._arrival(nxt)) is not None and arrival <= self.t:
                 active.append(nxt)
                 nxt += 1
+            if nxt != arrived:
+                ids = np.asarray(active, dtype=np.int64)
             if cfg.max_active_jobs is not None and len(active) > cfg.max_active_jobs:
                 log.info("rigid run stopped at %g s: %d jobs queued (max_active_jobs %d)", self.t, len(active),
                          cfg.max_active_jobs)
                 return
             step = None
             if active:
-                step = self._round(active) if self.gavel is None else self._gavel_round(self.gavel, active)
-                running = np.isnan(self.completion[active])
-                left.difference_update(np.asarray(active)[~running].tolist())
-                active = np.asarray(active)[running].tolist()
+                step = self._round(active) if self.gavel is None else self._gavel_round(self.gavel, ids)
+                running = np.isnan(self.completion[ids])
+                if not running.all():
+                    left.difference_update(ids[~running].tolist())
+                    ids = ids[running]
+                    active = ids.tolist()
             if step is None and (arrival := self._arrival(nxt)) is not None:  # nothing ran: on to the next arrival
                 self.t = self._next_start(arrival)
                 continue
@@ -259,17 +268,20 @@ class _Run:
                       np.array(shared, dtype=bool))
         return self.cfg.round_s
 
-    def _gavel_round(self, g: GavelRounds, active: list[int]) -> float | None:
-        """One round of Gavel's mechanism ``g``; it lasts until its last job's share of it ends (None: no job ran)."""
-        ids = np.asarray(active, dtype=np.int64)  # the mechanism knows jobs by trace index
-        g.sync(ids)
+    def _gavel_round(self, g: GavelRounds, ids: np.ndarray) -> float | None:
+        """One round of Gavel's mechanism ``g`` for the active jobs ``ids`` (trace indices, as the mechanism knows
+        them; a new array whenever they change); it lasts until its last job's share of it ends (None: no job
+        ran)."""
+        if ids is not self.synced[0]:  # the same jobs as last round: syncing them would change nothing
+            g.sync(ids)
+            self.synced = (ids, self.scale[ids], self.rate[ids])
+        _, scale, rate = self.synced
         if g.due(self.t):
-            units, x = self._fractions(active)  # one unit per job: this mechanism runs no pairs
+            units, x = self._fractions(ids.tolist())  # one unit per job: this mechanism runs no pairs
             g.reset(self.t, [members[0] for _, members in units], x)
-        order = self.rng.permutation(len(self.types)) if self.cfg.agnostic else np.arange(len(self.types))
-        scale = self.scale[ids]
+        order = self.rng.permutation(len(self.types)) if self.cfg.agnostic else self.type_order
         # queued without an allocation: no type (its GPUs idle this round)
-        assigned = g.round_types(ids, scale, self.capacity, self.rate[ids], order)
+        assigned = g.round_types(ids, scale, self.capacity, rate, order)
         on = assigned >= 0
         if not on.any():
             return None
