@@ -20,9 +20,13 @@ import numpy as np
 from numba import njit
 
 from goodopt.arrays import Array
+from goodopt.kernel_cache import depends_on
 
+from . import ga_kernels
 from .ga_kernels import repair_rows
 
+# children_rows compiles ga_kernels' repair in: its cache goes stale with that file too (goodopt.kernel_cache)
+depends_on(__file__, ga_kernels.__file__)
 _jit = njit(cache=True, nogil=True)
 
 
