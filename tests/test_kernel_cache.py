@@ -17,7 +17,8 @@ def test_the_breeding_kernels_cache_is_stamped_with_the_repair_it_compiles_in():
     assert stamp[1] == kernel_cache._content_hash(ga_kernels.__file__)
 
 
-def test_a_stamp_changes_with_the_content_of_a_dependency_and_only_then(tmp_path):
+def test_a_stamp_changes_with_the_content_of_a_dependency_and_only_then(tmp_path, monkeypatch):
+    monkeypatch.setattr(kernel_cache, "_DEPENDS", dict(kernel_cache._DEPENDS))  # the temporary files leave no trace
     caller, callee, alone = tmp_path / "caller.py", tmp_path / "callee.py", tmp_path / "alone.py"
     for f in (caller, callee, alone):
         f.write_text("x = 1\n")

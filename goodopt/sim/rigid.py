@@ -199,8 +199,7 @@ class _Run:
 
     def until_window_done(self, window: set[int]) -> None:
         cfg, nxt, left = self.cfg, 0, set(window)
-        active: list[int] = []
-        ids = np.zeros(0, dtype=np.int64)  # ``active`` as an array, a new one only when the jobs change
+        ids = np.zeros(0, dtype=np.int64)  # the active jobs (trace indices, in arrival order); a new array on a change
         while left:
             if self.t > cfg.max_time_s:
                 log.info("rigid run stopped at max_time_s = %g s with %d window job(s) unfinished", cfg.max_time_s,
@@ -208,22 +207,20 @@ class _Run:
                 return
             arrived = nxt
             while (arrival := self._arrival(nxt)) is not None and arrival <= self.t:
-                active.append(nxt)
                 nxt += 1
             if nxt != arrived:
-                ids = np.asarray(active, dtype=np.int64)
-            if cfg.max_active_jobs is not None and len(active) > cfg.max_active_jobs:
-                log.info("rigid run stopped at %g s: %d jobs queued (max_active_jobs %d)", self.t, len(active),
+                ids = np.concatenate([ids, np.arange(arrived, nxt)])
+            if cfg.max_active_jobs is not None and len(ids) > cfg.max_active_jobs:
+                log.info("rigid run stopped at %g s: %d jobs queued (max_active_jobs %d)", self.t, len(ids),
                          cfg.max_active_jobs)
                 return
             step = None
-            if active:
-                step = self._round(active) if self.gavel is None else self._gavel_round(self.gavel, ids)
+            if len(ids):
+                step = self._round(ids.tolist()) if self.gavel is None else self._gavel_round(self.gavel, ids)
                 running = np.isnan(self.completion[ids])
                 if not running.all():
                     left.difference_update(ids[~running].tolist())
                     ids = ids[running]
-                    active = ids.tolist()
             if step is None and (arrival := self._arrival(nxt)) is not None:  # nothing ran: on to the next arrival
                 self.t = self._next_start(arrival)
                 continue
