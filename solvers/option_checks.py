@@ -86,6 +86,16 @@ def check_solver(solver: Any, threads: int | None, solver_options: Any) -> None:
                               "give them as highs_options={...}")
 
 
+def check_probe(probe: Any) -> None:  # Any: a user's value, checked here
+    """``dive_probe``: ``auto``, ``none`` or a MILP solver installed here."""
+    from .mip_solvers import SOLVERS, missing
+
+    choice("dive_probe", probe, ("auto", "none", *SOLVERS))
+    why = None if probe in ("auto", "none") else missing(probe)
+    if why is not None:
+        raise ValidationError("options.dive_probe", why, f"{SOLVERS[probe].install}, or give dive_probe='none'")
+
+
 def check_highs_options(options: Any) -> None:  # Any: a user's values, checked here
     """Native HiGHS options: a mapping whose every name HiGHS knows and whose every value it accepts."""
     if not isinstance(options, Mapping):

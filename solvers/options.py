@@ -28,6 +28,7 @@ from .option_checks import (  # noqa: F401
     MAX_SECONDS,
     MAX_THREADS,
     check_highs_options,
+    check_probe,
     check_solver,
     choice,
     job_numbers,
@@ -105,10 +106,14 @@ class MilpOptions(_MilpBase):
     #: ``all``: every configuration; ``sia``: only those of Sia's ILP
     #: (:func:`goodopt.formulations.configs.sia_configs`): the same problem on Sia's restricted set
     configs: str = "all"
+    #: The solver that first solves the reduced-cost dive's core at its root (``auto``: SCIP under HiGHS;
+    #: ``none``: no probe), see :func:`goodopt.solvers.milp.dive.dive_probe`.
+    dive_probe: str = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         choice("formulation", self.formulation, ("auto", "placement", "config", "reference"))
+        check_probe(self.dive_probe)
         if self.write_model is not None and (not isinstance(self.write_model, str)
                                              or not self.write_model.lower().endswith((".mps", ".lp"))):
             raise ValidationError("options.write_model", f"must be a file name ending in .mps or .lp, got "

@@ -211,6 +211,55 @@ def test_a_reduced_cost_dive_that_reaches_its_bound_ends_the_solve():
     assert res.bound >= plain.fitness * (1 - 1e-9) and plain.bound >= res.fitness * (1 - 1e-9)
 
 
+def _dive_stages(res):
+    return [st for st in res.extra["stages"] if st["model"].startswith("reduced-cost dive")]
+
+
+@pytest.mark.parametrize("family, seed, sia", [("sia-64", 0, False), ("sia-64", 0, True), ("mixed-64", 0, False)])
+def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solver(family, seed, sia):
+    """Under every type's pattern rows, SCIP first solves the reduced-cost dive's core at its root (one node); if
+    that does not meet the bound, HiGHS solves the same core (the same open configurations) as it does without
+    the probe. sia-64 seed 0: the probe ends the solve under the own objective, not under Sia's (HiGHS follows);
+    either way the optimum and the bound are those of dive_probe: none."""
+    import dataclasses
+
+    from goodopt.objective import Objective
+    sc = FAMILIES[family].scenario(seed)
+    pr = (dataclasses.replace(sc, objective=Objective.sia()) if sia else sc).problem()
+    probed = goodopt.solve(pr, "milp", {"lp_rounding": True})
+    plain = goodopt.solve(pr, "milp", {"lp_rounding": True, "dive_probe": "none"})
+    first, *rest = _dive_stages(probed)
+    assert first["solver"] == "scip" and first["nodes"] <= 1 and first["model"].endswith(", scip's root")
+    without = _dive_stages(plain)
+    assert [st["solver"] for st in without] == ["highs"]
+    assert first["model"].startswith(without[0]["model"])  # the same open configurations
+    if rest:  # the probe left a gap: HiGHS's dive, as without the probe
+        assert [st["model"] for st in rest] == [without[0]["model"]] and rest[0]["solver"] == "highs"
+    else:
+        assert "reduced-cost dive" in probed.extra["proof"]
+    assert probed.status == plain.status == Termination.OPTIMAL
+    assert abs(probed.fitness - plain.fitness) <= 1e-6 * plain.fitness
+    assert probed.bound >= plain.fitness * (1 - 1e-9) and plain.bound >= probed.fitness * (1 - 1e-9)
+
+
+def test_the_dive_probe_is_off_from_the_plain_lp_and_under_another_solver_and_checked():
+    """From the plain LP (below 2,000 job-node pairs, lp_rounding auto) the dive has no probe; a probe naming the
+    chosen solver is none; an unknown name is refused naming the option."""
+    from goodopt.solvers.milp.run import dive_probe
+    from goodopt.solvers.options import MilpOptions
+
+    from goodopt.errors import ValidationError
+
+    pr = FAMILIES["sia-64"].scenario(0).problem()
+    res = goodopt.solve(pr, "milp")
+    assert all(st["solver"] == "highs" for st in _dive_stages(res)) and _dive_stages(res)
+    assert dive_probe(MilpOptions()) == "scip" and dive_probe(MilpOptions(dive_probe="none")) is None
+    assert dive_probe(MilpOptions(solver="scip")) is None
+    assert dive_probe(MilpOptions(solver="scip", dive_probe="highs")) == "highs"
+    with pytest.raises(ValidationError, match="dive_probe"):
+        MilpOptions(dive_probe="scipp")
+
+
 @pytest.mark.slow
 def test_from_the_plain_lp_the_reduced_cost_dive_leaves_no_configuration_milp_to_solve():
     """Below 2,000 job-node pairs the dive from the configuration level's own LP opens every configuration whose

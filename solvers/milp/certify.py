@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-import numpy as np
-
 from goodopt.arrays import Array
 
 from ..config_model import ArrayModel, ConfigModel
@@ -18,7 +16,7 @@ from .dive import lp_dive, reduced_cost_dive
 from .exact_placement import place_choice
 from .pricing import priced_relaxation
 from .reduce import lp_config_bounds
-from .run import MilpRun, as_time_limit
+from .run import MilpRun, as_time_limit, reaches_bound
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +99,3 @@ def _proof(source: str | None, name: str, dived: bool) -> str:
         return (f"{how} the LP relaxation of the {name} model reaches the bound of the reduced-cost dive that "
                 f"followed {rc_bound}")
     return f"{how} the LP relaxation of the {name} model reaches its bound"
-
-
-def reaches_bound(run: MilpRun) -> bool:
-    """Whether the best candidate is within the gap the MILP would stop at of the best bound."""
-    fit, bound = run.best()[2], run.fit_bound
-    tolerance = max(run.opts.mip_rel_gap, CERTIFIED_GAP) * abs(bound)
-    return bool(np.isfinite(fit) and np.isfinite(bound) and bound - fit <= tolerance)

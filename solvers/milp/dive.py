@@ -22,10 +22,10 @@ the same rows, each adding a candidate.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
-from goodopt.formulations.configs import choice_from_values
+from goodopt.formulations.configs import ConfigSet, choice_from_values
 from goodopt.formulations.scaled_objective import ScaledObjective, reference_fitness, scaled_objective
 
 from goodopt.arrays import Array
@@ -38,10 +38,20 @@ from ..result import Termination
 from .exact_placement import place_choice
 from .models import solver_kwargs
 from .reduce import ConfigBounds, configs_from
-from .run import MilpRun, config_highs_options, without_restart
+from .run import MilpRun, config_highs_options, dive_probe, reaches_bound, without_restart
 
 #: Branch-and-bound nodes of a dive's MILP: a deterministic budget.
 DIVE_NODE_LIMIT = 200
+#: Branch-and-bound nodes of the dive's probe (:func:`~goodopt.solvers.milp.run.dive_probe`): its root alone. Measured with SCIP as the probe
+#: under HiGHS (one thread, CPU s of the whole solve, 2,048 GPUs, seeds 0-9 own objective / 0-4 Sia's, in all and
+#: the worst seed, against no probe): mixed-2048 own 5.93 against 7.62 (worst 0.83 against 1.21: SCIP's root
+#: closed seeds 7 and 9 in 0.18-0.26 s where HiGHS's root took 0.4-0.7 s), Sia's five-types-2048 10.30 against
+#: 14.53 (seed 2 1.05 against 4.40, seed 1 5.71 against 4.70); five-types-2048 own 24.33 against 19.35 (worst
+#: 4.16 against 3.46: SCIP's root did not close, and its 0.4-1.0 s came on top of HiGHS's dive); Sia's
+#: mixed-2048 4.60 against 4.26; five-types-512 own 3.15 against 2.51 and Sia's 1.56 against 1.83; the same
+#: optima. From the plain LP (``open_all``, below 2,000 job-node pairs) there is no probe: over sia-64, mixed-64,
+#: testbed-over, testbed-under and hetero-16 seeds 0-9, both objectives, it cost 2.01 s against 1.63 s.
+PROBE_NODE_LIMIT = 1
 #: LP values within this of 0 or 1 count as integral.
 INTEGRAL_TOL = 1e-7
 #: Share of the gap (LP bound - best candidate) within which a configuration's bound keeps it open.
@@ -89,7 +99,10 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     The open configurations form a model of their own (the same node-pattern
     rows, built for them alone, so it is small), warm from the best
     candidate, whose configurations stay open. Finite p, after ``model``
-    solved its LP relaxation and ``bounds`` were read from it.
+    solved its LP relaxation and ``bounds`` were read from it. Under pattern
+    rows (not ``open_all``) the probe (:func:`~goodopt.solvers.milp.run.dive_probe`) solves that core
+    first at its root; unless that ends the solve, the chosen solver then
+    solves the same core from the same start, as without the probe.
 
     ``open_all`` opens every configuration whose ``L_c`` reaches the best
     candidate (the set the configuration MILP would keep, see
@@ -112,23 +125,52 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     threshold = (value - run.gaps["mip_abs_gap"] - run.pruning_tolerance if open_all
                  else bounds.lp_bound - DIVE_GAP_SHARE * (bounds.lp_bound - value))
     open_ = configs_from(run, bounds, threshold, best)
-    index = np.flatnonzero(open_)
     sub_cs = cs.subset(open_)
     # scaled to the best candidate, so that the dive's gap resolves the fitness near it
-    objective = scaled_objective(run.pr, sub_cs, reference_fitness(run.pr, sub_cs, f_inc), f_inc)
+    core = _Core(np.flatnonzero(open_), sub_cs,
+                 scaled_objective(run.pr, sub_cs, reference_fitness(run.pr, sub_cs, f_inc), f_inc), bounds)
+    if len(model.mm.pattern_types) == run.pr.n_gpu_types:
+        run.dive_open = int(core.index.size)
+    found = -np.inf
+    probe = None if open_all else dive_probe(run.opts)  # see PROBE_NODE_LIMIT
+    if probe is not None:
+        found = _solve_core(run, model, core, best, probe, open_all)
+        if reaches_bound(run):
+            return found
+    return max(found, _solve_core(run, model, core, best, None, open_all))
+
+
+@dataclass(frozen=True)
+class _Core:
+    """The reduced-cost dive's core: the open configurations (their indices into the run's and their own set),
+    its objective, and the LP's bounds ``L_c`` it was opened by."""
+    index: Array
+    configs: ConfigSet
+    objective: ScaledObjective
+    bounds: ConfigBounds
+
+
+def _solve_core(run: MilpRun, model: ArrayModel, core: _Core, start: Array, probe: str | None,
+                open_all: bool) -> float:
+    """Solve the core from ``start`` on the chosen solver (``probe`` None, the dive's node budget) or on
+    ``probe`` at its root (one thread); keep its bound and its placed answer (returns its fitness)."""
     native = {**config_highs_options(run.opts), "presolve": "on"}
     if open_all and FEASIBILITY_JUMP not in run.opts.highs_options and accepts_option(FEASIBILITY_JUMP, False):
         native[FEASIBILITY_JUMP] = False  # see FEASIBILITY_JUMP
-    sub = ArrayModel(run.pr, sub_cs, objective, threads=run.opts.threads,
-                     highs_options=without_restart(run.opts, native), placement=model.mm.pattern_types,
-                     **solver_kwargs(run))
-    out = sub.solve(warm_start=best, **{**run.solve_kwargs(), "node_limit": DIVE_NODE_LIMIT})
-    if len(model.mm.pattern_types) == run.pr.n_gpu_types:
-        run.dive_open = int(index.size)
+    kw, threads, limit = solver_kwargs(run), run.opts.threads, DIVE_NODE_LIMIT
+    if probe is not None:
+        kw, threads, limit = {"solver": probe, "feasibility_tol": run.solver_feasibility}, 1, PROBE_NODE_LIMIT
+    sub = ArrayModel(run.pr, core.configs, core.objective, threads=threads,
+                     highs_options=without_restart(run.opts, native), placement=model.mm.pattern_types, **kw)
+    out = sub.solve(warm_start=start, **{**run.solve_kwargs(), "node_limit": limit})
     run.last_model = sub  # the model solved last (write_model) when the dive ends the solve
-    run.stage(f"reduced-cost dive ({index.size} of {cs.n_configs} configurations open)",
-              replace(out, compile_s=sub.build_s), objective)
-    run.tighten_fitness(_open_bound(run, out, objective, bounds, ~open_))
+    cs, index = run.cs, core.index
+    name = f"reduced-cost dive ({index.size} of {cs.n_configs} configurations open)"
+    run.stage(name if probe is None else f"{name}, {probe}'s root", replace(out, compile_s=sub.build_s),
+              core.objective)
+    closed = np.ones(cs.n_configs, bool)
+    closed[index] = False
+    run.tighten_fitness(_open_bound(run, out, core.objective, core.bounds, closed))
     if not out.has_solution:
         return -np.inf
     chosen = sub.chosen()

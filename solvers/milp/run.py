@@ -57,7 +57,8 @@ def solver_record(opts: MilpOptions | PwlOptions, problem: AllocationProblem) ->
                     native=opts.highs_options if opts.solver == "highs" else opts.solver_options)
     return {"name": opts.solver, "version": adapter(opts.solver).version(),
             "parameters": parameters(opts.solver, limits),
-            "lp_stages": "highs" if opts.solver != "highs" else "highs (the same solver)"}
+            "lp_stages": "highs" if opts.solver != "highs" else "highs (the same solver)",
+            "dive_probe": dive_probe(opts) if isinstance(opts, MilpOptions) else None}
 
 
 def remaining(deadline: float | None) -> float | None:
@@ -337,3 +338,21 @@ def as_time_limit(out: MilpOutcome | None) -> MilpOutcome:
     if out is None:
         return stand_in(Termination.TIME_LIMIT, "time limit reached before solving")
     return replace(out, termination=Termination.TIME_LIMIT)
+
+
+def reaches_bound(run: MilpRun) -> bool:
+    """Whether the best candidate is within the gap the MILP would stop at of the best bound."""
+    fit, bound = run.best()[2], run.fit_bound
+    tolerance = max(run.opts.mip_rel_gap, CERTIFIED_GAP) * abs(bound)
+    return bool(np.isfinite(fit) and np.isfinite(bound) and bound - fit <= tolerance)
+
+
+def dive_probe(opts: MilpOptions) -> str | None:
+    """The solver that first solves the reduced-cost dive's core at its root (see :data:`goodopt.solvers.milp.dive.PROBE_NODE_LIMIT`),
+    or None: ``dive_probe``'s choice; ``auto`` is SCIP when the chosen solver is HiGHS and SCIP is installed."""
+    from ..mip_solvers import missing
+
+    probe = opts.dive_probe
+    if probe == "auto":
+        probe = "scip" if opts.solver == "highs" and missing("scip") is None else "none"
+    return None if probe in ("none", opts.solver) else probe
