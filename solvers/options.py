@@ -107,7 +107,7 @@ class MilpOptions(_MilpBase):
     #: (:func:`goodopt.formulations.configs.sia_configs`): the same problem on Sia's restricted set
     configs: str = "all"
     #: The solver that first solves the reduced-cost dive's core at its root (``auto``: SCIP under HiGHS;
-    #: ``none``: no probe), see :func:`goodopt.solvers.milp.dive.dive_probe`.
+    #: ``none``: no probe), see :func:`goodopt.solvers.milp.run.dive_probe`.
     dive_probe: str = "auto"
 
     def __post_init__(self) -> None:

@@ -42,14 +42,18 @@ from .run import MilpRun, config_highs_options, dive_probe, reaches_bound, witho
 
 #: Branch-and-bound nodes of a dive's MILP: a deterministic budget.
 DIVE_NODE_LIMIT = 200
-#: Branch-and-bound nodes of the dive's probe (:func:`~goodopt.solvers.milp.run.dive_probe`): its root alone. Measured with SCIP as the probe
-#: under HiGHS (one thread, CPU s of the whole solve, 2,048 GPUs, seeds 0-9 own objective / 0-4 Sia's, in all and
-#: the worst seed, against no probe): mixed-2048 own 5.93 against 7.62 (worst 0.83 against 1.21: SCIP's root
-#: closed seeds 7 and 9 in 0.18-0.26 s where HiGHS's root took 0.4-0.7 s), Sia's five-types-2048 10.30 against
-#: 14.53 (seed 2 1.05 against 4.40, seed 1 5.71 against 4.70); five-types-2048 own 24.33 against 19.35 (worst
-#: 4.16 against 3.46: SCIP's root did not close, and its 0.4-1.0 s came on top of HiGHS's dive); Sia's
-#: mixed-2048 4.60 against 4.26; five-types-512 own 3.15 against 2.51 and Sia's 1.56 against 1.83; the same
-#: optima. From the plain LP (``open_all``, below 2,000 job-node pairs) there is no probe: over sia-64, mixed-64,
+#: Branch-and-bound nodes of the dive's probe (:func:`~goodopt.solvers.milp.run.dive_probe`): its root alone.
+#: Measured with SCIP as the probe under HiGHS (one thread, CPU s of the whole solve, 2,048 GPUs, seeds 0-9 own
+#: objective / 0-4 Sia's, in all and the worst seed, against no probe): mixed-2048 own 5.93 against 7.62 (worst
+#: 0.83 against 1.21: SCIP's root closed seeds 7 and 9 in 0.18-0.26 s where HiGHS's root took 0.4-0.7 s), Sia's
+#: five-types-2048 10.30 against 14.53 (seed 2 1.05 against 4.40, seed 1 5.71 against 4.70); five-types-2048
+#: own 24.33 against 19.35 (worst 4.16 against 3.46: SCIP's root did not close, and its 0.4-1.0 s came on top of
+#: HiGHS's dive); Sia's mixed-2048 4.60 against 4.26; five-types-512 own 3.15 against 2.51 and Sia's 1.56
+#: against 1.83; the same optima. With a budget of 5 or 20 nodes the probe cost more where it did not close
+#: (five-types-2048 own seed 9: 2.2-2.3 s against 0.9 at its root); handing the probe's answer to HiGHS as its
+#: start moved HiGHS's search (Sia's five-types-2048 seed 1: 7.2 s in its dive), so HiGHS starts where it would
+#: have.
+#: From the plain LP (``open_all``, below 2,000 job-node pairs) there is no probe: over sia-64, mixed-64,
 #: testbed-over, testbed-under and hetero-16 seeds 0-9, both objectives, it cost 2.01 s against 1.63 s.
 PROBE_NODE_LIMIT = 1
 #: The fewest open configurations a core is probed with: a smaller core's root costs HiGHS little, and the
