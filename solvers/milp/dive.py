@@ -43,16 +43,16 @@ from .run import MilpRun, config_highs_options, dive_probe, reaches_bound, witho
 #: Branch-and-bound nodes of a dive's MILP: a deterministic budget.
 DIVE_NODE_LIMIT = 200
 #: Branch-and-bound nodes of the dive's probe (:func:`~goodopt.solvers.milp.run.dive_probe`): its root alone.
-#: Measured with SCIP as the probe under HiGHS (one thread, CPU s of the whole solve, 2,048 GPUs, seeds 0-9 own
-#: objective / 0-4 Sia's, in all and the worst seed, against no probe): mixed-2048 own 5.93 against 7.62 (worst
-#: 0.83 against 1.21: SCIP's root closed seeds 7 and 9 in 0.18-0.26 s where HiGHS's root took 0.4-0.7 s), Sia's
-#: five-types-2048 10.30 against 14.53 (seed 2 1.05 against 4.40, seed 1 5.71 against 4.70); five-types-2048
-#: own 24.33 against 19.35 (worst 4.16 against 3.46: SCIP's root did not close, and its 0.4-1.0 s came on top of
-#: HiGHS's dive); Sia's mixed-2048 4.60 against 4.26; five-types-512 own 3.15 against 2.51 and Sia's 1.56
-#: against 1.83; the same optima. With a budget of 5 or 20 nodes the probe cost more where it did not close
-#: (five-types-2048 own seed 9: 2.2-2.3 s against 0.9 at its root); handing the probe's answer to HiGHS as its
-#: start moved HiGHS's search (Sia's five-types-2048 seed 1: 7.2 s in its dive), so HiGHS starts where it would
-#: have.
+#: Measured with SCIP as the probe under HiGHS, against ``dive_probe: none`` (one thread, CPU s of the whole
+#: solve, the least of two runs of each, the two alternating in one process; seeds 0-9 own objective, 0-4 Sia's;
+#: in all and the worst seed): mixed-2048 own 6.51 against 8.07 (worst 0.91 against 1.33: SCIP's root closed
+#: seeds 6-9 in 0.2-0.3 s where HiGHS's root took 0.4-0.7 s), Sia's five-types-2048 10.87 against 14.54 (seed 2
+#: 1.13 against 4.38, seed 1 5.91 against 4.65), Sia's five-types-512 1.74 against 2.04; five-types-2048 own
+#: 25.03 against 19.72 (worst 4.17 against 3.48: SCIP's root did not close, and its 0.4-1.0 s came on top of
+#: HiGHS's dive), five-types-512 own 3.31 against 2.67, Sia's mixed-2048 4.44 against 4.42; the same optima.
+#: With a budget of 5 or 20 nodes the probe cost more where it did not close (five-types-2048 own seed 9: 2.2-2.3
+#: s against 0.9 at its root); handing the probe's answer to HiGHS as its start moved HiGHS's search (Sia's
+#: five-types-2048 seed 1: 7.2 s in its dive), so HiGHS starts where it would have.
 #: From the plain LP (``open_all``, below 2,000 job-node pairs) there is no probe: over sia-64, mixed-64,
 #: testbed-over, testbed-under and hetero-16 seeds 0-9, both objectives, it cost 2.01 s against 1.63 s.
 PROBE_NODE_LIMIT = 1
@@ -111,7 +111,9 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     solved its LP relaxation and ``bounds`` were read from it. Under pattern
     rows (not ``open_all``) the probe (:func:`~goodopt.solvers.milp.run.dive_probe`) solves that core
     first at its root; unless that ends the solve, the chosen solver then
-    solves the same core from the same start, as without the probe.
+    solves the same core from the same start, as without the probe (unless
+    the probe solved the core to the dive's gap: then the chosen solver's
+    answer would be worth no more).
 
     ``open_all`` opens every configuration whose ``L_c`` reaches the best
     candidate (the set the configuration MILP would keep, see
@@ -143,10 +145,10 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     found = -np.inf
     probe = None if open_all or core.index.size < PROBE_MIN_OPEN else dive_probe(run.opts)  # see PROBE_NODE_LIMIT
     if probe is not None:
-        found = _solve_core(run, model, core, best, probe, open_all)
-        if reaches_bound(run):
+        found, solved = _solve_core(run, model, core, best, probe, open_all)
+        if solved or reaches_bound(run):  # a core solved to the dive's gap leaves the chosen solver nothing
             return found
-    return max(found, _solve_core(run, model, core, best, None, open_all))
+    return max(found, _solve_core(run, model, core, best, None, open_all)[0])
 
 
 @dataclass(frozen=True)
@@ -160,9 +162,10 @@ class _Core:
 
 
 def _solve_core(run: MilpRun, model: ArrayModel, core: _Core, start: Array, probe: str | None,
-                open_all: bool) -> float:
+                open_all: bool) -> tuple[float, bool]:
     """Solve the core from ``start`` on the chosen solver (``probe`` None, the dive's node budget) or on
-    ``probe`` at its root (one thread); keep its bound and its placed answer (returns its fitness)."""
+    ``probe`` at its root (one thread); keep its bound and its placed answer. Returns the answer's fitness
+    (-inf when there is none) and whether the solver solved the core to the dive's gap."""
     native = {**config_highs_options(run.opts), "presolve": "on"}
     if open_all and FEASIBILITY_JUMP not in run.opts.highs_options and accepts_option(FEASIBILITY_JUMP, False):
         native[FEASIBILITY_JUMP] = False  # see FEASIBILITY_JUMP
@@ -180,11 +183,12 @@ def _solve_core(run: MilpRun, model: ArrayModel, core: _Core, start: Array, prob
     closed = np.ones(cs.n_configs, bool)
     closed[index] = False
     run.tighten_fitness(_open_bound(run, out, core.objective, core.bounds, closed))
+    solved = out.termination == Termination.OPTIMAL
     if not out.has_solution:
-        return -np.inf
+        return -np.inf, solved
     chosen = sub.chosen()
     chosen = np.where(chosen >= 0, index[np.maximum(chosen, 0)], -1)
-    return run.add_candidate(place_choice(run, chosen)[0], "reduced-cost dive")
+    return run.add_candidate(place_choice(run, chosen)[0], "reduced-cost dive"), solved
 
 
 def _open_bound(run: MilpRun, out: MilpOutcome, objective: ScaledObjective, bounds: ConfigBounds,
