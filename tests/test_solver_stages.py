@@ -220,9 +220,8 @@ def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solv
     """Under every type's pattern rows, SCIP first solves the reduced-cost dive's core at its root (one node); if
     that does not meet the bound, HiGHS solves the same core (the same open configurations) as it does without
     the probe, unless the probe solved the core. The cores here are small, so the floor on a probed core's size
-    is lifted. sia-64 seed 0: the
-    probe ends the solve under the own objective, not under Sia's (HiGHS follows); either way the optimum and
-    the bound are those of dive_probe: none."""
+    is lifted. sia-64 seed 0: the probe ends the solve under the own objective, not under Sia's (HiGHS follows);
+    either way the optimum and the bound are those of dive_probe: none."""
     import dataclasses
 
     import goodopt.solvers.milp.dive as dive
@@ -248,17 +247,21 @@ def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solv
     assert probed.bound >= plain.fitness * (1 - 1e-9) and plain.bound >= probed.fitness * (1 - 1e-9)
 
 
-def test_the_dive_probe_is_off_from_the_plain_lp_and_under_another_solver_and_checked():
-    """From the plain LP (below 2,000 job-node pairs, lp_rounding auto) the dive has no probe; a probe naming the
-    chosen solver is none; an unknown name is refused naming the option."""
+def test_the_dive_probe_is_off_from_the_plain_lp_on_small_cores_and_under_another_solver_and_checked():
+    """From the plain LP (below 2,000 job-node pairs, lp_rounding auto) the dive has no probe, nor under pattern
+    rows (lp_rounding true) on a core of fewer than PROBE_MIN_OPEN configurations (sia-64's hold a hundred or
+    so); a probe naming the chosen solver is none; an unknown name is refused naming the option."""
+    from goodopt.solvers.milp.dive import PROBE_MIN_OPEN
     from goodopt.solvers.milp.run import dive_probe
     from goodopt.solvers.options import MilpOptions
 
     from goodopt.errors import ValidationError
 
     pr = FAMILIES["sia-64"].scenario(0).problem()
-    res = goodopt.solve(pr, "milp")
-    assert all(st["solver"] == "highs" for st in _dive_stages(res)) and _dive_stages(res)
+    for rounding in ("auto", True):
+        stages = _dive_stages(goodopt.solve(pr, "milp", {"lp_rounding": rounding}))
+        assert stages and all(st["solver"] == "highs" for st in stages), stages
+        assert all(int(st["model"].split("(")[1].split()[0]) < PROBE_MIN_OPEN for st in stages)
     assert dive_probe(MilpOptions()) == "scip" and dive_probe(MilpOptions(dive_probe="none")) is None
     assert dive_probe(MilpOptions(solver="scip")) is None
     assert dive_probe(MilpOptions(solver="scip", dive_probe="highs")) == "highs"

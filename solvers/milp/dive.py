@@ -109,11 +109,12 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     rows, built for them alone, so it is small), warm from the best
     candidate, whose configurations stay open. Finite p, after ``model``
     solved its LP relaxation and ``bounds`` were read from it. Under pattern
-    rows (not ``open_all``) the probe (:func:`~goodopt.solvers.milp.run.dive_probe`) solves that core
-    first at its root; unless that ends the solve, the chosen solver then
-    solves the same core from the same start, as without the probe (unless
-    the probe solved the core to the dive's gap: then the chosen solver's
-    answer would be worth no more).
+    rows (not ``open_all``) the probe
+    (:func:`~goodopt.solvers.milp.run.dive_probe`) solves that core first
+    at its root. If that ends the solve, or solves the core to the dive's gap
+    with an answer that places (the chosen solver's would be worth no more),
+    the dive is over; else the chosen solver solves the same core from the
+    same start, as without the probe.
 
     ``open_all`` opens every configuration whose ``L_c`` reaches the best
     candidate (the set the configuration MILP would keep, see
@@ -146,7 +147,7 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     probe = None if open_all or core.index.size < PROBE_MIN_OPEN else dive_probe(run.opts)  # see PROBE_NODE_LIMIT
     if probe is not None:
         found, solved = _solve_core(run, model, core, best, probe, open_all)
-        if solved or reaches_bound(run):  # a core solved to the dive's gap leaves the chosen solver nothing
+        if (solved and np.isfinite(found)) or reaches_bound(run):
             return found
     return max(found, _solve_core(run, model, core, best, None, open_all)[0])
 
