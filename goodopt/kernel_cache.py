@@ -20,11 +20,12 @@ numba release has no such list, goodopt says so once in the log and its kernels 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Callable
 from typing import Any
+
+from .outputs import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +47,7 @@ def source_stamp(own: Any, module_file: str) -> Any:  # Any: numba's stamp of th
     deps = _DEPENDS.get(os.path.abspath(module_file))
     if not deps:
         return own
-    return (own, *(_content_hash(path) for path in deps))
-
-
-def _content_hash(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    return (own, *(sha256_file(path) for path in deps))
 
 
 def _install() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from goodopt.solvers import ga_breeding, ga_kernels
 
 from goodopt import kernel_cache
+from goodopt.outputs import sha256_file
 
 
 def test_the_breeding_kernels_cache_is_stamped_with_the_repair_it_compiles_in():
@@ -14,7 +15,7 @@ def test_the_breeding_kernels_cache_is_stamped_with_the_repair_it_compiles_in():
     assert type(locator).__name__.startswith("Dependent")
     stamp = locator.get_source_stamp()
     assert isinstance(stamp, tuple) and len(stamp) == 2
-    assert stamp[1] == kernel_cache._content_hash(ga_kernels.__file__)
+    assert stamp[1] == sha256_file(ga_kernels.__file__)
 
 
 def test_a_stamp_changes_with_the_content_of_a_dependency_and_only_then(tmp_path, monkeypatch):

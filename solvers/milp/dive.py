@@ -139,7 +139,7 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     open_ = configs_from(run, bounds, threshold, best)
     sub_cs = cs.subset(open_)
     # scaled to the best candidate, so that the dive's gap resolves the fitness near it
-    core = _Core(np.flatnonzero(open_), sub_cs,
+    core = _Core(open_, np.flatnonzero(open_), sub_cs,
                  scaled_objective(run.pr, sub_cs, reference_fitness(run.pr, sub_cs, f_inc), f_inc), bounds)
     if len(model.mm.pattern_types) == run.pr.n_gpu_types:
         run.dive_open = int(core.index.size)
@@ -154,8 +154,9 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
 
 @dataclass(frozen=True)
 class _Core:
-    """The reduced-cost dive's core: the open configurations (their indices into the run's and their own set),
-    its objective, and the LP's bounds ``L_c`` it was opened by."""
+    """The reduced-cost dive's core: the open configurations (a mask over the run's, their indices and their own
+    set), its objective, and the LP's bounds ``L_c`` it was opened by."""
+    open_: Array
     index: Array
     configs: ConfigSet
     objective: ScaledObjective
@@ -181,9 +182,7 @@ def _solve_core(run: MilpRun, model: ArrayModel, core: _Core, start: Array, prob
     name = f"reduced-cost dive ({index.size} of {cs.n_configs} configurations open)"
     run.stage(name if probe is None else f"{name}, {probe}'s root", replace(out, compile_s=sub.build_s),
               core.objective)
-    closed = np.ones(cs.n_configs, bool)
-    closed[index] = False
-    run.tighten_fitness(_open_bound(run, out, core.objective, core.bounds, closed))
+    run.tighten_fitness(_open_bound(run, out, core.objective, core.bounds, ~core.open_))
     solved = out.termination == Termination.OPTIMAL
     if not out.has_solution:
         return -np.inf, solved
