@@ -106,7 +106,7 @@ class MilpOptions(_MilpBase):
     #: ``all``: every configuration; ``sia``: only those of Sia's ILP
     #: (:func:`goodopt.formulations.configs.sia_configs`): the same problem on Sia's restricted set
     configs: str = "all"
-    #: The solver that first solves the reduced-cost dive's core at its root (``auto``: SCIP under HiGHS;
+    #: The solver that first solves the reduced-cost dive's core in a few nodes (``auto``: SCIP under HiGHS;
     #: ``none``: no probe), see :func:`goodopt.solvers.milp.run.dive_probe`.
     dive_probe: str = "auto"
 

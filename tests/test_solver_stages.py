@@ -217,7 +217,7 @@ def _dive_stages(res):
 
 @pytest.mark.parametrize("family, seed, sia", [("sia-64", 0, False), ("sia-64", 0, True), ("mixed-64", 0, False)])
 def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solver(family, seed, sia, monkeypatch):
-    """Under every type's pattern rows, SCIP first solves the reduced-cost dive's core at its root (one node); if
+    """Under every type's pattern rows, SCIP first solves the reduced-cost dive's core in a few nodes; if
     that does not meet the bound, HiGHS solves the same core (the same open configurations) as it does without
     the probe, unless the probe solved the core. The cores here are small, so the floor on a probed core's size
     is lifted. sia-64 seed 0: the probe ends the solve under the own objective, not under Sia's (HiGHS follows);
@@ -233,7 +233,7 @@ def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solv
     probed = goodopt.solve(pr, "milp", {"lp_rounding": True})
     plain = goodopt.solve(pr, "milp", {"lp_rounding": True, "dive_probe": "none"})
     first, *rest = _dive_stages(probed)
-    assert first["solver"] == "scip" and first["nodes"] <= 1 and first["model"].endswith(", scip's root")
+    assert first["solver"] == "scip" and first["model"].endswith(", scip probe")
     without = _dive_stages(plain)
     assert [st["solver"] for st in without] == ["highs"]
     assert first["model"].startswith(without[0]["model"])  # the same open configurations

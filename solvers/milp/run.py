@@ -348,7 +348,7 @@ def reaches_bound(run: MilpRun) -> bool:
 
 
 def dive_probe(opts: MilpOptions) -> str | None:
-    """The solver that first solves the reduced-cost dive's core at its root, or None: ``dive_probe``'s choice;
+    """The solver that first solves the reduced-cost dive's core in a few nodes, or None: ``dive_probe``'s choice;
     ``auto`` is SCIP when the chosen solver is HiGHS and SCIP is installed (see
     :data:`goodopt.solvers.milp.dive.PROBE_NODE_LIMIT`)."""
     from ..mip_solvers import missing
