@@ -29,13 +29,15 @@ from .verdict import finish
 LP_FIRST_FROM_PAIRS = 2_000
 #: Branch-and-bound nodes of the configuration MILP without pattern rows after that LP (:func:`lp_first`): past
 #: them the configuration level goes on under every type's pattern rows (:func:`placement_rows_loop`'s
-#: ``every_type``). Where that MILP ran on the shipped families it took 1-202 nodes (five-types-512 seeds 0-19,
-#: mixed-2048 and five-types-2048 seeds 0-9, both objectives), but on five-types-2048 seed 5 under its own
-#: objective 7,320 nodes in 74 s for an optimum that placed on two of five types; under every type's rows the
-#: same level took 5 s. Measured with the LP by column generation (:mod:`.pricing`), five-types-2048 seeds 0-9,
-#: own objective, CPU s, one process each: with 300 nodes 63.1 s in all, worst 16.7 s (seed 7); with 30 nodes
-#: 52.0 s, worst 10.0 s (seed 7), seed 5 15.0 -> 8.0 s; mixed-2048 seeds 0-4 7.6 and 7.9 s (noise), the same optima.
-PLAIN_CONFIG_NODES = 30
+#: ``every_type``), re-solving the LP, its dives and a MILP under them. Once, on five-types-2048 seed 5 under its
+#: own objective, that MILP took 7,320 nodes (74 s) for an optimum that placed on two of five types, hence a
+#: budget. Measured with the reduced-cost dive and its probe (CPU s of the whole solve, one thread, the least of
+#: two runs of each, the two budgets alternating in one process, the same optima): 300 nodes against 30, mixed-2048
+#: under Sia's objective seeds 0-9 worst 2.47 against 4.82 (seed 7: the MILP closed in 81 nodes, 1.1 s, where 30
+#: nodes left a gap of 2.2e-6 and the rows' round took 3.2 s; seed 6 2.47 against 3.74, 201 nodes), every other seed
+#: within 0.15 s (mixed-2048 own, five-types-2048 both objectives seeds 0-9, five-types-512 both seeds 0-4:
+#: 43.4 s against 43.0 s there in all; five-types-2048 own seed 5 3.68 against 3.66).
+PLAIN_CONFIG_NODES = 300
 #: After the LP certificate under every type's pattern rows, the configuration level starts under every type's
 #: pattern rows at once (no MILP without them first) when the configurations left by reduced costs are at most
 #: this many times those the reduced-cost dive held open under the same rows: that dive measured what such a
