@@ -142,6 +142,13 @@ def test_finish_time_fairness_takes_the_isolated_finish_time_it_is_given(seed):
     default = base["elapsed_s"] + base["remaining_steps"] / eq
     same = solve_gavel(ThroughputMatrix(**base, isolated_s=default), "finish_time_fairness")
     assert same.fun == pytest.approx(solve_gavel(plain, "finish_time_fairness").fun)
+    # set on a matrix already made (as the simulator does on every allocation): the same LPs, the same answer
+    later = solve_gavel(plain.with_isolated_s(default), "finish_time_fairness")
+    assert later.fun == same.fun and np.array_equal(later.x, same.x) and plain.isolated_s is None
+    for bad in (np.zeros(J), default[:-1], np.full(J, np.nan)):
+        with pytest.raises(ValidationError) as e:
+            plain.with_isolated_s(bad)
+        assert e.value.field == "isolated_s"
     # Gavel's isolated time counts the work done at the isolated speed, less than the elapsed time: the equal
     # share's rho then passes 1, and the bisection starts above it
     short = base["remaining_steps"] / eq + 0.2 * base["elapsed_s"]

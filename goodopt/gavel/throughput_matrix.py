@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,13 +97,8 @@ class ThroughputMatrix:
                 raise ValidationError(name, f"must be {n} finite numbers > 0")
             object.__setattr__(self, name, v)
         for name in ("remaining_steps", "elapsed_s", "isolated_s"):
-            v = getattr(self, name)
-            if v is not None:
-                v = np.asarray(v, dtype=float)
-                if v.shape != (J,) or np.any(~np.isfinite(v)) or np.any(v < 0) \
-                        or (name == "isolated_s" and np.any(v <= 0)):
-                    raise ValidationError(name, f"must be {J} finite numbers {'> 0' if name == 'isolated_s' else '>= 0'}")
-                object.__setattr__(self, name, v)
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _per_job(name, getattr(self, name), J))
         order = np.arange(J) if self.arrival_order is None else np.asarray(self.arrival_order)
         object.__setattr__(self, "arrival_order", order)
         self._check_pairs(J, K)
@@ -145,6 +141,13 @@ class ThroughputMatrix:
             raise ValidationError("pair_throughput", f"must be finite numbers >= 0 of shape ({len(q)}, {K}, 2)")
         object.__setattr__(self, "pairs", q.astype(np.int64))
         object.__setattr__(self, "pair_throughput", t)
+
+    def with_isolated_s(self, isolated_s: ArrayIn) -> ThroughputMatrix:
+        """This matrix with each job's finish time in isolation ``isolated_s`` (J,), the one field checked again
+        (a simulator sets it on every allocation). Shapes: (J,)."""
+        out = copy.copy(self)
+        object.__setattr__(out, "isolated_s", _per_job("isolated_s", isolated_s, self.n_jobs))
+        return out
 
     @property
     def pair_runnable(self) -> np.ndarray:
@@ -193,6 +196,15 @@ class ThroughputMatrix:
             for i in range(2):
                 np.add.at(out, self.pairs[:, i], (y * self.pair_throughput[:, :, i]).sum(axis=1))
         return out
+
+
+def _per_job(name: str, value: ArrayIn, J: int) -> np.ndarray:
+    """``value`` as one finite number per job, >= 0 (> 0 for ``isolated_s``), or an error naming ``name``."""
+    v = np.asarray(value, dtype=float)
+    positive = name == "isolated_s"
+    if v.shape != (J,) or np.any(~np.isfinite(v)) or np.any(v < 0) or (positive and np.any(v <= 0)):
+        raise ValidationError(name, f"must be {J} finite numbers {'> 0' if positive else '>= 0'}")
+    return v
 
 
 def check_entities(value: object) -> EntitySpecs:

@@ -54,7 +54,6 @@ the empty start and the draining end do not count.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -325,7 +324,7 @@ class _Run:
             elapsed_s=np.maximum(self.t - self.arrival[active], 0.0), arrival_order=np.arange(len(jobs)),
             pairs=pairs, pair_throughput=both, **entity_fields(self.cfg.entities, jobs))
         if self.gavel is not None and self.cfg.policy == "finish_time_fairness":
-            mx = dataclasses.replace(mx, isolated_s=self._isolated_finish(active, mx, remaining))
+            mx = mx.with_isolated_s(self._isolated_finish(active, mx, remaining))
         res = solve_gavel(mx, self.cfg.policy, self.policy_opts)
         self.n_solves += 1
         self.lp_s += res.seconds
