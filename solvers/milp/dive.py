@@ -42,23 +42,22 @@ from .run import MilpRun, config_highs_options, dive_probe, reaches_bound, witho
 
 #: Branch-and-bound nodes of a dive's MILP: a deterministic budget.
 DIVE_NODE_LIMIT = 200
-#: Branch-and-bound nodes of the dive's probe (:func:`~goodopt.solvers.milp.run.dive_probe`): its root and a
-#: couple of nodes (SCIP's own count, its restarts included, may pass it by a few). Measured with SCIP as the
-#: probe under HiGHS (one thread, CPU s of the whole solve, the least of two runs of each, the variants
-#: alternating in one process, the same optima to 2e-6; in all and the worst seed). Three nodes against the root
-#: alone: Sia's five-types-2048 seeds 0-4 7.66 against 10.38 (seed 1 3.03 against 5.61: at its root SCIP comes
-#: within 1.6e-5 of the optimum, its fourth node closes the core HiGHS needs ~100 nodes for), five-types-2048 own
-#: seeds 0-9 26.91 against 24.01 (worst 4.43 against 4.01, seed 3: where three nodes do not close, 0.3-1.3 s more
-#: on top of HiGHS's dive; seeds 6 and 7 close), mixed-2048 both objectives, five-types-512 both and
-#: cluster-2048 own within 0.06 s a seed; 51.0 against 50.7 s in all. Ten nodes closed no more than three
-#: (five-types-2048 own seeds 0-9, Sia's seed 1); SCIP's stall-node limit (1-3 nodes without a better answer,
-#: ten at most) closed no more, no sooner. The root alone against ``dive_probe: none`` (the same measurement, the run before):
-#: mixed-2048 own 6.51 against 8.07 (worst 0.91 against 1.33: SCIP's root closed seeds 6-9 in 0.2-0.3 s where
-#: HiGHS's root took 0.4-0.7 s), Sia's five-types-2048 10.87 against 14.54, Sia's five-types-512 1.74 against
-#: 2.04; five-types-2048 own 25.03 against 19.72, five-types-512 own 3.31 against 2.67, Sia's mixed-2048 4.44
-#: against 4.42. Handing the probe's answer to HiGHS as its start moves HiGHS's search (five-types-2048 own with
-#: three nodes: seed 3 3.07 s against 4.65, seeds 0, 5 and 9 4.53, 4.31 and 7.54 against 3.06, 3.46 and 3.53),
-#: so HiGHS starts where it would have.
+#: Branch-and-bound nodes of the dive's probe (:func:`~goodopt.solvers.milp.run.dive_probe`): its root and a couple of
+#: nodes (SCIP's own count, its restarts included, may pass it by a few). Measured with SCIP as the probe under HiGHS
+#: (one thread, CPU s of the whole solve, the least of two runs of each, the variants alternating in one process, the
+#: same optima to 2e-6; in all and the worst seed). Three nodes against the root alone: Sia's five-types-2048 seeds 0-4
+#: 7.66 against 10.38 (seed 1 3.03 against 5.61: at its root SCIP comes within 1.6e-5 of the optimum, its fourth node
+#: closes the core HiGHS needs ~100 nodes for), five-types-2048 own seeds 0-9 26.91 against 24.01 (worst 4.43 against
+#: 4.01, seed 3: where three nodes do not close, 0.3-1.3 s more on top of HiGHS's dive; seeds 6 and 7 close), mixed-2048
+#: both objectives, five-types-512 both and cluster-2048 own within 0.06 s a seed; 51.0 against 50.7 s in all. Ten nodes
+#: closed no more than three (five-types-2048 own seeds 0-9, Sia's seed 1); SCIP's stall-node limit (1-3 nodes without a
+#: better answer, ten at most) closed no more, no sooner. The root alone against ``dive_probe: none`` (the same
+#: measurement, the run before): mixed-2048 own 6.51 against 8.07 (worst 0.91 against 1.33: SCIP's root closed seeds 6-9
+#: in 0.2-0.3 s where HiGHS's root took 0.4-0.7 s), Sia's five-types-2048 10.87 against 14.54, Sia's five-types-512 1.74
+#: against 2.04; five-types-2048 own 25.03 against 19.72, five-types-512 own 3.31 against 2.67, Sia's mixed-2048 4.44
+#: against 4.42. Handing the probe's answer to HiGHS as its start moves HiGHS's search (five-types-2048 own with three
+#: nodes: seed 3 3.07 s against 4.65, seeds 0, 5 and 9 4.53, 4.31 and 7.54 against 3.06, 3.46 and 3.53), so HiGHS starts
+#: where it would have.
 #: From the plain LP (``open_all``, below 2,000 job-node pairs) there is no probe: over sia-64, mixed-64,
 #: testbed-over, testbed-under and hetero-16 seeds 0-9, both objectives, it cost 2.01 s against 1.63 s.
 PROBE_NODE_LIMIT = 3
@@ -117,9 +116,9 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     solved its LP relaxation and ``bounds`` were read from it. Under pattern
     rows (not ``open_all``) the probe
     (:func:`~goodopt.solvers.milp.run.dive_probe`) solves that core first
-    with a budget of :data:`PROBE_NODE_LIMIT` nodes. If that ends the solve, or solves the core to the dive's gap
-    with an answer that places (the chosen solver's would be worth no more),
-    the dive is over; else the chosen solver solves the same core from the
+    on a budget of :data:`PROBE_NODE_LIMIT` nodes. If that ends the solve, or
+    solves the core to the dive's gap with an answer that places (the chosen
+    solver's would be worth no more), the dive is over; else the chosen solver solves the same core from the
     same start, as without the probe.
 
     ``open_all`` opens every configuration whose ``L_c`` reaches the best
@@ -172,7 +171,7 @@ class _Core:
 def _solve_core(run: MilpRun, model: ArrayModel, core: _Core, start: Array, probe: str | None,
                 open_all: bool) -> tuple[float, bool]:
     """Solve the core from ``start`` on the chosen solver (``probe`` None, the dive's node budget) or on
-    ``probe`` with the probe's node budget (one thread); keep its bound and its placed answer. Returns the answer's fitness
+    ``probe`` (its node budget, one thread); keep its bound and its placed answer. Returns the answer's fitness
     (-inf when there is none) and whether the solver solved the core to the dive's gap."""
     native = {**config_highs_options(run.opts), "presolve": "on"}
     if open_all and FEASIBILITY_JUMP not in run.opts.highs_options and accepts_option(FEASIBILITY_JUMP, False):

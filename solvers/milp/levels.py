@@ -35,8 +35,8 @@ LP_FIRST_FROM_PAIRS = 2_000
 #: two runs of each, the two budgets alternating in one process, the same optima): 300 nodes against 30, mixed-2048
 #: under Sia's objective seeds 0-9 worst 2.47 against 4.82 (seed 7: the MILP closed in 81 nodes, 1.1 s, where 30
 #: nodes left a gap of 2.2e-6 and the rows' round took 3.2 s; seed 6 2.47 against 3.74, 201 nodes), every other seed
-#: within 0.15 s (mixed-2048 own, five-types-2048 both objectives seeds 0-9, five-types-512 both seeds 0-4:
-#: 43.4 s against 43.0 s there in all; five-types-2048 own seed 5 3.68 against 3.66).
+#: within 0.15 s (mixed-2048 own seeds 0-9, five-types-512 both objectives seeds 0-4, five-types-2048 both
+#: objectives seeds 0-9: 43.4 s against 43.0 s in all there, seed 5 own 3.68 against 3.66).
 PLAIN_CONFIG_NODES = 300
 #: After the LP certificate under every type's pattern rows, the configuration level starts under every type's
 #: pattern rows at once (no MILP without them first) when the configurations left by reduced costs are at most
