@@ -17,6 +17,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from .. import provenance
+from ..errors import ValidationError
 from ..provenance import stamp
 from ..runs.tables import write_table
 from . import (
@@ -198,8 +199,9 @@ def _part_beside_pollux(con: Console, bar: Progress, out: Path, args: argparse.N
 
 
 def _part_sia(con: Console, bar: Progress, out: Path, args: argparse.Namespace) -> None:
-    task = bar.add_task("beside a Sia-style ILP", total=sum(len(s) for _, s in sia_ilp.INSTANCES))
-    rows, summary = sia_ilp.sia_table(progress=lambda: bar.advance(task))
+    instances = args.sia_instances or sia_ilp.INSTANCES
+    task = bar.add_task("beside a Sia-style ILP", total=sum(len(s) for _, s in instances))
+    rows, summary = sia_ilp.sia_table(instances, progress=lambda: bar.advance(task))
     _save(out, "sia_ilp", rows, args.seed, "a Sia-style ILP over Sia's configuration set, built by goodopt, on CBC "
           "and HiGHS in this run (not Sia's artifact)")
     df = _save(out, "sia_ilp_summary", summary, args.seed, "the same")
@@ -284,10 +286,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "workload as goodopt's simulator (skipped without it)")
     ap.add_argument("--pollux-python", default=None, metavar="PY",
                     help="a Python interpreter with the artifact's simulator/requirements.txt installed")
+    ap.add_argument("--sia-instances", nargs="+", default=None, metavar="FAMILY:SEEDS",
+                    help="the sia part's instances instead of its own set, e.g. mixed-2048:5-9 sia-64:10,11")
     ap.add_argument("--only", nargs="*",
                     choices=list(PARTS),
                     help="run only these parts")
     args = ap.parse_args(argv)
+    try:  # checked before any part runs
+        args.sia_instances = sia_ilp.parse_instances(args.sia_instances or ())
+    except ValidationError as e:
+        ap.error(str(e))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     con = Console(highlight=False, width=160)

@@ -17,12 +17,14 @@ under :data:`goodopt.bench.solvers.REPEAT_BELOW_S`; a family's row gives the med
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..errors import ValidationError
 from ..families import FAMILIES
 from ..records import Record
 from ..scenario import Objective
@@ -47,6 +49,26 @@ NODE_LIMIT = 20_000
 #: ``sia_solver_thresh = 1e-4`` (its simulator's configuration). goodopt's side is certified to
 #: :data:`goodopt.solvers.result.CERTIFIED_GAP`, a hundred times closer.
 SIA_GAP = 1e-4
+
+
+def parse_instances(specs: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The table's instances from ``FAMILY:SEEDS`` strings, SEEDS a range ``0-9`` or a list ``0,3,7`` of whole
+    numbers (``--sia-instances`` of ``make bench``), each checked; a family named twice keeps both parts."""
+    from ..families import family
+
+    out = []
+    for spec in specs:
+        name, _, seeds = str(spec).partition(":")
+        if not re.fullmatch(r"[0-9]{1,9}(-[0-9]{1,9}|(,[0-9]{1,9})*)", seeds):
+            raise ValidationError("--sia-instances", f"instances are written FAMILY:SEEDS, got {spec!r}",
+                                  "SEEDS is a range or a list of whole numbers: mixed-2048:5-9, sia-64:0,3")
+        family(name)
+        first, dash, last = seeds.partition("-")
+        chosen = tuple(range(int(first), int(last) + 1)) if dash else tuple(int(x) for x in seeds.split(","))
+        if not chosen:
+            raise ValidationError("--sia-instances", f"{spec!r} names no seed", "write the range low to high: 5-9")
+        out.append((name, chosen))
+    return tuple(out)
 
 
 def baseline_limits() -> Limits:
