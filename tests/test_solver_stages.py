@@ -225,12 +225,22 @@ def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solv
     import dataclasses
 
     import goodopt.solvers.milp.dive as dive
+    import goodopt.solvers.mip_solvers.scip as scip
 
     from goodopt.objective import Objective
+    solve_scip = scip.solve
     monkeypatch.setattr(dive, "PROBE_MIN_OPEN", 0)
+    asked = []  # the limits SCIP was given: the probe's node budget, one thread
+
+    def recording(model, limits, start=None):
+        asked.append(limits)
+        return solve_scip(model, limits, start)
+
+    monkeypatch.setattr(scip, "solve", recording)
     sc = FAMILIES[family].scenario(seed)
     pr = (dataclasses.replace(sc, objective=Objective.sia()) if sia else sc).problem()
     probed = goodopt.solve(pr, "milp", {"lp_rounding": True})
+    assert [(lim.node_limit, lim.threads) for lim in asked] == [(dive.PROBE_NODE_LIMIT, 1)]
     plain = goodopt.solve(pr, "milp", {"lp_rounding": True, "dive_probe": "none"})
     first, *rest = _dive_stages(probed)
     assert first["solver"] == "scip" and first["model"].endswith(", scip probe")
