@@ -134,7 +134,7 @@ def check_against_brute_force(pr):
     # lp_rounding: true starts every instance with the LP certificate (by default only from 2,000 job-node pairs);
     # "budget 0" gives the configuration MILP after it no node, so the level goes on under every type's pattern rows;
     # "every type first" starts that level under every type's rows whatever reduced costs left; "probe" has SCIP
-    # solve the reduced-cost dive's core at its root first whatever its size (dive_probe; from 1,000 open
+    # solve the reduced-cost dive's core first on its node budget whatever its size (dive_probe; from 1,000 open
     # configurations otherwise, which no instance here reaches; the dive itself ran in 8 of 300 drawn instances)
     for formulation, route, lp in (("auto", "arrays", "auto"), ("auto", "arrays", True), ("auto", "pyomo", "auto"),
                                    ("placement", "auto", "auto"), ("config", "auto", "auto"),

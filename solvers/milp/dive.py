@@ -118,8 +118,8 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
     (:func:`~goodopt.solvers.milp.run.dive_probe`) solves that core first
     on a budget of :data:`PROBE_NODE_LIMIT` nodes. If that ends the solve, or
     solves the core to the dive's gap with an answer that places (the chosen
-    solver's would be worth no more), the dive is over; else the chosen solver solves the same core from the
-    same start, as without the probe.
+    solver's would be worth no more), the dive is over; else the chosen
+    solver solves the same core from the same start, as without the probe.
 
     ``open_all`` opens every configuration whose ``L_c`` reaches the best
     candidate (the set the configuration MILP would keep, see
