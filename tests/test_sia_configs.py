@@ -115,10 +115,11 @@ def test_the_bench_compares_with_sia_s_ilp_on_the_instances_it_is_given(tmp_path
 
     assert sia_ilp.parse_instances(["mixed-2048:5-9", "sia-64:0,3", "sia-64:7"]) == (
         ("mixed-2048", (5, 6, 7, 8, 9)), ("sia-64", (0, 3)), ("sia-64", (7,)))
-    for bad in ("sia-64", "sia-64:", "sia-64:9-5", "sia-64:1-", "sia-64:a,b", "sia-64:1,,2"):
+    for bad in ("sia-64", "sia-64:", "sia-64:9-5", "sia-64:1-", "sia-64:a,b", "sia-64:1,,2", "sia-46:0"):
         with pytest.raises(ValidationError) as e:
             sia_ilp.parse_instances([bad])
         assert e.value.field == "--sia-instances"
+    assert "did you mean 'sia-64'" in str(e.value)  # the unknown family's message suggests the near name
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path / "no"), "--only", "sia", "--sia-instances", "sia-64:x"])
     assert not (tmp_path / "no" / "sia_ilp.csv").exists()

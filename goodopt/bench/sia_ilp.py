@@ -31,6 +31,7 @@ from ..scenario import Objective
 from ..solvers.api import solve
 from ..solvers.details import MilpDetails
 from ..solvers.mip_solvers import Limits, adapter
+from ..validation import suggest
 from .mip_solvers import cpu_now
 from .solvers import least_cpu_of
 
@@ -54,15 +55,15 @@ SIA_GAP = 1e-4
 def parse_instances(specs: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
     """The table's instances from ``FAMILY:SEEDS`` strings, SEEDS a range ``0-9`` or a list ``0,3,7`` of whole
     numbers (``--sia-instances`` of ``make bench``), each checked; a family named twice keeps both parts."""
-    from ..families import family
-
     out = []
     for spec in specs:
         name, _, seeds = str(spec).partition(":")
         if not re.fullmatch(r"[0-9]{1,9}(-[0-9]{1,9}|(,[0-9]{1,9})*)", seeds):
             raise ValidationError("--sia-instances", f"instances are written FAMILY:SEEDS, got {spec!r}",
                                   "SEEDS is a range or a list of whole numbers: mixed-2048:5-9, sia-64:0,3")
-        family(name)
+        if name not in FAMILIES:
+            raise ValidationError("--sia-instances", f"unknown family {name!r} in {spec!r}",
+                                  f"{suggest(name, FAMILIES)}choose one of {', '.join(FAMILIES)}")
         first, dash, last = seeds.partition("-")
         chosen = tuple(range(int(first), int(last) + 1)) if dash else tuple(int(x) for x in seeds.split(","))
         if not chosen:
