@@ -8,7 +8,8 @@ each constraint's violation, in one compiled pass
 (:mod:`goodopt.allocation_counts`, integer arithmetic and look-ups: the same
 numbers as the whole-array statements in ``tests/evaluator_reference.py``),
 then reduces every member's speedups with the power mean as one array
-operation.
+operation (what a search ranks by, at p = -1 and 1, as one more compiled
+pass that adds in numpy's order: :mod:`goodopt.mean_kernels`).
 
 Speedups of infeasible rows are still defined (a row spanning types is scored
 on its majority type with its total count; counts beyond the table score 0);
@@ -26,6 +27,7 @@ import numpy as np
 from .allocation_counts import counted
 from .arrays import Array, ArrayIn, ArrayOut
 from .fitness import _power_mean_last
+from .mean_kernels import ranked_power_mean
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Evaluator:
         self._uniform = bool(np.all(pr.weights == pr.weights[0]))
         self._ones: dict[tuple[int, ...], Array] = {}
         self._capacity = pr.node_capacity
+        self._compiled_mean = pr.p in (-1.0, 1.0)  # see goodopt.mean_kernels
         self.n_evaluations = 0
 
     # ------------------------------------------------------------ internals
@@ -106,6 +109,10 @@ class Evaluator:
         pop, _ = self._coerce(pop)
         s, terms = self._counted(pop)[3:]
         self.n_evaluations += len(pop)
+        if self._compiled_mean and s.shape[1]:  # the same numbers in one compiled pass (goodopt.mean_kernels)
+            pr = self.problem
+            return ranked_power_mean(s, terms, pr.p, pr.eps, pr.idle, pr.idle_value is not None,
+                                     np.ascontiguousarray(self._weights, dtype=float), self._uniform)
         return np.where(terms.sum(axis=1) == 0, self._fitness(s), -np.inf)
 
     def speedups(self, pop: ArrayIn) -> np.ndarray:
