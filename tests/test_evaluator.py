@@ -152,12 +152,13 @@ def test_the_compiled_pass_is_the_array_statement_to_the_last_bit(seed, n_types,
 @given(seed=st.integers(0, 2**32 - 1),
        n_jobs=st.one_of(st.integers(0, 20), st.sampled_from([127, 128, 129, 136, 257, 300])),
        p=st.sampled_from([-1.0, 1.0]), scale=st.sampled_from([1e-300, 1e-8, 1.0, 1e8, 1e300]),
-       weighted=st.booleans(), idle=st.sampled_from([None, 0.0, 1e-6, 2.0]))
-def test_the_compiled_mean_adds_as_numpy_does(seed, n_jobs, p, scale, weighted, idle):
+       weighted=st.booleans(), idle=st.sampled_from([None, 0.0, 1e-6, 2.0]),
+       eps=st.sampled_from([0.0, 1e-300, 1e-3, 1.0, 1e6]))
+def test_the_compiled_mean_adds_as_numpy_does(seed, n_jobs, p, scale, weighted, idle, eps):
     """At p = -1 and 1 the ranked fitness is one compiled pass (goodopt.mean_kernels) that sums in numpy's pairwise
     order: its scores are the array statement's to the last bit, for rows of 0 to 300 jobs (around numpy's block
-    of 128), speedups of every magnitude and zeros (idle jobs, with and without an idle value), equal and unequal
-    weights, and members that break a rule."""
+    of 128), speedups of every magnitude and zeros (idle jobs, with and without an idle value), eps from 0 (a zero
+    speedup then divides by 0) to 1e6, equal and unequal weights, and members that break a rule."""
     from goodopt.mean_kernels import pairwise_sum, ranked_power_mean
 
     rng = np.random.default_rng(seed)
@@ -165,7 +166,6 @@ def test_the_compiled_mean_adds_as_numpy_does(seed, n_jobs, p, scale, weighted, 
     s[rng.random(s.shape) < 0.2] = 0.0
     terms = np.where(rng.random((7, 6)) < 0.1, rng.integers(0, 3, size=(7, 6)), 0)
     w = rng.uniform(0.5, 4.0, n_jobs) if weighted else np.full(n_jobs, 3.0)
-    eps = 1e-3
     v = s + eps if idle is None else np.where(s > 0, s + eps, idle)
     wide = np.broadcast_to(w if weighted else 1.0, v.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
