@@ -66,6 +66,7 @@ class Evaluator:
         self._ones: dict[tuple[int, ...], Array] = {}
         self._capacity = pr.node_capacity
         self._compiled_mean = pr.p in (-1.0, 1.0)  # see goodopt.mean_kernels
+        self._mean_weights = np.ascontiguousarray(pr.weights, dtype=float)  # its weights, made once
         self.n_evaluations = 0
 
     # ------------------------------------------------------------ internals
@@ -111,8 +112,8 @@ class Evaluator:
         self.n_evaluations += len(pop)
         if self._compiled_mean and s.shape[1]:  # the same numbers in one compiled pass (goodopt.mean_kernels)
             pr = self.problem
-            return ranked_power_mean(s, terms, pr.p, pr.eps, pr.idle, pr.idle_value is not None,
-                                     np.ascontiguousarray(self._weights, dtype=float), self._uniform)
+            return ranked_power_mean(s, terms, pr.p, pr.eps, pr.idle, pr.idle_value is not None, self._mean_weights,
+                                     self._uniform)
         return np.where(terms.sum(axis=1) == 0, self._fitness(s), -np.inf)
 
     def speedups(self, pop: ArrayIn) -> np.ndarray:
