@@ -88,14 +88,19 @@ def lp_certificate(run: MilpRun, model: ConfigModel, name: str, *,
     return replace(lp, objective=lp.bound), alloc
 
 
+#: The candidates found from the LP relaxation, by source, in a proof's words (before "the LP relaxation").
+_FROM_LP = {"lp-dive": "a dive from", "lp-rounding": "a rounding of",
+            "greedy fill": "the best candidate of the dives, filled by greedy, from"}
+
+
 def _proof(source: str | None, name: str, dived: bool) -> str:
     """How an LP certificate was reached: which candidate, and whose bound (the reduced-cost dive's, when it ran:
     its own MILP's over the open configurations, the LP's reduced costs elsewhere; else the LP's)."""
     rc_bound = "(its MILP's over the open configurations, the LP's reduced costs elsewhere)"
     if source == "reduced-cost dive":
         return f"the reduced-cost dive from the LP relaxation of the {name} model reaches its bound {rc_bound}"
-    how = "a dive from" if source == "lp-dive" else "a rounding of"
+    lp, from_lp = f"the LP relaxation of the {name} model", _FROM_LP.get(source or "")
+    how = f"{from_lp} {lp}" if from_lp else f"the candidate {source!r}, found before {lp},"
     if dived:  # an earlier candidate, which the dive's bound certified (the dive found nothing better)
-        return (f"{how} the LP relaxation of the {name} model reaches the bound of the reduced-cost dive that "
-                f"followed {rc_bound}")
-    return f"{how} the LP relaxation of the {name} model reaches its bound"
+        return f"{how} reaches the bound of the reduced-cost dive that followed {rc_bound}"
+    return f"{how} reaches {'its' if from_lp else 'that relaxation' + chr(39) + 's'} bound"
