@@ -574,7 +574,8 @@ def test_an_lp_certificate_names_the_candidate_it_certified():
     filled by greedy, or a candidate found before the LP (the user's start, say), and whose bound it reached."""
     from goodopt.solvers.milp.certify import _proof
 
-    assert _proof("lp-rounding", "config", False) == "a rounding of the LP relaxation of the config model reaches its bound"
+    assert _proof("lp-rounding", "config", False) == ("a rounding of the LP relaxation of the config model reaches "
+                                                      "its bound")
     assert _proof("greedy fill", "config", True).startswith(
         "the best candidate of the dives, filled by greedy, from the LP relaxation of the config model reaches the "
         "bound of the reduced-cost dive that followed")

@@ -78,12 +78,13 @@ DIVE_GAP_SHARE = 0.1
 #: under Sia's objective the LP dive ended 1.8% below the LP bound and opened 785 of 1,794 configurations: a dive
 #: of 0.32 s (one node, HiGHS's root cuts); greedy from it reached 0.8% below in 0.6 ms, and the solve took 0.05 s.
 #: Below a few hundred configurations the dive's MILP costs milliseconds, and the fill would only move which of
-#: equal answers is found (Sia's policy on its 64-GPU cluster opens fewer). Measured (CPU s of the whole solve,
-#: least of two runs, the two versions side by side in separate processes; the same optima to the last digit):
-#: sia-64 seeds 0-129 under Sia's objective 5.43 s in all against 6.35 (worst seed 0.32 against 0.41; seeds 19,
-#: 48 and 123 0.05-0.14 against 0.26-0.35), under its own 8.04 against 8.48 (worst 0.61 against 0.63), mixed-64
-#: seeds 0-49 both objectives 2.99 against 3.02. Filling before every dive (the large families' too) cost more than
-#: it gave: mixed-2048 under Sia's objective seeds 0-9 15.4 s against 12.4.
+#: equal answers is found (in Sia's policy on its 64-GPU cluster few rounds open more; in the full reproduction
+#: its Sia Table 3 rows moved within their bands, Philly's average JCT 0.5982 h to 0.5983). Measured (CPU s of the
+#: whole solve, least of two runs, the two versions side by side in separate processes; the same optima to the
+#: last digit): sia-64 seeds 0-129 under Sia's objective 5.43 s in all against 6.35 (worst seed 0.32 against
+#: 0.41; seeds 19, 48 and 123 0.05-0.14 against 0.26-0.35), under its own 8.04 against 8.48 (worst 0.61 against
+#: 0.63), mixed-64 seeds 0-49 both objectives 2.99 against 3.02. Filling before every dive (the large families'
+#: too) cost more than it gave: mixed-2048 under Sia's objective seeds 0-9 15.4 s against 12.4.
 FILL_FROM_OPEN = 300
 #: HiGHS's feasibility jump (a search for a first feasible point), off in a dive over every configuration
 #: whose bound reaches the best candidate (``open_all``, from the plain LP below 2,000 job-node pairs), unless
