@@ -145,7 +145,9 @@ class HighsSession:
             left = None if time_limit_s is None else max(float(time_limit_s) - (time.perf_counter() - t1), 1e-3)
             h.setOptionValue("time_limit", left if left is not None else hs.kHighsInf)
             stopped = run_highs(h, left)
-            out, x = self._outcome(True, time.perf_counter() - t1, setup, stopped)
+            first, (out, x) = out, self._outcome(True, time.perf_counter() - t1, setup, stopped)
+            out = replace(out, lp_iterations=(first.lp_iterations or 0) + (out.lp_iterations or 0),
+                          nodes=None if out.nodes is None else out.nodes + (first.nodes or 0))  # both runs' work
         if relax:
             sol = h.getSolution()
             self.lp_row_dual = np.asarray(sol.row_dual, float) if x is not None and sol.dual_valid else None
