@@ -11,7 +11,8 @@ the same rows, each adding a candidate.
   the gap between the LP bound and the best candidate stays open, in a model
   of the open ones alone; from the plain LP (no pattern rows, below 2,000
   job-node pairs) every configuration whose ``L_c`` reaches the best
-  candidate stays open (``open_all``). Its dual bound covers the allocations of open
+  candidate stays open (``open_all``; that candidate first filled by greedy when the set
+  would hold more than :data:`FILL_FROM_OPEN`). Its dual bound covers the allocations of open
   configurations; every other allocation is bounded by a closed
   configuration's ``L_c``, so the larger of the two bounds every allocation,
   and the dive can end the solve. Jobs the LP did not split may move too, which the optimum
