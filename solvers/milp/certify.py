@@ -103,4 +103,5 @@ def _proof(source: str | None, name: str, dived: bool) -> str:
     how = f"{from_lp} {lp}" if from_lp else f"the candidate {source!r}, found before {lp},"
     if dived:  # an earlier candidate, which the dive's bound certified (the dive found nothing better)
         return f"{how} reaches the bound of the reduced-cost dive that followed {rc_bound}"
-    return f"{how} reaches {'its' if from_lp else 'that relaxation' + chr(39) + 's'} bound"
+    whose = "its" if from_lp else "that relaxation's"
+    return f"{how} reaches {whose} bound"

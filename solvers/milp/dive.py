@@ -157,9 +157,9 @@ def reduced_cost_dive(run: MilpRun, model: ArrayModel, bounds: ConfigBounds | No
         return -np.inf
     open_ = _open_set(run, bounds, open_all, best, f_inc)
     if open_all and int(open_.sum()) > FILL_FROM_OPEN:  # see FILL_FROM_OPEN
-        run.add_candidate(greedy(run.pr, cs, start=best, deadline=run.deadline)[0], "greedy fill")
-        filled, _, f_filled = run.best()
-        if filled is not None and f_filled > f_inc:
+        filled = greedy(run.pr, cs, start=best, deadline=run.deadline)[0]
+        f_filled = run.add_candidate(filled, "greedy fill")
+        if f_filled > f_inc:
             best, f_inc = filled, f_filled
             open_ = _open_set(run, bounds, open_all, best, f_inc)
     sub_cs = cs.subset(open_)

@@ -113,7 +113,7 @@ class HighsSession:
             return MilpOutcome.without_solve(Termination.NUMERICAL, f"model refused: {self.bad}", solver="highs",
                                              solver_version=self.version, n_variables=model.n_columns,
                                              n_constraints=self.n_rows), None
-        h.setOptionValue("time_limit", float(time_limit_s) if time_limit_s is not None else hs.kHighsInf)
+        self._time_limit(time_limit_s)
         for key, value in (("mip_rel_gap", mip_rel_gap), ("mip_abs_gap", mip_abs_gap)):
             if value is not None:
                 h.setOptionValue(key, float(value))
@@ -143,7 +143,7 @@ class HighsSession:
             log.warning("HiGHS: %s; solving again without the start", out.raw_status)
             h.clearSolver()
             left = None if time_limit_s is None else max(float(time_limit_s) - (time.perf_counter() - t1), 1e-3)
-            h.setOptionValue("time_limit", left if left is not None else hs.kHighsInf)
+            self._time_limit(left)
             stopped = run_highs(h, left)
             first, (out, x) = out, self._outcome(True, time.perf_counter() - t1, setup, stopped)
             out = replace(out, lp_iterations=(first.lp_iterations or 0) + (out.lp_iterations or 0),
@@ -152,6 +152,10 @@ class HighsSession:
             sol = h.getSolution()
             self.lp_row_dual = np.asarray(sol.row_dual, float) if x is not None and sol.dual_valid else None
         return out, x
+
+    def _time_limit(self, seconds: float | None) -> None:
+        """HiGHS's time limit for the next run (none: infinite)."""
+        self.h.setOptionValue("time_limit", float(seconds) if seconds is not None else self._hs.kHighsInf)
 
     def integral(self) -> None:
         """Give HiGHS the model's integrality (before a MIP solve, or before writing the model out)."""
