@@ -303,37 +303,6 @@ def test_from_the_plain_lp_the_reduced_cost_dive_leaves_no_configuration_milp_to
             assert res.bound >= full.fitness * (1 - 1e-9) and full.bound >= res.fitness * (1 - 1e-9)
 
 
-def test_the_plain_dive_runs_without_feasibility_jump_unless_the_user_sets_it(monkeypatch):
-    """The dive over every configuration whose bound reaches the best candidate starts from that candidate; HiGHS's
-    search for a first feasible point is off there (FEASIBILITY_JUMP in solvers/milp/dive.py), unless
-    ``highs_options`` names it; the answer is the same either way (sia-64 seed 0, both objectives)."""
-    import dataclasses
-
-    import goodopt.solvers.milp.dive as dive
-
-    from goodopt.objective import Objective
-
-    seen = []
-
-    class Recording(dive.ArrayModel):
-        def __init__(self, *args, highs_options=None, **kw):
-            seen.append(dict(highs_options or {}))
-            super().__init__(*args, highs_options=highs_options, **kw)
-
-    monkeypatch.setattr(dive, "ArrayModel", Recording)
-    for objective in (None, Objective.sia()):
-        sc = FAMILIES["sia-64"].scenario(0)
-        pr = (dataclasses.replace(sc, objective=objective) if objective else sc).problem()
-        seen.clear()
-        ours = goodopt.solve(pr, "milp")
-        assert seen and seen[-1][dive.FEASIBILITY_JUMP] is False and seen[-1]["presolve"] == "on"
-        seen.clear()
-        theirs = goodopt.solve(pr, "milp", {"highs_options": {dive.FEASIBILITY_JUMP: True}})
-        assert seen and seen[-1][dive.FEASIBILITY_JUMP] is True
-        assert ours.status == theirs.status == Termination.OPTIMAL
-        assert abs(ours.fitness - theirs.fitness) <= 1e-6 * ours.fitness
-
-
 def test_a_configuration_subset_keeps_jobs_sorted_and_maps_keep_configurations():
     from goodopt.formulations.configs import enumerate_configs
     pr = FAMILIES["mixed-64"].scenario(1).problem()

@@ -1,0 +1,69 @@
+"""The native HiGHS options goodopt sets on its configuration-level models, and that a user's
+``highs_options`` win over them."""
+
+from goodopt.solvers import Termination
+
+import goodopt
+from goodopt.families import FAMILIES
+
+
+def test_the_plain_dive_runs_without_feasibility_jump_unless_the_user_sets_it(monkeypatch):
+    """The dive over every configuration whose bound reaches the best candidate starts from that candidate; HiGHS's
+    search for a first feasible point is off there (FEASIBILITY_JUMP in solvers/milp/dive.py), unless
+    ``highs_options`` names it; the answer is the same either way (sia-64 seed 0, both objectives)."""
+    import dataclasses
+
+    import goodopt.solvers.milp.dive as dive
+
+    from goodopt.objective import Objective
+
+    seen = []
+
+    class Recording(dive.ArrayModel):
+        def __init__(self, *args, highs_options=None, **kw):
+            seen.append(dict(highs_options or {}))
+            super().__init__(*args, highs_options=highs_options, **kw)
+
+    monkeypatch.setattr(dive, "ArrayModel", Recording)
+    for objective in (None, Objective.sia()):
+        sc = FAMILIES["sia-64"].scenario(0)
+        pr = (dataclasses.replace(sc, objective=objective) if objective else sc).problem()
+        seen.clear()
+        ours = goodopt.solve(pr, "milp")
+        assert seen and seen[-1][dive.FEASIBILITY_JUMP] is False and seen[-1]["presolve"] == "on"
+        seen.clear()
+        theirs = goodopt.solve(pr, "milp", {"highs_options": {dive.FEASIBILITY_JUMP: True}})
+        assert seen and seen[-1][dive.FEASIBILITY_JUMP] is True
+        assert ours.status == theirs.status == Termination.OPTIMAL
+        assert abs(ours.fitness - theirs.fitness) <= 1e-6 * ours.fitness
+
+
+def test_configuration_milps_trust_pseudo_costs_sooner_unless_the_user_says_otherwise(monkeypatch):
+    """Configuration-level MILPs run HiGHS with less strong branching (PSCOST_RELIABLE in solvers/milp/run.py);
+    a user's ``highs_options`` value wins, another solver gets only its own options, and the answer is the same
+    with HiGHS's default (five-types-512 seed 1, whose dive branches; sia-64 seed 0)."""
+    import goodopt.solvers.milp.dive as dive
+    from goodopt.solvers.milp.run import PSCOST_RELIABLE, config_highs_options
+    from goodopt.solvers.options import MilpOptions
+
+    name, value = PSCOST_RELIABLE
+    assert config_highs_options(MilpOptions())[name] == value
+    assert config_highs_options(MilpOptions(highs_options={name: 8}))[name] == 8
+    assert name not in config_highs_options(MilpOptions(solver="scip", highs_options={}))
+    seen = []
+
+    class Recording(dive.ArrayModel):
+        def __init__(self, *args, highs_options=None, **kw):
+            seen.append(dict(highs_options or {}))
+            super().__init__(*args, highs_options=highs_options, **kw)
+
+    monkeypatch.setattr(dive, "ArrayModel", Recording)
+    for family, seed in (("five-types-512", 1), ("sia-64", 0)):
+        pr = FAMILIES[family].scenario(seed).problem()
+        seen.clear()
+        ours = goodopt.solve(pr, "milp")
+        assert seen and all(o[name] == value for o in seen)
+        default = goodopt.solve(pr, "milp", {"highs_options": {name: 8}})
+        assert ours.status == default.status == Termination.OPTIMAL
+        assert abs(ours.fitness - default.fitness) <= 1e-6 * ours.fitness
+        assert ours.bound >= default.fitness * (1 - 1e-9) and default.bound >= ours.fitness * (1 - 1e-9)
