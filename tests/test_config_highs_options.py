@@ -39,8 +39,9 @@ def test_the_plain_dive_runs_without_feasibility_jump_unless_the_user_sets_it(mo
 
 
 def test_configuration_milps_trust_pseudo_costs_sooner_unless_the_user_says_otherwise(monkeypatch):
-    """Configuration-level MILPs run HiGHS with less strong branching (PSCOST_RELIABLE in solvers/milp/run.py);
-    a user's ``highs_options`` value wins, another solver gets only its own options, and the answer is the same
+    """The staged method's configuration-level MILPs run HiGHS with less strong branching (PSCOST_RELIABLE in
+    solvers/milp/run.py), the reference model with HiGHS's own; a user's ``highs_options`` value wins, another
+    solver gets only its own options, and the answer is the same
     with HiGHS's default (five-types-512 seed 1, whose dive branches; sia-64 seed 0)."""
     import goodopt.solvers.milp.dive as dive
     from goodopt.solvers.milp.run import PSCOST_RELIABLE, config_highs_options
@@ -50,6 +51,7 @@ def test_configuration_milps_trust_pseudo_costs_sooner_unless_the_user_says_othe
     assert config_highs_options(MilpOptions())[name] == value
     assert config_highs_options(MilpOptions(highs_options={name: 8}))[name] == 8
     assert name not in config_highs_options(MilpOptions(solver="scip", highs_options={}))
+    assert name not in config_highs_options(MilpOptions(), staged=False)  # the reference model: HiGHS's own
     seen = []
 
     class Recording(dive.ArrayModel):
@@ -67,3 +69,23 @@ def test_configuration_milps_trust_pseudo_costs_sooner_unless_the_user_says_othe
         assert ours.status == default.status == Termination.OPTIMAL
         assert abs(ours.fitness - default.fitness) <= 1e-6 * ours.fitness
         assert ours.bound >= default.fitness * (1 - 1e-9) and default.bound >= ours.fitness * (1 - 1e-9)
+
+
+def test_the_reference_model_keeps_highs_own_branching(monkeypatch):
+    """``formulation: reference`` (the ground for comparing solvers) hands HiGHS the model with presolve off and
+    HiGHS's own pseudo-cost reliability, not the staged method's (sia-64 seed 0: the configuration level under
+    every type's pattern rows)."""
+    import goodopt.solvers.milp.models as models
+    from goodopt.solvers.milp.run import PSCOST_RELIABLE
+
+    seen = []
+
+    class Recording(models.ArrayModel):
+        def __init__(self, *args, highs_options=None, **kw):
+            seen.append(dict(highs_options or {}))
+            super().__init__(*args, highs_options=highs_options, **kw)
+
+    monkeypatch.setattr(models, "ArrayModel", Recording)
+    res = goodopt.solve(FAMILIES["sia-64"].scenario(0).problem(), "milp", {"formulation": "reference"})
+    assert res.status == Termination.OPTIMAL
+    assert seen and all(o.get("presolve") == "off" and PSCOST_RELIABLE[0] not in o for o in seen)

@@ -19,20 +19,22 @@ def solver_kwargs(run: MilpRun) -> Record:
             "feasibility_tol": None if o.solver == "highs" else run.solver_feasibility}
 
 
-def config_model(run: MilpRun, placement: Iterable[int] = ()) -> ConfigModel:
+def config_model(run: MilpRun, placement: Iterable[int] = (), *, staged: bool = True) -> ConfigModel:
     """The configuration level on the chosen route (arrays into HiGHS, or pyomo).
 
-    ``placement``: GPU types whose node-pattern rows are added (array route).
+    ``placement``: GPU types whose node-pattern rows are added (array route); ``staged``: for the staged method
+    (HiGHS's options of :func:`~.run.config_highs_options`), not the reference model.
     """
     o = run.opts
+    native = config_highs_options(o, staged=staged)
     model: ConfigModel
     if model_route(o) == "arrays":
-        model = ArrayModel(run.pr, run.cs, run.objective, threads=o.threads, highs_options=config_highs_options(o),
+        model = ArrayModel(run.pr, run.cs, run.objective, threads=o.threads, highs_options=native,
                            placement=placement, **solver_kwargs(run))
         run.info["pattern_types"] = [run.pr.type_names[g] for g in model.mm.pattern_types]
     else:
         model = PyomoModel(run.pr, run.cs, run.objective, level="config", threads=o.threads,
-                           highs_options=config_highs_options(o), **solver_kwargs(run))
+                           highs_options=native, **solver_kwargs(run))
     run.build_s += model.build_s
     run.last_model = model
     return model

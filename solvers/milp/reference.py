@@ -31,7 +31,7 @@ def reference_model(run: MilpRun) -> tuple[ConfigModel, str]:
     """The reference model of ``run`` and its name: the configuration level under every type's node-pattern
     rows where they apply to every type, else the placement level."""
     if pattern_rows_apply(run):
-        model = config_model(run, placement=range(run.pr.n_gpu_types))
+        model = config_model(run, placement=range(run.pr.n_gpu_types), staged=False)
         if isinstance(model, ArrayModel) and not model.mm.aggregate_types:
             return model, "reference: config + pattern rows (every type)"
     return placement_model(run), "reference: placement level"
