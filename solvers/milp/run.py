@@ -74,12 +74,14 @@ def expired(deadline: float | None) -> bool:
 #: ``highs_options`` set it. These models branch on a few hundred to a few thousand 0/1 configuration columns, and
 #: strong branching was most of a deep search's work (five-types-2048 seed 3, its own objective: 4,514 of 7,511
 #: LP iterations in the dive's 112 nodes). Measured (CPU s of the whole solve, one process, the two settings
-#: alternating, the same optima on every instance): five-types-2048 own seeds 0-9 25.3 s against 26.6 (seed 3
-#: 3.54 against 4.42, the rest within 0.1 s), Sia's 15.8 against 16.0; mixed-2048 Sia's seeds 0-9 11.5 against
-#: 12.0 (seeds 6 and 7 2.24 and 2.16 against 2.43 and 2.37), its own 6.4 against 6.3; sia-64 seeds 0-129 Sia's
-#: 4.45 against 4.62 (seed 53 0.13 against 0.19), its own 1.94 against 2.07 over seeds 0-39; five-types-512,
-#: cluster-2048 and mixed-64, both objectives, within 4%. At 0 (no strong branching) mixed-2048 Sia's took 17.4 s
-#: against 11.9; 1 and 4 gave about what 2 gives.
+#: alternating; the same optima on all 190 instances below): five-types-2048 own seeds 0-9 26.4 s against 27.6 (seed 3
+#: 3.54 against 4.42, the rest within 0.1 s), Sia's 16.0 against 16.1; mixed-2048 Sia's seeds 0-9 11.7 against
+#: 12.1 (seeds 6 and 7 2.24 and 2.16 against 2.43 and 2.37), its own 6.2 against 6.3; sia-64 seeds 0-39 Sia's
+#: 1.05 against 1.08, its own 1.95 against 2.10 (seeds 0-129: Sia's 4.45 against 4.62, seed 53 0.13 against 0.19);
+#: five-types-512, cluster-2048 (seeds 0-4) and mixed-64 (seeds 0-19), both objectives, within 4%. At 0 (no strong
+#: branching) mixed-2048 Sia's took 17.4 s against 11.9; 1 and 4 gave about what 2 gives. Sia's policy (the
+#: reproduction's Philly workloads 1-3) took 32.8 s against 32.8, the same rounds; the full reproduction's rows
+#: are the same to the last digit.
 PSCOST_RELIABLE = ("mip_pscost_minreliable", 2)
 
 
