@@ -7,6 +7,20 @@ import goodopt
 from goodopt.families import FAMILIES
 
 
+def record_highs_options(monkeypatch, module):
+    """Make ``module.ArrayModel`` record the native HiGHS options each model is built with; returns the list they
+    are appended to."""
+    seen = []
+
+    class Recording(module.ArrayModel):
+        def __init__(self, *args, highs_options=None, **kw):
+            seen.append(dict(highs_options or {}))
+            super().__init__(*args, highs_options=highs_options, **kw)
+
+    monkeypatch.setattr(module, "ArrayModel", Recording)
+    return seen
+
+
 def test_the_plain_dive_runs_without_feasibility_jump_unless_the_user_sets_it(monkeypatch):
     """The dive over every configuration whose bound reaches the best candidate starts from that candidate; HiGHS's
     search for a first feasible point is off there (FEASIBILITY_JUMP in solvers/milp/dive.py), unless
@@ -17,14 +31,7 @@ def test_the_plain_dive_runs_without_feasibility_jump_unless_the_user_sets_it(mo
 
     from goodopt.objective import Objective
 
-    seen = []
-
-    class Recording(dive.ArrayModel):
-        def __init__(self, *args, highs_options=None, **kw):
-            seen.append(dict(highs_options or {}))
-            super().__init__(*args, highs_options=highs_options, **kw)
-
-    monkeypatch.setattr(dive, "ArrayModel", Recording)
+    seen = record_highs_options(monkeypatch, dive)
     for objective in (None, Objective.sia()):
         sc = FAMILIES["sia-64"].scenario(0)
         pr = (dataclasses.replace(sc, objective=objective) if objective else sc).problem()
@@ -41,8 +48,8 @@ def test_the_plain_dive_runs_without_feasibility_jump_unless_the_user_sets_it(mo
 def test_configuration_milps_trust_pseudo_costs_sooner_unless_the_user_says_otherwise(monkeypatch):
     """The staged method's configuration-level MILPs run HiGHS with less strong branching (PSCOST_RELIABLE in
     solvers/milp/run.py), the reference model with HiGHS's own; a user's ``highs_options`` value wins, another
-    solver gets only its own options, and the answer is the same
-    with HiGHS's default (five-types-512 seed 1, whose dive branches; sia-64 seed 0)."""
+    solver gets only its own options, and the answer is the same with HiGHS's default (five-types-512 seed 1,
+    whose dive branches; sia-64 seed 0)."""
     import goodopt.solvers.milp.dive as dive
     from goodopt.solvers.milp.run import PSCOST_RELIABLE, config_highs_options
     from goodopt.solvers.options import MilpOptions
@@ -52,14 +59,7 @@ def test_configuration_milps_trust_pseudo_costs_sooner_unless_the_user_says_othe
     assert config_highs_options(MilpOptions(highs_options={name: 8}))[name] == 8
     assert name not in config_highs_options(MilpOptions(solver="scip", highs_options={}))
     assert name not in config_highs_options(MilpOptions(), staged=False)  # the reference model: HiGHS's own
-    seen = []
-
-    class Recording(dive.ArrayModel):
-        def __init__(self, *args, highs_options=None, **kw):
-            seen.append(dict(highs_options or {}))
-            super().__init__(*args, highs_options=highs_options, **kw)
-
-    monkeypatch.setattr(dive, "ArrayModel", Recording)
+    seen = record_highs_options(monkeypatch, dive)
     for family, seed in (("five-types-512", 1), ("sia-64", 0)):
         pr = FAMILIES[family].scenario(seed).problem()
         seen.clear()
@@ -78,14 +78,7 @@ def test_the_reference_model_keeps_highs_own_branching(monkeypatch):
     import goodopt.solvers.milp.models as models
     from goodopt.solvers.milp.run import PSCOST_RELIABLE
 
-    seen = []
-
-    class Recording(models.ArrayModel):
-        def __init__(self, *args, highs_options=None, **kw):
-            seen.append(dict(highs_options or {}))
-            super().__init__(*args, highs_options=highs_options, **kw)
-
-    monkeypatch.setattr(models, "ArrayModel", Recording)
+    seen = record_highs_options(monkeypatch, models)
     res = goodopt.solve(FAMILIES["sia-64"].scenario(0).problem(), "milp", {"formulation": "reference"})
     assert res.status == Termination.OPTIMAL
     assert seen and all(o.get("presolve") == "off" and PSCOST_RELIABLE[0] not in o for o in seen)
