@@ -95,7 +95,9 @@ def config_highs_options(opts: MilpOptions | PwlOptions, *, staged: bool = True)
     """
     if opts.solver != "highs":
         return opts.highs_options
-    own = {"presolve": "off", PSCOST_RELIABLE[0]: PSCOST_RELIABLE[1]} if staged else {"presolve": "off"}
+    own: dict[str, Any] = {"presolve": "off"}
+    if staged:
+        own[PSCOST_RELIABLE[0]] = PSCOST_RELIABLE[1]
     return {**own, **opts.highs_options}
 
 
