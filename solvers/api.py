@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from goodopt.arrays import Array
+from goodopt.blas_threads import one_blas_thread
 from goodopt.errors import GoodoptError, SolverError, ValidationError
 from goodopt.evaluator import Evaluator
 from goodopt.plugins import METHOD_GROUP, PluginRegistry
@@ -103,7 +104,8 @@ def solve(problem: AllocationProblem | Scenario, method: str = "milp",
     ``extra["fractions"]``). See :data:`METHOD_OPTIONS`.
     The returned :class:`SolveResult` always carries the evaluator's fitness of
     the allocation, the termination status, and the bound and gap where the
-    method gives one.
+    method gives one. BLAS libraries run one thread during the solve
+    (:mod:`goodopt.blas_threads`).
     """
     if not isinstance(problem, AllocationProblem):
         if hasattr(problem, "problem"):
@@ -116,10 +118,11 @@ def solve(problem: AllocationProblem | Scenario, method: str = "milp",
     _check_allocations(problem, opts)
     log.debug("%s on %d jobs x %d nodes with options %s", method, problem.n_jobs, problem.n_nodes, opts.as_dict())
     t_start = time.perf_counter()
-    ev = problem.evaluator()
-    with tracing() as points:
-        outcome = _run(base, entry, problem, ev, _with_solver_log(opts), t_start)
-    return _result(problem, ev, method, opts, outcome, t_start, tuple(points))
+    with one_blas_thread():  # see goodopt.blas_threads
+        ev = problem.evaluator()
+        with tracing() as points:
+            outcome = _run(base, entry, problem, ev, _with_solver_log(opts), t_start)
+        return _result(problem, ev, method, opts, outcome, t_start, tuple(points))
 
 
 def _run(method: str, entry: Method[O], problem: AllocationProblem, ev: Evaluator, opts: O,

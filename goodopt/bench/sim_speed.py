@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from ..blas_threads import one_blas_thread
 from ..families import FAMILIES
 from ..generate import testbed_cluster
 from ..records import Record
@@ -72,7 +72,7 @@ def _one(scale: str, cluster: Any, wl: Any, truth: Any, window: float | None, po
         share = s["policy_s"] / max(s["policy_s"] + s["engine_s"], 1e-12)
     else:
         engine = Engine(wl, cluster, make_policy(policy), truth, SimConfig(), np.random.default_rng(seed))
-        with threadpool_limits(1):  # as simulate() runs
+        with one_blas_thread():  # as simulate() runs
             engine.run(until_s=window)
         done, rounds, sim_s, share = engine.n_done, engine.r, float(engine.t), float("nan")
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
+from goodopt.blas_threads import one_blas_thread
 from goodopt.cluster import Cluster
 from goodopt.errors import ValidationError
 from goodopt.placement import packed_placement
@@ -74,7 +74,7 @@ def simulate(workload: Workload | str | os.PathLike[str], cluster: Cluster, poli
 
         # one BLAS thread: a round is many tiny fits and solves, where BLAS threads only spin (measured: 40%
         # less CPU per agent fit); parallel work comes from simulations side by side (--workers, Dask)
-        with threadpool_limits(1):
+        with one_blas_thread():
             engine.run(progress=on_round)
     wall = time.perf_counter() - t0
     result = _collect(engine, workload, cluster, truth, config)

@@ -1,0 +1,40 @@
+"""One BLAS thread while goodopt computes: :func:`one_blas_thread`.
+
+goodopt's linear algebra is many small vectors and matrices (a dot product over a model's columns, an agent's
+fit), where OpenBLAS's extra threads only spin: on a 2-core machine they took 3-5% of a 2,048-GPU exact solve's
+CPU and 40% of an agent fit's. With more than one thread OpenBLAS also splits a long dot product between them,
+so its last bit would follow the machine's core count. Parallel work comes from solves and simulations side by
+side (``--workers``, Dask) instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from threadpoolctl import ThreadpoolController
+
+_lock = threading.Lock()
+_controllers: dict[int, ThreadpoolController] = {}
+
+
+def _controller() -> ThreadpoolController:
+    """The BLAS libraries loaded now. Listing them takes about a millisecond, so the list is kept until a module
+    is imported (a library such as scipy's OpenBLAS loads with the module that needs it)."""
+    key = len(sys.modules)
+    with _lock:
+        ctl = _controllers.get(key)
+        if ctl is None:
+            _controllers.clear()
+            ctl = _controllers[key] = ThreadpoolController()
+        return ctl
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Every loaded BLAS library runs one thread within the block, and returns to its own count after it. The
+    limit is process-wide while it holds (BLAS libraries have no per-thread setting)."""
+    with _controller().limit(limits=1, user_api="blas"):
+        yield
