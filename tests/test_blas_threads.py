@@ -7,6 +7,7 @@ import types
 from typing import Any
 
 import goodopt.solvers.api as api
+import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -49,3 +50,14 @@ def test_a_solve_runs_its_method_with_one_blas_thread(monkeypatch: pytest.Monkey
         res = api.solve(FAMILIES["sia-64"].scenario(0), "greedy")
         assert set(_blas_threads()) == {2}
     assert res.has_solution and seen and set(seen[0]) == {1}
+
+
+def test_a_long_dot_product_no_longer_follows_the_core_count() -> None:
+    # OpenBLAS splits a dot product this long between its threads, each summing its part
+    rng = np.random.default_rng(0)
+    pairs = [(rng.standard_normal(80_000), rng.standard_normal(80_000)) for _ in range(20)]
+    values = []
+    for outer in (1, 2, 4):
+        with threadpool_limits(outer, user_api="blas"), one_blas_thread():
+            values.append([float(a @ b) for a, b in pairs])
+    assert values[0] == values[1] == values[2]
