@@ -240,7 +240,8 @@ def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solv
     sc = FAMILIES[family].scenario(seed)
     pr = (dataclasses.replace(sc, objective=Objective.sia()) if sia else sc).problem()
     probed = goodopt.solve(pr, "milp", {"lp_rounding": True})
-    assert [(lim.node_limit, lim.threads) for lim in asked] == [(dive.PROBE_NODE_LIMIT, 1)]
+    assert [(lim.node_limit, lim.threads, dict(lim.native)) for lim in asked] == \
+        [(dive.PROBE_NODE_LIMIT, 1, dive.PROBE_SCIP_OPTIONS)]
     plain = goodopt.solve(pr, "milp", {"lp_rounding": True, "dive_probe": "none"})
     first, *rest = _dive_stages(probed)
     assert first["solver"] == "scip" and first["model"].endswith(", scip probe")
@@ -255,6 +256,25 @@ def test_the_dive_probe_ends_the_solve_or_hands_the_same_core_to_the_chosen_solv
     assert probed.status == plain.status == Termination.OPTIMAL
     assert abs(probed.fitness - plain.fitness) <= 1e-6 * plain.fitness
     assert probed.bound >= plain.fitness * (1 - 1e-9) and plain.bound >= probed.fitness * (1 - 1e-9)
+
+
+def test_the_probes_scip_parameters_are_scip_10s_fast_separation():
+    """The probe's SCIP parameters are written out (a SCIP release that changed its preset would not change the
+    probe); on SCIP 10 they are exactly what ``setSeparating(FAST)`` sets, and every one is SCIP's own name."""
+    pyscipopt = pytest.importorskip("pyscipopt")
+    from goodopt.solvers.milp.dive import PROBE_SCIP_OPTIONS
+
+    fast, ours = pyscipopt.Model(), pyscipopt.Model()
+    fast.hideOutput()
+    ours.hideOutput()
+    default = ours.getParams()
+    for key, value in PROBE_SCIP_OPTIONS.items():
+        ours.setParam(key, value)
+    assert all(default[key] != value for key, value in PROBE_SCIP_OPTIONS.items())  # each one changes SCIP's default
+    if not str(fast.version()).startswith("10."):
+        pytest.skip(f"SCIP {fast.version()}: the parameters were taken from SCIP 10's preset")
+    fast.setSeparating(pyscipopt.SCIP_PARAMSETTING.FAST)
+    assert fast.getParams() == ours.getParams()
 
 
 def test_the_dive_probe_is_off_from_the_plain_lp_on_small_cores_and_under_another_solver_and_checked():
