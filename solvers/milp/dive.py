@@ -66,10 +66,13 @@ PROBE_NODE_LIMIT = 3
 #: SCIP's parameters in the probe: SCIP 10's own "fast" separation (``setSeparating(FAST)``), written out so that a
 #: SCIP release that changes that preset does not change the probe: fewer aggregation and zero-half rounds at the
 #: root, cuts only at nodes whose bound is the global one, no multi-commodity-flow cuts. Measured (CPU s of the whole
-#: solve, one thread, the least of one run of each, with and without alternating in one process, the same optima):
-#: five-types-2048 own objective seeds 0-9 23.1 against 25.4 (worst 3.36 against 3.65), Sia's 13.0 against 14.6
-#: (seed 1 1.27 against 2.98: SCIP's probe closes its core at the fourth node in half the time), mixed-2048 own
-#: 5.34 against 5.50.
+#: solve, one thread, one run of each, with and without alternating in one process, the same optima): five-types-2048
+#: own objective seeds 0-9 23.1 against 25.4 (worst 3.36 against 3.65), Sia's 13.0 against 14.6 (seed 1 1.27 against
+#: 2.98: the probe closes its core at the fourth node in half the time), mixed-2048 own 5.34 against 5.50, Sia's
+#: 11.33 against 11.24 (seeds 6 and 7, least of three: 2.23 / 2.26 against 2.24 / 2.25), five-types-512 and
+#: cluster-2048 (both objectives) and five-types-2048 seeds 10-14 within 4%. SCIP's fast heuristics on top:
+#: five-types-2048 own 22.5 against 25.9, but mixed-2048 own seed 9 1.70 against 0.61; fast presolving: Sia's
+#: five-types-2048 seed 1 5.62 against 3.14. Not taken.
 PROBE_SCIP_OPTIONS = {
     "constraints/and/sepafreq": 0,
     "separating/aggregation/maxaggrsroot": 3,
