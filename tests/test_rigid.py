@@ -263,3 +263,25 @@ def test_a_rigid_sweep_spec_takes_gavels_mechanism_once_for_every_policy(tmp_pat
                            "throughputs": str(write_throughputs(tmp_path / "t.json")), "generator": "numpy",
                            "mechanism": "gavel", "policies": ["max_min_fairness", "finish_time_fairness"]})
     assert {t.config["mechanism"] for t in expand(spec)} == {"gavel"}
+
+
+def test_the_order_of_the_gpu_types_is_part_of_a_rigid_task(traces):
+    """The round mechanism considers the GPU types in ``capacity``'s order, and the answer follows it (Gavel's
+    cluster and throughputs, 60 jobs at 6 an hour under finish-time fairness: 111,121 s given v100 first,
+    110,367 s given k80 first); two orders are two tasks, each with its own cache key."""
+    from goodopt.gavel import read_gavel_throughputs
+    from goodopt.runs.cache import task_key
+    from goodopt.runs.tasks import rigid_task
+
+    thr = read_gavel_throughputs(traces)
+    jobs = gavel_trace(thr, 6.0, 60, np.random.default_rng(0))
+    cfg = RigidConfig(policy="finish_time_fairness", window=(10, 50), max_time_s=1e8, options={"lp_method": "ipm"})
+    orders = ({"v100": 8, "p100": 8, "k80": 8}, {"k80": 8, "p100": 8, "v100": 8})
+    v100_first, k80_first = (simulate_rigid(jobs, thr, capacity, cfg).summary["avg_jct"] for capacity in orders)
+    assert v100_first != k80_first
+    tasks = [rigid_task(traces, capacity, 6.0, 60, window=[10, 50], policy="finish_time_fairness")
+             for capacity in orders]
+    assert tasks[0].inputs()["capacity"] == [["v100", 8], ["p100", 8], ["k80", 8]]
+    assert task_key(tasks[0]) != task_key(tasks[1])
+    assert task_key(tasks[0]) == task_key(rigid_task(traces, dict(orders[0]), 6.0, 60, window=[10, 50],
+                                                     policy="finish_time_fairness"))
