@@ -18,19 +18,18 @@ from contextlib import contextmanager
 from threadpoolctl import ThreadpoolController
 
 _lock = threading.Lock()
-_controllers: dict[int, ThreadpoolController] = {}
+_kept: tuple[int, ThreadpoolController] | None = None  # (modules imported when listed, the list)
 
 
 def _controller() -> ThreadpoolController:
     """The BLAS libraries loaded now. Listing them takes about a millisecond, so the list is kept until a module
     is imported (a library such as scipy's OpenBLAS loads with the module that needs it)."""
+    global _kept
     key = len(sys.modules)
     with _lock:
-        ctl = _controllers.get(key)
-        if ctl is None:
-            _controllers.clear()
-            ctl = _controllers[key] = ThreadpoolController()
-        return ctl
+        if _kept is None or _kept[0] != key:
+            _kept = (key, ThreadpoolController())
+        return _kept[1]
 
 
 @contextmanager
