@@ -1,5 +1,5 @@
-"""Dives from the LP relaxation: small MILPs (HiGHS's presolve on, a node budget) over part of the model, under
-the same rows, each adding a candidate.
+"""Dives from the LP relaxation: small MILPs (HiGHS's presolve on but for the smallest, a node budget) over part
+of the model, under the same rows, each adding a candidate.
 
 * :func:`lp_dive`: every job whose LP choice is integral keeps it; the MILP
   chooses for the few jobs the LP split. On five-types-2048 the LP relaxation
@@ -118,6 +118,16 @@ FILL_FROM_OPEN = 300
 #: 7.95 s against 8.59 s over the 150 solves, the same optima. Under pattern rows it stays on: there it cost
 #: more than it saved (18 dives at 512-2048 GPUs, 40.5 s against 39.3 s).
 FEASIBILITY_JUMP = "mip_heuristic_run_feasibility_jump"
+#: Open configurations from which a dive over every configuration whose bound reaches the best candidate
+#: (``open_all``) runs HiGHS's presolve; below it the dive keeps the configuration models' options
+#: (:func:`~goodopt.solvers.milp.run.config_highs_options`: presolve off unless the user's ``highs_options`` say
+#: otherwise). Each such dive solved both ways on the same core (one thread, CPU s, the same optima to the
+#: solver's gap), by the core's size: in Sia's policy on its 64-GPU cluster (Helios workload 9, 667 dives) below
+#: 50 configurations 0.51 s against 0.79 with presolve, 50-100 0.54 against 2.64 (presolve on took over 10 ms
+#: where off took 3), 100-200 1.00 against 0.99, 200-1,000 1.09 against 0.82; over sia-64, mixed-64,
+#: testbed-over, testbed-under and hetero-16 seeds 0-19, both objectives (79 dives), below 200 0.32 against 0.49,
+#: 200-500 1.72 against 0.77. Presolve off in every such dive: Sia's testbed-over seeds 0-9 0.60 s against 0.12.
+PRESOLVE_MIN_OPEN = 200
 
 
 def lp_dive(run: MilpRun, model: ArrayModel) -> float:
@@ -225,7 +235,8 @@ def _solve_core(run: MilpRun, model: ArrayModel, core: _Core, start: Array, prob
     """Solve the core from ``start`` on the chosen solver (``probe`` None, the dive's node budget) or on
     ``probe`` (its node budget, one thread); keep its bound and its placed answer. Returns the answer's fitness
     (-inf when there is none) and whether the solver solved the core to the dive's gap."""
-    native = {**config_highs_options(run.opts), "presolve": "on"}
+    small = open_all and core.index.size < PRESOLVE_MIN_OPEN  # see PRESOLVE_MIN_OPEN
+    native = {**config_highs_options(run.opts), **({} if small else {"presolve": "on"})}
     if open_all and FEASIBILITY_JUMP not in run.opts.highs_options and accepts_option(FEASIBILITY_JUMP, False):
         native[FEASIBILITY_JUMP] = False  # see FEASIBILITY_JUMP
     kw, threads, limit = solver_kwargs(run), run.opts.threads, DIVE_NODE_LIMIT
