@@ -388,6 +388,28 @@ def test_finish_time_fairness_matches_an_independent_bisection(seed, route):
     assert res.n_lps <= 12 + ("lp_method" in route), res.stages
 
 
+def test_finish_time_fairness_searches_with_devex_pricing(monkeypatch):
+    # The search's one HiGHS instance runs the dual simplex with devex pricing (SEARCH_HIGHS_OPTIONS): HiGHS
+    # would otherwise recompute steepest-edge weights at every warm re-solve; its answer is still the optimum.
+    import goodopt.solvers.gavel.fairness as fairness
+
+    seen = []
+
+    class Recording(fairness.HighsSession):
+        def __init__(self, model, **kw):
+            super().__init__(model, **kw)
+            seen.append(self.h.getOptionValue("simplex_dual_edge_weight_strategy")[-1])
+
+    monkeypatch.setattr(fairness, "HighsSession", Recording)
+    T, s, cap = np.array([[4.0, 1.0], [2.0, 1.0], [3.0, 2.0]]), np.array([1, 2, 1]), np.array([2, 2])
+    R, a = np.array([400.0, 300.0, 200.0]), np.array([0.0, 50.0, 120.0])
+    mx = ThroughputMatrix(("a", "b", "c"), ("v100", "k80"), T, s, cap, remaining_steps=R, elapsed_s=a)
+    res = solve_gavel(mx, "finish_time_fairness", {"rel_tol": 1e-7})
+    assert seen and all(v == fairness.SEARCH_HIGHS_OPTIONS["simplex_dual_edge_weight_strategy"] == 1 for v in seen)
+    D = a + R / mx.equal_share_throughput()
+    assert res.fun == pytest.approx(_ftf_by_bisection(T, s, cap, a, R, D), rel=1e-5)
+
+
 @pytest.mark.parametrize("route", [{}, {"lp_method": "ipm"}, {"backend": "pyomo"}])
 @pytest.mark.parametrize("seed", range(16))
 def test_finish_time_fairness_on_one_type_is_found_in_closed_form_with_one_lp(seed, route):
