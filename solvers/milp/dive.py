@@ -123,11 +123,15 @@ FEASIBILITY_JUMP = "mip_heuristic_run_feasibility_jump"
 #: (:func:`~goodopt.solvers.milp.run.config_highs_options`: presolve off unless the user's ``highs_options`` say
 #: otherwise). Each such dive solved both ways on the same core (one thread, CPU s, the same optima to the
 #: solver's gap), by the core's size: in Sia's policy on its 64-GPU cluster (Helios workload 9, 667 dives) below
-#: 50 configurations 0.51 s against 0.79 with presolve, 50-100 0.54 against 2.64 (presolve on took over 10 ms
-#: where off took 3), 100-200 1.00 against 0.99, 200-1,000 1.09 against 0.82; over sia-64, mixed-64,
-#: testbed-over, testbed-under and hetero-16 seeds 0-19, both objectives (79 dives), below 200 0.32 against 0.49,
-#: 200-500 1.72 against 0.77. Presolve off in every such dive: Sia's testbed-over seeds 0-9 0.60 s against 0.12.
-PRESOLVE_MIN_OPEN = 200
+#: 150 configurations 1.65 s without presolve against 4.06 with it (50-100: 0.54 against 2.64, over 10 ms a dive
+#: with presolve where 3 without), 150-200 0.41 against 0.35, 200-1,000 1.09 against 0.82; over sia-64, mixed-64,
+#: testbed-over, testbed-under and hetero-16 seeds 0-19, both objectives (79 dives), below 150 0.12 against 0.16,
+#: 150-200 0.21 against 0.33 (but on sia-64 one of 197 configurations, Sia's objective seed 4, 55 ms against 9),
+#: 200-500 1.72 against 0.77. Whole runs: Sia's policy on Helios workload 9 14.3 s against 18.8, on Philly
+#: workload 4 11.0 against 17.3 (their average JCTs moved by +1.0% and -0.6%: another of equal optima); sia-64
+#: under Sia's objective seeds 0-19 (least of two, alternating) 0.46 against 0.51, the other four families within
+#: 0.01 s, the same optima. Presolve off in every such dive: Sia's testbed-over seeds 0-9 0.60 s against 0.12.
+PRESOLVE_MIN_OPEN = 150
 
 
 def lp_dive(run: MilpRun, model: ArrayModel) -> float:
