@@ -45,7 +45,7 @@ def test_the_plain_dive_runs_without_feasibility_jump_unless_the_user_sets_it(mo
         assert abs(ours.fitness - theirs.fitness) <= 1e-6 * ours.fitness
 
 
-def test_the_plain_dive_runs_presolve_from_a_few_hundred_open_configurations(monkeypatch):
+def test_the_plain_dive_runs_presolve_only_from_its_size_floor(monkeypatch):
     """The dive over every configuration whose bound reaches the best candidate runs HiGHS's presolve when its core
     holds PRESOLVE_MIN_OPEN configurations or more, and keeps the configuration models' options below (presolve
     off, or the user's choice); each way gives the same optimum (sia-64 seeds 0-2, both objectives)."""
@@ -63,6 +63,7 @@ def test_the_plain_dive_runs_presolve_from_a_few_hundred_open_configurations(mon
             super().__init__(problem, configs, *args, highs_options=highs_options, **kw)
 
     monkeypatch.setattr(dive, "ArrayModel", Recording)
+    floor0 = dive.PRESOLVE_MIN_OPEN
     for seed in range(3):
         for objective in (None, Objective.sia()):
             sc = FAMILIES["sia-64"].scenario(seed)
@@ -76,8 +77,7 @@ def test_the_plain_dive_runs_presolve_from_a_few_hundred_open_configurations(mon
                 seen.clear()
                 answers.append(goodopt.solve(pr, "milp", {"highs_options": user}))
                 assert seen and all(p == want for _, p in seen), (floor, user, seen)
-            monkeypatch.undo()
-            monkeypatch.setattr(dive, "ArrayModel", Recording)
+            monkeypatch.setattr(dive, "PRESOLVE_MIN_OPEN", floor0)
             assert all(a.status == Termination.OPTIMAL for a in answers)
             assert max(a.fitness for a in answers) - min(a.fitness for a in answers) <= 1e-6 * ours.fitness
 
