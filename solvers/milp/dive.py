@@ -239,8 +239,9 @@ def _solve_core(run: MilpRun, model: ArrayModel, core: _Core, start: Array, prob
     """Solve the core from ``start`` on the chosen solver (``probe`` None, the dive's node budget) or on
     ``probe`` (its node budget, one thread); keep its bound and its placed answer. Returns the answer's fitness
     (-inf when there is none) and whether the solver solved the core to the dive's gap."""
-    small = open_all and core.index.size < PRESOLVE_MIN_OPEN  # see PRESOLVE_MIN_OPEN
-    native = {**config_highs_options(run.opts), **({} if small else {"presolve": "on"})}
+    native = dict(config_highs_options(run.opts))
+    if not (open_all and core.index.size < PRESOLVE_MIN_OPEN):  # see PRESOLVE_MIN_OPEN
+        native["presolve"] = "on"
     if open_all and FEASIBILITY_JUMP not in run.opts.highs_options and accepts_option(FEASIBILITY_JUMP, False):
         native[FEASIBILITY_JUMP] = False  # see FEASIBILITY_JUMP
     kw, threads, limit = solver_kwargs(run), run.opts.threads, DIVE_NODE_LIMIT
